@@ -1,0 +1,46 @@
+# wimro — the two commands that set everything up are `make run` and `make test`.
+GO      ?= go
+BIN     := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all deps build run test test-short bench lint fmt vet clean
+
+all: build
+
+# deps installs what the daemon and the tests need on this machine:
+# PostgreSQL server binaries (Debian's postgresql package) when missing.
+deps:
+	@scripts/ensure-postgres.sh
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# run builds wimd and starts it on a local PostgreSQL that it owns under
+# .wimro/ (created on first run, migrations applied), listening on
+# WIMRO_LISTEN (default 127.0.0.1:9090).
+run: deps build
+	$(BIN)/wimd serve
+
+# test runs the whole suite with the race detector against real services
+# that the harness starts itself.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-short: deps
+	$(GO) test -count=1 ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,453 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Policy holds the timings of retries, waits and refreshes.
+type Policy struct {
+	RetryBase   time.Duration // first retry delay after a retryable error
+	RetryMax    time.Duration // cap of the exponential backoff
+	MaxAttempts int           // attempts before a retryable error fails the action
+	Refresh     time.Duration // status poll interval of a link in BUILD
+	Wait        time.Duration // re-check interval while local networks are pending
+	WaitTimeout time.Duration // give up waiting after this long ...
+	WaitMin     int           // ... and at least this many checks
+}
+
+// DefaultPolicy is used for zero fields.
+var DefaultPolicy = Policy{
+	RetryBase: 2 * time.Second, RetryMax: 2 * time.Minute, MaxAttempts: 10,
+	Refresh: 10 * time.Second, Wait: 10 * time.Second, WaitTimeout: time.Hour, WaitMin: 10,
+}
+
+func (p Policy) withDefaults() Policy {
+	d := DefaultPolicy
+	if p.RetryBase > 0 {
+		d.RetryBase = p.RetryBase
+	}
+	if p.RetryMax > 0 {
+		d.RetryMax = p.RetryMax
+	}
+	if p.MaxAttempts > 0 {
+		d.MaxAttempts = p.MaxAttempts
+	}
+	if p.Refresh > 0 {
+		d.Refresh = p.Refresh
+	}
+	if p.Wait > 0 {
+		d.Wait = p.Wait
+	}
+	if p.WaitTimeout > 0 {
+		d.WaitTimeout = p.WaitTimeout
+	}
+	if p.WaitMin > 0 {
+		d.WaitMin = p.WaitMin
+	}
+	return d
+}
+
+// Backoff returns the delay before retry number attempt (1-based): base
+// doubled per attempt, capped.
+func (p Policy) Backoff(attempt int) time.Duration {
+	p = p.withDefaults()
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := float64(p.RetryBase) * math.Pow(2, float64(attempt-1))
+	if d > float64(p.RetryMax) {
+		return p.RetryMax
+	}
+	return time.Duration(d)
+}
+
+// Runner runs actions. It reads what it needs from the database but never
+// writes: the caller writes the Outcome.
+type Runner struct {
+	db     *persistence.Store
+	policy Policy
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// NewRunner returns a runner reading through s.
+func NewRunner(s *persistence.Store, p Policy, logger *slog.Logger) *Runner {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{db: s, policy: p.withDefaults(), logger: logger, now: time.Now}
+}
+
+// Target is what the runner needs to know of the account.
+type Target struct {
+	AccountID string
+	WIMID     string
+	Connector connectors.Connector
+}
+
+// Run runs one claimed action and returns its outcome. It does not fail
+// on a cancelled ctx: the returned outcome then keeps the action queued.
+func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.Outcome {
+	var (
+		o   persistence.Outcome
+		err error
+	)
+	switch {
+	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
+		o, err = r.create(ctx, t, a)
+	case (a.Action == wimro.ActionCreate || a.Action == wimro.ActionFind) && a.Status == wimro.ActionBuild:
+		o, err = r.refresh(ctx, t, a)
+	case a.Action == wimro.ActionDelete && a.Status == wimro.ActionScheduled:
+		o, err = r.delete(ctx, t, a)
+	case a.Action == wimro.ActionFind && a.Status == wimro.ActionScheduled:
+		o, err = r.find(ctx, t, a)
+	default:
+		err = permanent("The action %s %s in status %s is not defined", a.Action, a.Item, a.Status)
+	}
+	if err == nil {
+		return o
+	}
+	return r.onError(ctx, a, err)
+}
+
+// actionError is a failure decided by the action itself (not the
+// controller): it is never retried.
+type actionError struct{ msg string }
+
+func (e *actionError) Error() string { return e.msg }
+
+func permanent(format string, args ...any) error {
+	return &actionError{msg: fmt.Sprintf(format, args...)}
+}
+
+// onError turns an error into a retry or a failure.
+func (r *Runner) onError(ctx context.Context, a wimro.Action, err error) persistence.Outcome {
+	msg := err.Error()
+	var ae *actionError
+	retry := !errors.As(err, &ae) && (connectors.Retryable(err) || wimro.ErrorCode(err) == wimro.EUNAVAILABLE || ctx.Err() != nil)
+	if retry && (a.Attempts < r.policy.MaxAttempts || ctx.Err() != nil) {
+		at := r.now().Add(r.policy.Backoff(a.Attempts))
+		if ctx.Err() != nil {
+			// Stopped, not refused: run it again at once on the next start.
+			at = r.now()
+			msg = "interrupted: " + msg
+		}
+		return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
+	}
+	if retry {
+		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, a.Attempts)
+	}
+	return r.fail(a, msg)
+}
+
+// fail marks the action FAILED; a failed CREATE marks its link ERROR.
+func (r *Runner) fail(a wimro.Action, msg string) persistence.Outcome {
+	switch {
+	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
+		msg = "Impossible to stablish WAN connectivity.\n\t" + msg
+	case a.Action == wimro.ActionDelete:
+		msg = "Impossible to delete WAN connectivity.\n\t" + msg
+	}
+	o := persistence.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg}
+	if a.Status == wimro.ActionScheduled {
+		o.Failed = 1 // a BUILD refresh was already counted done
+	}
+	if a.Action != wimro.ActionDelete {
+		st := wimro.LinkError
+		o.Link = &persistence.LinkUpdate{Status: &st, ErrorMsg: &msg}
+	}
+	return o
+}
+
+var (
+	brokenNets  = map[string]bool{wimro.NetDown: true, wimro.NetError: true, wimro.NetVIMError: true, wimro.NetDeleted: true, wimro.NetScheduledDeletion: true}
+	pendingNets = map[string]bool{wimro.NetBuild: true, wimro.NetInactive: true, wimro.NetScheduledCreation: true}
+)
+
+func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
+	var b strings.Builder
+	for _, n := range nets {
+		if bad[n.Status] {
+			fmt.Fprintf(&b, "\n\t%s: %s", n.UUID, n.Status)
+		}
+	}
+	return b.String()
+}
+
+func (r *Runner) create(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
+	link, err := r.db.GetWANLink(ctx, a.ItemID)
+	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		// The instance was deleted before its link was made: nothing to
+		// create, and the DELETE queued behind has nothing to undo. Counted
+		// done so the instance action completes (OSM never counted it).
+		msg := "superseded: the WAN link was deleted before it was created"
+		return persistence.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
+	} else if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if link.InstanceID == nil || link.SceNetID == nil {
+		return persistence.Outcome{}, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
+	}
+	nets, err := r.db.ListNetsOfGroup(ctx, *link.InstanceID, *link.SceNetID)
+	if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if s := netList(nets, brokenNets); s != "" {
+		return persistence.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
+	}
+	if s := netList(nets, pendingNets); s != "" {
+		return r.wait(a, "Still waiting for the local networks to be active:"+s), nil
+	}
+	points, err := r.connectionPoints(ctx, t, nets)
+	if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if link.Multipoint || len(points) > 2 {
+		return persistence.Outcome{}, permanent("%s", connectors.MultipointNotSupported)
+	}
+	id, connInfo, err := t.Connector.CreateService(ctx, link.UUID, connectors.ServiceELINE, points)
+	if err != nil {
+		return persistence.Outcome{}, err
+	}
+	return r.created(id, connInfo), nil
+}
+
+// created is the outcome of a service made or adopted: the link is BUILD
+// with its service id, and the first status refresh is due soon.
+func (r *Runner) created(id string, connInfo map[string]any) persistence.Outcome {
+	st := wimro.LinkBuild
+	next := r.now().Add(r.policy.Refresh)
+	return persistence.Outcome{
+		Status: wimro.ActionBuild, WIMInternalID: &id, Done: 1, RunAfter: &next, ResetAttempts: true,
+		Extra: map[string]any{"conn_info": connInfo},
+		Link:  &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{"conn_info": connInfo}},
+	}
+}
+
+// wait defers a CREATE until its local networks are ready; it gives up
+// after WaitTimeout and at least WaitMin checks (OSM meant to, but its
+// check never fired).
+func (r *Runner) wait(a wimro.Action, reason string) persistence.Outcome {
+	now := r.now()
+	first := now
+	if s, ok := a.Extra["first_attempted_at"].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			first = t
+		}
+	}
+	waits := 1
+	if n, ok := a.Extra["wait_attempts"].(float64); ok {
+		waits = int(n) + 1
+	}
+	if now.Sub(first) > r.policy.WaitTimeout && waits > r.policy.WaitMin {
+		return r.fail(a, fmt.Sprintf("Timeout reached. %d attempts in the last %d min. %s", waits, int(now.Sub(first).Minutes()), reason))
+	}
+	next := now.Add(r.policy.Wait)
+	return persistence.Outcome{
+		Status: wimro.ActionScheduled, ErrorMsg: &reason, RunAfter: &next, ResetAttempts: true,
+		Extra: map[string]any{"first_attempted_at": first.UTC().Format(time.RFC3339Nano), "last_attempted_at": now.UTC().Format(time.RFC3339Nano), "wait_attempts": waits},
+	}
+}
+
+// connectionPoints resolves where each local network leaves its
+// datacenter and the port mapping of the account's WIM there.
+func (r *Runner) connectionPoints(ctx context.Context, t Target, nets []wimro.InstanceNet) ([]connectors.ConnectionPoint, error) {
+	sort.Slice(nets, func(i, j int) bool { return nets[i].DatacenterID < nets[j].DatacenterID })
+	points := make([]connectors.ConnectionPoint, 0, len(nets))
+	for _, n := range nets {
+		dc, err := r.db.GetDatacenter(ctx, n.DatacenterID, "")
+		if err != nil {
+			return nil, err
+		}
+		dpid, port, ok := ExitPort(n, dc)
+		if !ok {
+			return nil, permanent("No external port associated to the instance_net uuid(%s)", n.UUID)
+		}
+		m, err := r.db.FindPortMapping(ctx, t.WIMID, n.DatacenterID, dpid, port)
+		if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+			return nil, permanent("No WIM port mapping found: wim_account: %s, datacenter: %s, pop_switch_dpid: %s, pop_switch_port: %s",
+				t.AccountID, dc.Name, dpid, port)
+		} else if err != nil {
+			return nil, err
+		}
+		cp := connectors.ConnectionPoint{ServiceEndpointID: m.WANServiceEndpointID, Encapsulation: connectors.EncapNone, MappingInfo: m.WANServiceMappingInfo}
+		if n.EncapsulationType != nil && *n.EncapsulationType == "vlan" && n.EncapsulationID != nil {
+			cp.Encapsulation, cp.VLAN = connectors.EncapDot1Q, *n.EncapsulationID
+		}
+		points = append(points, cp)
+	}
+	return points, nil
+}
+
+// ExitPort says where a local network leaves its datacenter: the PoP
+// switch port the NFVO gave, else the first external_connections rule of
+// the datacenter whose condition matches the network's vim_info.
+func ExitPort(n wimro.InstanceNet, dc wimro.Datacenter) (dpid, port string, ok bool) {
+	if n.PopSwitchDPID != nil && n.PopSwitchPort != nil {
+		return *n.PopSwitchDPID, *n.PopSwitchPort, true
+	}
+	rules, _ := dc.Config["external_connections"].([]any)
+	for _, raw := range rules {
+		rule, _ := raw.(map[string]any)
+		if rule == nil || !matches(rule["condition"], n.VimInfo) {
+			continue
+		}
+		ext, _ := rule["vim_external_port"].(map[string]any)
+		if ext == nil || ext["switch"] == nil || ext["port"] == nil {
+			continue
+		}
+		return fmt.Sprint(ext["switch"]), fmt.Sprint(ext["port"]), true
+	}
+	return "", "", false
+}
+
+// matches reports whether every key of cond equals the same key of info;
+// an empty or missing condition matches. Values compare by their printed
+// form, so 301 from JSON equals 301 from YAML.
+func matches(cond any, info map[string]any) bool {
+	c, _ := cond.(map[string]any)
+	for k, v := range c {
+		got, ok := info[k]
+		if !ok || fmt.Sprint(got) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
+	if _, err := r.db.GetWANLink(ctx, a.ItemID); wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		// The instance is gone and a DELETE waits behind this refresh.
+		return persistence.Outcome{Status: wimro.ActionSuperseded}, nil
+	} else if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if a.WIMInternalID == nil {
+		return persistence.Outcome{}, permanent("action has no service id to refresh")
+	}
+	connInfo, _ := a.Extra["conn_info"].(map[string]any)
+	st, err := t.Connector.GetServiceStatus(ctx, *a.WIMInternalID, connInfo)
+	if err != nil {
+		msg := err.Error()
+		werr := wimro.LinkWIMError
+		up := &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}
+		if connectors.IsNotFound(err) || !connectors.Retryable(err) || a.Attempts >= r.policy.MaxAttempts {
+			// Stop polling: the link shows the error until an operator acts.
+			return persistence.Outcome{Status: wimro.ActionDone, ErrorMsg: &msg, Link: up}, nil
+		}
+		next := r.now().Add(r.policy.Backoff(a.Attempts))
+		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next, Link: up}, nil
+	}
+	status := string(st.Status)
+	up := &persistence.LinkUpdate{Status: &status, WIMInfo: st.Info}
+	if st.Message != "" {
+		up.ErrorMsg = &st.Message
+	} else {
+		up.ClearError = true
+	}
+	if st.Status == connectors.StatusBuild || st.Status == connectors.StatusInactive {
+		next := r.now().Add(r.policy.Refresh)
+		return persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &next, ResetAttempts: true, Link: up}, nil
+	}
+	return persistence.Outcome{Status: wimro.ActionDone, Link: up}, nil
+}
+
+func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
+	id, connInfo, err := r.serviceOf(ctx, a)
+	if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if id == "" {
+		// No id was recorded: a CREATE may still have made the service
+		// before dying; find it by the key it used.
+		if id, err = lookupByKey(ctx, t.Connector, a.ItemID); err != nil {
+			return persistence.Outcome{}, err
+		}
+	}
+	deleted := wimro.LinkDeleted
+	o := persistence.Outcome{Status: wimro.ActionDone, Done: 1, Link: &persistence.LinkUpdate{Status: &deleted}}
+	if id == "" {
+		return o, nil // nothing was ever created
+	}
+	if err := t.Connector.DeleteService(ctx, id, connInfo); err != nil && !connectors.IsNotFound(err) {
+		return persistence.Outcome{}, err
+	}
+	o.WIMInternalID = &id
+	return o, nil
+}
+
+// serviceOf finds the service id and conn_info a DELETE must remove: its
+// own, the copy of the link it carries, or the newest CREATE/FIND of the
+// same link (which may have finished after the copy was taken).
+func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[string]any, error) {
+	copyOf, _ := a.Extra["wan_link"].(map[string]any)
+	var connInfo map[string]any
+	if wi, ok := copyOf["wim_info"].(map[string]any); ok {
+		connInfo, _ = wi["conn_info"].(map[string]any)
+	}
+	if a.WIMInternalID != nil && *a.WIMInternalID != "" {
+		return *a.WIMInternalID, connInfo, nil
+	}
+	if id, ok := copyOf["wim_internal_id"].(string); ok && id != "" {
+		return id, connInfo, nil
+	}
+	history, err := r.db.ListActionsOfItem(ctx, a.ItemID)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		h := history[i]
+		if (h.Action == wimro.ActionCreate || h.Action == wimro.ActionFind) && h.WIMInternalID != nil && *h.WIMInternalID != "" {
+			ci, _ := h.Extra["conn_info"].(map[string]any)
+			return *h.WIMInternalID, ci, nil
+		}
+	}
+	return "", connInfo, nil
+}
+
+func lookupByKey(ctx context.Context, c connectors.Connector, key string) (string, error) {
+	services, err := c.ListServices(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range services {
+		if s.Key == key {
+			return s.ID, nil
+		}
+	}
+	return "", nil
+}
+
+func (r *Runner) find(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
+	id := ""
+	if a.WIMInternalID != nil {
+		id = *a.WIMInternalID
+	}
+	if id == "" {
+		var err error
+		if id, err = lookupByKey(ctx, t.Connector, a.ItemID); err != nil {
+			return persistence.Outcome{}, err
+		}
+	}
+	if id == "" {
+		return persistence.Outcome{}, permanent("no service for WAN link %s on the controller", a.ItemID)
+	}
+	if _, err := t.Connector.GetServiceStatus(ctx, id, nil); err != nil {
+		if connectors.IsNotFound(err) {
+			return persistence.Outcome{}, permanent("service %s not found on the controller", id)
+		}
+		return persistence.Outcome{}, err
+	}
+	return r.created(id, nil), nil
+}

@@ -1,0 +1,433 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for goose
+
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/httpapi"
+	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/migrations"
+	"github.com/wimro/wimro/persistence"
+	"github.com/wimro/wimro/wimthread"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// App is the wimd command line: a testable type with injected output and
+// environment; main only wires it to the process.
+type App struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// Ready, if set, is called by serve with the address it listens on once
+	// it accepts requests.
+	Ready func(addr string)
+}
+
+const usage = `wimd - the wimro WAN Infrastructure Manager daemon
+
+Usage:
+  wimd serve   [flags]                       serve the REST API and run the workers
+  wimd migrate up|down|status|version [flags] manage the database schema (goose)
+  wimd version                               print the version
+
+Run "wimd <command> --help" for the flags of a command. Every flag has an
+environment variable default, shown in its help.
+`
+
+// Run runs the command in args and returns the process exit status.
+func (a *App) Run(ctx context.Context, args []string) int {
+	if a.Getenv == nil {
+		a.Getenv = os.Getenv
+	}
+	if len(args) == 0 {
+		fmt.Fprint(a.Stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = a.serve(ctx, args[1:])
+	case "migrate":
+		err = a.migrate(ctx, args[1:])
+	case "version", "--version":
+		fmt.Fprintf(a.Stdout, "wimd %s\n", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(a.Stdout, usage)
+	default:
+		fmt.Fprintf(a.Stderr, "wimd: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintf(a.Stderr, "wimd: %v\n", err)
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+// env returns the environment value of key, or def.
+func (a *App) env(key, def string) string {
+	if v := a.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (a *App) envInt(key string, def int) int {
+	if v := a.Getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func (a *App) envBool(key string, def bool) bool {
+	if v := a.Getenv(key); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	}
+	return def
+}
+
+// dbConfig is the database part of the configuration, shared by serve and
+// migrate.
+type dbConfig struct {
+	url      string
+	dataDir  string
+	logLevel string
+	logJSON  bool
+}
+
+func (a *App) newFlagSet(name, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet("wimd "+name, flag.ContinueOnError)
+	fs.SetOutput(a.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.Stderr, "%s\n\nFlags:\n", help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (a *App) dbFlags(fs *flag.FlagSet) *dbConfig {
+	c := &dbConfig{}
+	fs.StringVar(&c.url, "database-url", a.env("WIMRO_DATABASE_URL", ""),
+		"PostgreSQL URL (env WIMRO_DATABASE_URL); empty: run a local PostgreSQL under --data-dir")
+	fs.StringVar(&c.dataDir, "data-dir", a.env("WIMRO_DATA_DIR", ".wimro"),
+		"folder for the local PostgreSQL and the secret key file (env WIMRO_DATA_DIR)")
+	fs.StringVar(&c.logLevel, "log-level", a.env("WIMRO_LOG_LEVEL", "info"), "debug, info, warn or error (env WIMRO_LOG_LEVEL)")
+	fs.BoolVar(&c.logJSON, "log-json", a.envBool("WIMRO_LOG_JSON", false), "log as JSON lines (env WIMRO_LOG_JSON)")
+	return c
+}
+
+func (a *App) logger(c *dbConfig) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logJSON {
+		return slog.New(slog.NewJSONHandler(a.Stderr, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(a.Stderr, opts)), nil
+}
+
+// localDatabase is the name of the database wimd keeps on its own server.
+const localDatabase = "wimro"
+
+// database returns the URL to use. With no --database-url it starts (or
+// reuses) a PostgreSQL server that wimd owns under the data folder, creates
+// the wimro database on it, and returns a function that stops the server.
+func (a *App) database(ctx context.Context, c *dbConfig, logger *slog.Logger) (string, func(), error) {
+	if c.url != "" {
+		return c.url, func() {}, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(c.dataDir, "postgres"))
+	if err != nil {
+		return "", nil, err
+	}
+	logger.Info("no database URL: starting a local PostgreSQL", slog.String("data_dir", dir))
+	srv, err := pglocal.Start(ctx, pglocal.Options{DataDir: dir, Logger: logger})
+	if err != nil {
+		return "", nil, fmt.Errorf("local PostgreSQL: %w", err)
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			logger.Error("stopping local PostgreSQL", slog.Any("error", err))
+		}
+	}
+	if err := ensureDatabase(ctx, srv.URL("postgres"), localDatabase); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return srv.URL(localDatabase), stop, nil
+}
+
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to local PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+func (a *App) migrate(ctx context.Context, args []string) error {
+	fs := a.newFlagSet("migrate", "Usage: wimd migrate up|down|status|version [flags]\n\n"+
+		"  up       apply every pending migration\n"+
+		"  down     roll back the newest migration\n"+
+		"  status   list every migration and whether it is applied\n"+
+		"  version  print the current schema version")
+	c := a.dbFlags(fs)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		fs.Usage()
+		return errUsage
+	}
+	sub := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch sub {
+	case "up", "down", "status", "version":
+	default:
+		fmt.Fprintf(a.Stderr, "wimd migrate: unknown subcommand %q\n", sub)
+		fs.Usage()
+		return errUsage
+	}
+	logger, err := a.logger(c)
+	if err != nil {
+		return err
+	}
+	url, stop, err := a.database(ctx, c, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	p, err := migrations.NewProvider(db, nil)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "up":
+		res, err := p.Up(ctx)
+		for _, r := range res {
+			fmt.Fprintf(a.Stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
+		}
+		if err != nil {
+			return fmt.Errorf("migrate up: %w", err)
+		}
+		if len(res) == 0 {
+			fmt.Fprintln(a.Stdout, "no pending migrations")
+		}
+	case "down":
+		r, err := p.Down(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate down: %w", err)
+		}
+		fmt.Fprintf(a.Stdout, "rolled back %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
+	case "status":
+		list, err := p.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate status: %w", err)
+		}
+		fmt.Fprintf(a.Stdout, "%-8s %-8s %-25s %s\n", "VERSION", "STATE", "APPLIED AT", "MIGRATION")
+		for _, s := range list {
+			at := "-"
+			if !s.AppliedAt.IsZero() {
+				at = s.AppliedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(a.Stdout, "%-8d %-8s %-25s %s\n", s.Source.Version, s.State, at, filepath.Base(s.Source.Path))
+		}
+	case "version":
+		v, err := p.GetDBVersion(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate version: %w", err)
+		}
+		fmt.Fprintf(a.Stdout, "%d\n", v)
+	}
+	return nil
+}
+
+// serveConfig is the configuration of wimd serve.
+type serveConfig struct {
+	db            *dbConfig
+	listen        string
+	autoMigrate   bool
+	apiToken      string
+	maxBodyBytes  int64
+	secretKeyFile string
+	parallel      int
+}
+
+func (a *App) serve(ctx context.Context, args []string) error {
+	fs := a.newFlagSet("serve", "Usage: wimd serve [flags]\n\nServes the openmano-compatible REST API under /openmano and runs the account workers.")
+	c := &serveConfig{db: a.dbFlags(fs)}
+	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
+	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")
+	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /healthz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
+	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
+	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
+		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(a.Stderr, "wimd serve: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	logger, err := a.logger(c.db)
+	if err != nil {
+		return err
+	}
+	url, stopDB, err := a.database(ctx, c.db, logger)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+
+	if c.autoMigrate {
+		sqlDB, err := sql.Open("pgx", url)
+		if err != nil {
+			return err
+		}
+		err = migrations.Up(ctx, sqlDB, logger)
+		sqlDB.Close()
+		if err != nil {
+			return err
+		}
+	}
+	db, err := persistence.Open(ctx, url, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	keyFile := c.secretKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(c.db.dataDir, "secret.key")
+	}
+	key, source, err := secret.LoadKey(a.Getenv("WIMRO_SECRET_KEY"), keyFile)
+	if err != nil {
+		return err
+	}
+	logger.Info("secret key loaded", slog.String("source", source))
+	box, err := secret.New(key)
+	if err != nil {
+		return err
+	}
+	eng := engine.New(db, box, logger)
+
+	registry := connectors.NewRegistry()
+	fake.Register(registry)
+	failing.Register(registry)
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel})
+	if err := sup.Start(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := sup.Stop(stopCtx); err != nil {
+			logger.Error("stop workers", slog.Any("error", err))
+		}
+	}()
+	// Without a coordinator this process owns every account.
+	if err := sup.OwnAll(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	api := httpapi.New(eng, httpapi.Options{
+		Logger:       logger,
+		Token:        c.apiToken,
+		MaxBodyBytes: c.maxBodyBytes,
+		Health:       db.Ping,
+		Version:      version,
+	})
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return a.runHTTP(ctx, ln, api.Handler(), logger)
+}
+
+// runHTTP serves until ctx ends, then shuts down gracefully.
+func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("wimd serving", slog.String("addr", ln.Addr().String()), slog.String("version", version))
+	if a.Ready != nil {
+		a.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("wimd stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,549 @@
+// Package conformance is the shared test suite every connector must pass:
+// the contract of connectors.Connector written as tests. A connector's own
+// test calls Run with a Harness that builds the connector against its
+// controller emulator (or, for fake, against a private in-memory
+// controller).
+//
+// The suite checks what the actions rely on: a retried create adopts
+// instead of duplicating, delete is idempotent, unknown services are
+// NotFound, bad input is Permanent and never reaches the controller, and a
+// cancelled call returns at once.
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// Harness plugs one connector into the suite.
+type Harness struct {
+	// New returns a connector on a fresh, empty controller of its own (a new
+	// emulator, or a fake on a URL of its own), registering its cleanup with
+	// t.Cleanup. Subtests run in parallel, so controllers must not be
+	// shared unless Serial is set. Required.
+	New func(t *testing.T) connectors.Connector
+
+	// Points returns valid ELINE connection points for the controller that
+	// New builds. Different i in [0, 16) must give different services
+	// (e.g. other VLANs), so that they can coexist. Required.
+	Points func(i int) []connectors.ConnectionPoint
+
+	// EditUnsupported says EditService always fails with a Permanent
+	// error.
+	EditUnsupported bool
+
+	// ClearAllUnsupported says ClearAll always fails with a Permanent error.
+	ClearAllUnsupported bool
+
+	// ServerChosenIDs says the controller picks the service ids and keeps
+	// no client key (DynPaC): create cannot adopt, so the same-key case is
+	// skipped (documented non-idempotence) and listed services are not
+	// expected to carry the key.
+	ServerChosenIDs bool
+
+	// MaxStatusPolls bounds the status calls made while waiting for a new
+	// service to turn ACTIVE (default 20). The suite never sleeps: the
+	// emulator must move a service on per status call, not per second.
+	MaxStatusPolls int
+
+	// Unreachable, if set, returns a connector whose controller cannot be
+	// reached (stopped emulator, closed port): every call must fail
+	// Retryable.
+	Unreachable func(t *testing.T) connectors.Connector
+
+	// BadCredentials, if set, returns a connector whose credentials the
+	// controller refuses: CheckCredentials must fail Unauthorized.
+	BadCredentials func(t *testing.T) connectors.Connector
+
+	// Serial runs the subtests one after the other, for controllers that New
+	// cannot isolate.
+	Serial bool
+}
+
+// Run runs the suite as subtests of t.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil || h.Points == nil {
+		t.Fatal("conformance: Harness.New and Harness.Points are required")
+	}
+	if h.MaxStatusPolls <= 0 {
+		h.MaxStatusPolls = 20
+	}
+	s := &suite{h: h}
+	cases := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"CheckCredentials", s.checkCredentials},
+		{"CreateThenActive", s.createThenActive},
+		{"CreateSameKeyAdopts", s.createSameKey},
+		{"CreateDifferentKeys", s.createDifferentKeys},
+		{"ConcurrentCreates", s.concurrentCreates},
+		{"StatusUnknown", s.statusUnknown},
+		{"Delete", s.delete},
+		{"DeleteTwice", s.deleteTwice},
+		{"DeleteUnknown", s.deleteUnknown},
+		{"Edit", s.edit},
+		{"ClearAll", s.clearAll},
+		{"InvalidInput", s.invalidInput},
+		{"CancelledContext", s.cancelledContext},
+		{"Unreachable", s.unreachable},
+		{"BadCredentials", s.badCredentials},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !h.Serial {
+				t.Parallel()
+			}
+			c.run(t)
+		})
+	}
+}
+
+type suite struct{ h Harness }
+
+// newKey returns a service key the way the actions derive one: the WAN
+// link's uuid.
+func newKey() string { return uuid.NewString() }
+
+func (s *suite) checkCredentials(t *testing.T) {
+	c := s.h.New(t)
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatalf("CheckCredentials: %v", err)
+	}
+}
+
+// create makes a service and checks what every successful create returns.
+func (s *suite) create(t *testing.T, c connectors.Connector, key string, i int) (string, map[string]any) {
+	t.Helper()
+	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, s.h.Points(i))
+	if err != nil {
+		t.Fatalf("CreateService(key %s, points %d): %v", key, i, err)
+	}
+	if id == "" {
+		t.Fatalf("CreateService(key %s): empty service id", key)
+	}
+	mustJSON(t, "connInfo", connInfo)
+	return id, connInfo
+}
+
+// waitActive polls the status a bounded number of times until ACTIVE.
+func (s *suite) waitActive(t *testing.T, c connectors.Connector, id string, connInfo map[string]any) {
+	t.Helper()
+	var last connectors.ServiceStatus
+	for range s.h.MaxStatusPolls {
+		st, err := c.GetServiceStatus(t.Context(), id, connInfo)
+		if err != nil {
+			t.Fatalf("GetServiceStatus(%s): %v", id, err)
+		}
+		mustJSON(t, "status info", st.Info)
+		switch st.Status {
+		case connectors.StatusActive:
+			return
+		case connectors.StatusBuild, connectors.StatusInactive:
+			last = st
+		default:
+			t.Fatalf("GetServiceStatus(%s) = %s (%s), want BUILD/INACTIVE then ACTIVE", id, st.Status, st.Message)
+		}
+	}
+	t.Fatalf("service %s still %s (%s) after %d status calls", id, last.Status, last.Message, s.h.MaxStatusPolls)
+}
+
+func (s *suite) list(t *testing.T, c connectors.Connector) []connectors.Service {
+	t.Helper()
+	services, err := c.ListServices(t.Context())
+	if err != nil {
+		t.Fatalf("ListServices: %v", err)
+	}
+	for _, svc := range services {
+		mustJSON(t, "service info", svc.Info)
+	}
+	return services
+}
+
+func find(services []connectors.Service, id string) (connectors.Service, bool) {
+	for _, svc := range services {
+		if svc.ID == id {
+			return svc, true
+		}
+	}
+	return connectors.Service{}, false
+}
+
+func (s *suite) createThenActive(t *testing.T) {
+	c := s.h.New(t)
+	key := newKey()
+	id, connInfo := s.create(t, c, key, 0)
+	s.waitActive(t, c, id, connInfo)
+	svc, ok := find(s.list(t, c), id)
+	if !ok {
+		t.Fatalf("ListServices does not list the new service %s", id)
+	}
+	if !s.h.ServerChosenIDs && svc.Key != key {
+		t.Errorf("listed service %s has key %q, want %q", id, svc.Key, key)
+	}
+}
+
+func (s *suite) createSameKey(t *testing.T) {
+	if s.h.ServerChosenIDs {
+		t.Skip("the controller chooses service ids: create with the same key cannot adopt (documented)")
+	}
+	c := s.h.New(t)
+	key := newKey()
+	id1, _ := s.create(t, c, key, 0)
+	id2, _ := s.create(t, c, key, 0)
+	if id1 != id2 {
+		t.Fatalf("creating key %s twice gave ids %s and %s, want the same service", key, id1, id2)
+	}
+	if services := s.list(t, c); len(services) != 1 {
+		t.Fatalf("after creating one key twice ListServices has %d services, want 1: %+v", len(services), services)
+	}
+}
+
+func (s *suite) createDifferentKeys(t *testing.T) {
+	c := s.h.New(t)
+	id1, _ := s.create(t, c, newKey(), 0)
+	id2, _ := s.create(t, c, newKey(), 1)
+	if id1 == id2 {
+		t.Fatalf("two keys gave the same service id %s", id1)
+	}
+	services := s.list(t, c)
+	if len(services) != 2 {
+		t.Fatalf("ListServices has %d services, want 2: %+v", len(services), services)
+	}
+	for _, id := range []string{id1, id2} {
+		if _, ok := find(services, id); !ok {
+			t.Errorf("ListServices misses %s", id)
+		}
+	}
+}
+
+// concurrentCreates catches read-modify-write races on the controller (two
+// links of one account created in parallel must both survive).
+func (s *suite) concurrentCreates(t *testing.T) {
+	const n = 8
+	c := s.h.New(t)
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ids[i], _, errs[i] = c.CreateService(t.Context(), newKey(), connectors.ServiceELINE, s.h.Points(i))
+		})
+	}
+	wg.Wait()
+	seen := make(map[string]bool, n)
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("concurrent CreateService %d: %v", i, errs[i])
+		}
+		if seen[ids[i]] {
+			t.Fatalf("concurrent creates returned id %s twice", ids[i])
+		}
+		seen[ids[i]] = true
+	}
+	services := s.list(t, c)
+	if len(services) != n {
+		t.Fatalf("after %d concurrent creates ListServices has %d services", n, len(services))
+	}
+	for id := range seen {
+		if _, ok := find(services, id); !ok {
+			t.Errorf("ListServices misses %s: a concurrent create was lost", id)
+		}
+	}
+}
+
+func (s *suite) statusUnknown(t *testing.T) {
+	c := s.h.New(t)
+	_, err := c.GetServiceStatus(t.Context(), uuid.NewString(), nil)
+	if !connectors.IsNotFound(err) {
+		t.Fatalf("GetServiceStatus(unknown) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
+	}
+}
+
+func (s *suite) delete(t *testing.T) {
+	c := s.h.New(t)
+	keep, _ := s.create(t, c, newKey(), 1)
+	id, connInfo := s.create(t, c, newKey(), 0)
+	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+		t.Fatalf("DeleteService(%s): %v", id, err)
+	}
+	services := s.list(t, c)
+	if _, ok := find(services, id); ok {
+		t.Errorf("ListServices still lists deleted service %s", id)
+	}
+	if _, ok := find(services, keep); !ok {
+		t.Errorf("deleting %s also removed %s", id, keep)
+	}
+	_, err := c.GetServiceStatus(t.Context(), id, connInfo)
+	if !connectors.IsNotFound(err) {
+		t.Fatalf("GetServiceStatus(deleted) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
+	}
+}
+
+func (s *suite) deleteTwice(t *testing.T) {
+	c := s.h.New(t)
+	id, connInfo := s.create(t, c, newKey(), 0)
+	for i := range 2 {
+		if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+			t.Fatalf("DeleteService #%d: %v, want success (idempotent delete)", i+1, err)
+		}
+	}
+}
+
+func (s *suite) deleteUnknown(t *testing.T) {
+	c := s.h.New(t)
+	if err := c.DeleteService(t.Context(), uuid.NewString(), nil); err != nil {
+		t.Fatalf("DeleteService(unknown): %v, want success", err)
+	}
+}
+
+func (s *suite) edit(t *testing.T) {
+	c := s.h.New(t)
+	id, connInfo := s.create(t, c, newKey(), 0)
+	newInfo, err := c.EditService(t.Context(), id, connInfo, s.h.Points(1))
+	if s.h.EditUnsupported {
+		if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+			t.Fatalf("EditService error = %v (kind %s), want a Permanent error (EditUnsupported)", err, connectors.KindOf(err))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("EditService(%s): %v", id, err)
+	}
+	mustJSON(t, "edited connInfo", newInfo)
+	if newInfo != nil {
+		connInfo = newInfo
+	}
+	s.waitActive(t, c, id, connInfo)
+	services := s.list(t, c)
+	if _, ok := find(services, id); !ok || len(services) != 1 {
+		t.Fatalf("after an edit ListServices = %+v, want only %s", services, id)
+	}
+
+	_, err = c.EditService(t.Context(), uuid.NewString(), nil, s.h.Points(2))
+	if !connectors.IsNotFound(err) {
+		t.Fatalf("EditService(unknown) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
+	}
+}
+
+func (s *suite) clearAll(t *testing.T) {
+	c := s.h.New(t)
+	s.create(t, c, newKey(), 0)
+	s.create(t, c, newKey(), 1)
+	err := c.ClearAll(t.Context())
+	if s.h.ClearAllUnsupported {
+		if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+			t.Fatalf("ClearAll error = %v (kind %s), want a Permanent error (ClearAllUnsupported)", err, connectors.KindOf(err))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("ClearAll: %v", err)
+	}
+	if services := s.list(t, c); len(services) != 0 {
+		t.Fatalf("after ClearAll ListServices = %+v, want none", services)
+	}
+}
+
+func (s *suite) invalidInput(t *testing.T) {
+	c := s.h.New(t)
+	with := func(change func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+		return change(clonePoints(s.h.Points(0)))
+	}
+	tests := []struct {
+		name    string
+		typ     connectors.ServiceType
+		points  []connectors.ConnectionPoint
+		message string // the error must contain it, when set
+	}{
+		{
+			name:    "three points for ELINE",
+			typ:     connectors.ServiceELINE,
+			points:  append(clonePoints(s.h.Points(0)), s.h.Points(1)[0]),
+			message: connectors.MultipointNotSupported,
+		},
+		{
+			name:   "one point",
+			typ:    connectors.ServiceELINE,
+			points: s.h.Points(0)[:1],
+		},
+		{
+			name: "dot1q without vlan",
+			typ:  connectors.ServiceELINE,
+			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+				p[0].Encapsulation, p[0].VLAN = connectors.EncapDot1Q, 0
+				return p
+			}),
+		},
+		{
+			name: "dot1q vlan 4095",
+			typ:  connectors.ServiceELINE,
+			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+				p[1].Encapsulation, p[1].VLAN = connectors.EncapDot1Q, 4095
+				return p
+			}),
+		},
+		{
+			name: "unknown encapsulation",
+			typ:  connectors.ServiceELINE,
+			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+				p[0].Encapsulation = "vxlan"
+				return p
+			}),
+		},
+		{
+			name: "empty endpoint id",
+			typ:  connectors.ServiceELINE,
+			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+				p[0].ServiceEndpointID = ""
+				return p
+			}),
+		},
+		{
+			name:   "unknown service type",
+			typ:    "ETREE",
+			points: s.h.Points(0),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, _, err := c.CreateService(t.Context(), newKey(), tt.typ, tt.points)
+			if err == nil {
+				t.Fatalf("CreateService accepted invalid input (id %s)", id)
+			}
+			if k := connectors.KindOf(err); k != connectors.KindPermanent || connectors.Retryable(err) {
+				t.Fatalf("CreateService error %q has kind %s, want permanent", err, k)
+			}
+			if tt.message != "" && !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("CreateService error %q does not say %q", err, tt.message)
+			}
+		})
+	}
+	if services := s.list(t, c); len(services) != 0 {
+		t.Fatalf("invalid creates left services on the controller: %+v", services)
+	}
+}
+
+// cancelledContext checks that every method gives up at once, with an error
+// wrapping context.Canceled, when its context is already cancelled.
+func (s *suite) cancelledContext(t *testing.T) {
+	c := s.h.New(t)
+	id, connInfo := s.create(t, c, newKey(), 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
+		{"CreateService", func() error {
+			_, _, err := c.CreateService(ctx, newKey(), connectors.ServiceELINE, s.h.Points(1))
+			return err
+		}},
+		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, id, connInfo); return err }},
+		{"EditService", func() error { _, err := c.EditService(ctx, id, connInfo, s.h.Points(2)); return err }},
+		{"DeleteService", func() error { return c.DeleteService(ctx, id, connInfo) }},
+		{"ListServices", func() error { _, err := c.ListServices(ctx); return err }},
+		{"ClearAll", func() error { return c.ClearAll(ctx) }},
+	}
+	for _, tc := range calls {
+		err := returnsPromptly(t, tc.name, tc.call)
+		if err == nil {
+			t.Errorf("%s with a cancelled context succeeded, want an error", tc.name)
+		} else if !isCanceled(err) {
+			t.Errorf("%s with a cancelled context: error %q does not wrap context.Canceled", tc.name, err)
+		}
+	}
+	// Nothing the cancelled calls might have done is visible.
+	services := s.list(t, c)
+	if len(services) != 1 {
+		t.Fatalf("after cancelled calls ListServices = %+v, want only %s", services, id)
+	}
+	if _, ok := find(services, id); !ok {
+		t.Fatalf("a cancelled call changed the controller: %+v, want only %s", services, id)
+	}
+}
+
+func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
+
+// promptBound detects a call that ignores its context. It is a hang
+// detector with a generous bound, not a timing assertion.
+const promptBound = 30 * time.Second
+
+func returnsPromptly(t *testing.T, name string, call func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	timer := time.NewTimer(promptBound)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		t.Fatalf("%s did not return within %s of its context being cancelled", name, promptBound)
+		return nil
+	}
+}
+
+func (s *suite) unreachable(t *testing.T) {
+	if s.h.Unreachable == nil {
+		t.Skip("the harness has no unreachable controller")
+	}
+	c := s.h.Unreachable(t)
+	ctx := t.Context()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
+		{"CreateService", func() error {
+			_, _, err := c.CreateService(ctx, newKey(), connectors.ServiceELINE, s.h.Points(0))
+			return err
+		}},
+		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, uuid.NewString(), nil); return err }},
+		{"DeleteService", func() error { return c.DeleteService(ctx, uuid.NewString(), nil) }},
+		{"ListServices", func() error { _, err := c.ListServices(ctx); return err }},
+	}
+	for _, tc := range calls {
+		err := returnsPromptly(t, tc.name, tc.call)
+		if !connectors.Retryable(err) {
+			t.Errorf("%s on an unreachable controller: error %v (kind %s), want Retryable", tc.name, err, connectors.KindOf(err))
+		}
+	}
+}
+
+func (s *suite) badCredentials(t *testing.T) {
+	if s.h.BadCredentials == nil {
+		t.Skip("the harness has no bad-credentials connector")
+	}
+	c := s.h.BadCredentials(t)
+	err := c.CheckCredentials(t.Context())
+	if !connectors.IsUnauthorized(err) {
+		t.Fatalf("CheckCredentials with bad credentials: error %v (kind %s), want Unauthorized", err, connectors.KindOf(err))
+	}
+	if connectors.Retryable(err) {
+		t.Fatalf("CheckCredentials with bad credentials: error %v is Retryable", err)
+	}
+}
+
+// mustJSON checks v can be stored (connInfo and info land in JSONB columns).
+func mustJSON(t *testing.T, what string, v any) {
+	t.Helper()
+	if _, err := json.Marshal(v); err != nil {
+		t.Fatalf("%s is not JSON-serialisable: %v (%#v)", what, err, v)
+	}
+}
+
+func clonePoints(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+	return append([]connectors.ConnectionPoint(nil), p...)
+}

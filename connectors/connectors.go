@@ -1,0 +1,213 @@
+// Package connectors defines the plugin boundary between wimro's actions and
+// the WAN controllers: the Connector interface every controller plugin
+// implements, the connection points it receives, the error classes it
+// returns, and the Registry that builds a connector for a WIM account from
+// its WIM type.
+//
+// One sub-package exists per controller (fake, failing, and later
+// ietfl2vpn, tapi, onos, dynpac). Every one of them passes the shared suite
+// in connectors/conformance, which is where the contract written here is
+// checked.
+//
+// A connector never touches the database: it gets everything it needs in a
+// Config when it is built, and in the arguments of each call.
+package connectors
+
+import (
+	"context"
+	"fmt"
+)
+
+// Encapsulation is how traffic of a connection point is tagged on the WAN
+// service endpoint.
+type Encapsulation string
+
+// The encapsulations wimro produces (spec §5.3): a VLAN provider network gives
+// dot1q, anything else gives none. vxlan is reserved by OSM and never produced.
+const (
+	EncapNone  Encapsulation = "none"
+	EncapDot1Q Encapsulation = "dot1q"
+)
+
+// ConnectionPoint is one end of a WAN connectivity service, with the port
+// mapping already resolved. Resolving it in the actions, not in every
+// connector, means no connector searches the port-mapping list itself
+// (connectors.md §1.1).
+type ConnectionPoint struct {
+	// ServiceEndpointID is the wan_service_endpoint_id of the port mapping.
+	ServiceEndpointID string
+	// Encapsulation is EncapNone or EncapDot1Q.
+	Encapsulation Encapsulation
+	// VLAN is the access VLAN (1..4094) for dot1q, and 0 for none.
+	VLAN int
+	// MappingInfo is the wan_service_mapping_info of the port mapping: the
+	// controller-specific description of the endpoint (switch dpid/port,
+	// L2SM site-id and bearer, TAPI SIP, ...). Connectors must not modify it.
+	MappingInfo map[string]any
+}
+
+// ServiceType is the kind of connectivity asked for.
+type ServiceType string
+
+// Service types. Only ELINE is produced today (two datacenters per link);
+// ELAN is defined so that multipoint can be added without changing the
+// interface.
+const (
+	ServiceELINE ServiceType = "ELINE"
+	ServiceELAN  ServiceType = "ELAN"
+)
+
+// Status is the controller's view of a service (spec §6.1).
+type Status string
+
+// Service statuses, with OSM's meanings.
+const (
+	StatusActive   Status = "ACTIVE"   // up
+	StatusInactive Status = "INACTIVE" // created, connectivity not yet known: ask again
+	StatusDown     Status = "DOWN"     // was up, a failure has been detected
+	StatusError    Status = "ERROR"    // creation failed
+	StatusBuild    Status = "BUILD"    // still being created
+)
+
+// ServiceStatus is the answer of GetServiceStatus.
+type ServiceStatus struct {
+	Status Status
+	// Info is controller detail worth keeping on the WAN link (wim_info). It
+	// must be JSON-serialisable; nil when there is nothing to add.
+	Info map[string]any
+	// Message explains a non-ACTIVE status, for the operator (error_msg).
+	Message string
+}
+
+// Service describes a service that exists on the controller, as returned by
+// ListServices (for debugging and for adopting services left by a crash).
+type Service struct {
+	// ID is the id that the other methods take.
+	ID string
+	// Key is the caller's key the service was created with, when the
+	// controller can tell (it is empty for controllers that choose their own
+	// ids and keep no client data, such as DynPaC).
+	Key string
+	// Info is a JSON-serialisable description (type, endpoints, ...).
+	Info map[string]any
+}
+
+// Connector talks to one WIM account's controller. Every method takes ctx
+// first and must return promptly, with an error wrapping ctx.Err(), once ctx
+// is done: the worker bounds every call with a deadline and cancels them
+// all when it stops.
+//
+// Errors should be *Error values so the caller can tell retry from give-up
+// (see Kind); Retryable and KindOf also classify bare context and network
+// errors. A connector is used by one worker, but the worker may run the
+// actions of different WAN links in parallel, so implementations must be
+// safe for concurrent use.
+type Connector interface {
+	// CheckCredentials verifies the URL and credentials of the account.
+	CheckCredentials(ctx context.Context) error
+
+	// CreateService creates (or adopts) the service identified by key, a
+	// stable id derived by the caller from the WAN link (e.g. the link
+	// uuid). Creating twice with the same key MUST NOT make a second
+	// service: it returns the existing one. This is what makes a retried or
+	// re-run CREATE action safe after a crash between the controller's
+	// reply and the database write (connectors.md §1.2). When the existing
+	// service's points differ from the request, the connector brings it in
+	// line (create-or-replace) or, if it cannot, returns a Permanent error.
+	//
+	// Invalid input (see ValidatePoints) is refused with a Permanent error
+	// before anything is sent to the controller. connInfo is stored with the
+	// link and handed back to the other methods; it must be
+	// JSON-serialisable and may be nil.
+	CreateService(ctx context.Context, key string, t ServiceType, points []ConnectionPoint) (id string, connInfo map[string]any, err error)
+
+	// GetServiceStatus reports the service's status. A service the
+	// controller does not know gives an error for which IsNotFound is true.
+	GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (ServiceStatus, error)
+
+	// EditService replaces the service's connection points. It returns the
+	// new connInfo, or nil when connInfo does not change. A connector that
+	// cannot edit returns a Permanent error.
+	EditService(ctx context.Context, id string, connInfo map[string]any, points []ConnectionPoint) (newConnInfo map[string]any, err error)
+
+	// DeleteService deletes the service; deleting a service that is already
+	// gone is success, so that a re-run DELETE action is safe.
+	DeleteService(ctx context.Context, id string, connInfo map[string]any) error
+
+	// ListServices lists the services on the controller that this connector
+	// manages (for controllers shared with other tools: only wimro's).
+	ListServices(ctx context.Context) ([]Service, error)
+
+	// ClearAll deletes every service ListServices would list. It is a
+	// debugging and test aid; a connector that cannot do it returns a
+	// Permanent error.
+	ClearAll(ctx context.Context) error
+}
+
+// MultipointNotSupported is the message of the error for an ELINE with more
+// than two points. It is OSM's text (spec §5.3, §10 #6); wimro fails the
+// action with it where OSM retried forever.
+const MultipointNotSupported = "Multipoint connectivity is not supported yet."
+
+// ValidatePoints checks the rules every connector shares, so each connector
+// calls it first and refuses bad input before talking to the controller. All
+// failures are Permanent: no retry can fix them.
+//
+//   - t is ELINE (exactly two points; more gives MultipointNotSupported) or
+//     ELAN (two or more);
+//   - every point names a service endpoint;
+//   - dot1q needs a VLAN in 1..4094; none must carry no VLAN, because a tag
+//     silently dropped would connect the wrong traffic;
+//   - the same endpoint and VLAN may not appear twice.
+func ValidatePoints(t ServiceType, points []ConnectionPoint) error {
+	switch t {
+	case ServiceELINE:
+		if len(points) > 2 {
+			return Errorf(KindPermanent, "%s", MultipointNotSupported)
+		}
+		if len(points) < 2 {
+			return Errorf(KindPermanent, "an ELINE service needs exactly 2 connection points, got %d", len(points))
+		}
+	case ServiceELAN:
+		if len(points) < 2 {
+			return Errorf(KindPermanent, "an ELAN service needs at least 2 connection points, got %d", len(points))
+		}
+	default:
+		return Errorf(KindPermanent, "unsupported service type %q", t)
+	}
+	type end struct {
+		id   string
+		vlan int
+	}
+	seen := make(map[end]int, len(points))
+	for i, p := range points {
+		if err := validatePoint(p); err != nil {
+			return Errorf(KindPermanent, "connection point %d (%s): %s", i, p.ServiceEndpointID, err)
+		}
+		e := end{p.ServiceEndpointID, p.VLAN}
+		if j, dup := seen[e]; dup {
+			return Errorf(KindPermanent, "connection points %d and %d are the same endpoint %s (vlan %d)", j, i, p.ServiceEndpointID, p.VLAN)
+		}
+		seen[e] = i
+	}
+	return nil
+}
+
+func validatePoint(p ConnectionPoint) error {
+	if p.ServiceEndpointID == "" {
+		return fmt.Errorf("service endpoint id is empty")
+	}
+	switch p.Encapsulation {
+	case EncapNone:
+		if p.VLAN != 0 {
+			return fmt.Errorf("vlan %d given with encapsulation none", p.VLAN)
+		}
+	case EncapDot1Q:
+		if p.VLAN < 1 || p.VLAN > 4094 {
+			return fmt.Errorf("encapsulation dot1q needs a vlan in 1..4094, got %d", p.VLAN)
+		}
+	default:
+		return fmt.Errorf("unsupported encapsulation %q", p.Encapsulation)
+	}
+	return nil
+}

@@ -1,0 +1,482 @@
+// Package fake provides WIM type "fake": a connector backed by an in-memory
+// controller that follows the connector contract strictly (OSM's intended
+// fake/dummy connector, spec §6.3, without its v6 bugs). It lets wimro run
+// end to end with no SDN controller, and lets tests steer the controller:
+// slow calls, services that stay BUILD for a while, injected failures,
+// replies lost after the controller acted, bad credentials, an unreachable
+// controller.
+//
+// The controller state lives in a Controller shared through a process-wide
+// map keyed by the WIM URL. Every connector built for the same URL, by any
+// worker and across worker restarts, talks to the same Controller, the way
+// real connectors share a real controller. State lasts as long as the
+// process; tests use a distinct URL each (ControllerFor gives them the
+// Controller to inspect).
+//
+// Settings, read from the account config (or the WIM config), so they can
+// be set over the API:
+//
+//	latency_ms   every call waits this long before reaching the controller
+//	             (0; the wait ends early with an error when ctx is done)
+//	build_polls  a new service answers BUILD to its first N status calls,
+//	             then ACTIVE (0)
+package fake
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// Type is the WIM type this package registers.
+const Type = "fake"
+
+// Method names recorded in Call.Method.
+const (
+	MethodCheckCredentials = "CheckCredentials"
+	MethodCreateService    = "CreateService"
+	MethodGetServiceStatus = "GetServiceStatus"
+	MethodEditService      = "EditService"
+	MethodDeleteService    = "DeleteService"
+	MethodListServices     = "ListServices"
+	MethodClearAll         = "ClearAll"
+)
+
+// Register adds the fake connector to r under Type.
+func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+
+// Factory builds a fake connector on ControllerFor(cfg.URL). It contacts
+// nothing, so it only fails on invalid settings (Permanent).
+func Factory(cfg connectors.Config) (connectors.Connector, error) {
+	latency, err := cfg.IntSetting("latency_ms", 0)
+	if err != nil {
+		return nil, err
+	}
+	buildPolls, err := cfg.IntSetting("build_polls", 0)
+	if err != nil {
+		return nil, err
+	}
+	if latency < 0 || buildPolls < 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "fake: latency_ms and build_polls must not be negative")
+	}
+	var endpoints map[string]bool
+	if len(cfg.PortMappings) > 0 {
+		endpoints = make(map[string]bool, len(cfg.PortMappings))
+		for _, m := range cfg.PortMappings {
+			endpoints[m.WANServiceEndpointID] = true
+		}
+	}
+	return &connector{
+		ctrl:       ControllerFor(cfg.URL),
+		latency:    time.Duration(latency) * time.Millisecond,
+		buildPolls: buildPolls,
+		endpoints:  endpoints,
+		user:       cfg.User,
+		password:   cfg.Password,
+		log:        cfg.Log(),
+	}, nil
+}
+
+var (
+	controllersMu sync.Mutex
+	controllers   = make(map[string]*Controller)
+)
+
+// ControllerFor returns the controller of the WIM at url, creating it on
+// first use. A trailing slash does not make a different controller.
+func ControllerFor(url string) *Controller {
+	url = strings.TrimRight(url, "/")
+	controllersMu.Lock()
+	defer controllersMu.Unlock()
+	c := controllers[url]
+	if c == nil {
+		c = newController()
+		controllers[url] = c
+	}
+	return c
+}
+
+// Call is one call that reached a Controller.
+type Call struct {
+	Method string
+	// Key is the service key of a CreateService.
+	Key string
+	// ID is the service id the call named or, for CreateService, returned.
+	ID string
+	// Err is what the caller got (nil on success).
+	Err error
+}
+
+// Controller is the in-memory SDN controller behind fake connectors. It is
+// safe for concurrent use; its methods other than the connector's are for
+// tests.
+type Controller struct {
+	mu       sync.Mutex
+	services map[string]*service // by id
+	byKey    map[string]string   // service key → id: what makes create idempotent
+	calls    []Call
+
+	failures    []connectors.Kind // injected failures, consumed one per call
+	lostReplies int               // calls that act but whose reply is lost
+	down        bool
+	user        string // required credentials when user != ""
+	password    string
+}
+
+type service struct {
+	id, key   string
+	typ       connectors.ServiceType
+	points    []connectors.ConnectionPoint
+	buildLeft int // status calls still answered BUILD
+}
+
+func newController() *Controller {
+	return &Controller{services: make(map[string]*service), byKey: make(map[string]string)}
+}
+
+// Count returns the number of services on the controller.
+func (c *Controller) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.services)
+}
+
+// Services returns the services on the controller, sorted by id.
+func (c *Controller) Services() []connectors.Service {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listLocked()
+}
+
+// Points returns the connection points of service id.
+func (c *Controller) Points(id string) ([]connectors.ConnectionPoint, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.services[id]
+	if s == nil {
+		return nil, false
+	}
+	return clonePoints(s.points), true
+}
+
+// Calls returns the calls that reached the controller, oldest first. Calls
+// refused on the connector's side (invalid input, context already done)
+// never reach it.
+func (c *Controller) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.calls)
+}
+
+// CallCount returns how many calls of method reached the controller.
+func (c *Controller) CallCount(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, call := range c.calls {
+		if call.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// FailNext makes the next n calls fail with an error of the given kind,
+// without taking effect. Successive FailNext calls queue up in order.
+func (c *Controller) FailNext(n int, kind connectors.Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for range n {
+		c.failures = append(c.failures, kind)
+	}
+}
+
+// LoseNextReplies makes the next n calls take effect but return a Retryable
+// error, as when the connection drops after the controller acted. This is
+// the crash window that idempotent create exists for.
+func (c *Controller) LoseNextReplies(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lostReplies += n
+}
+
+// SetDown makes the controller unreachable (every call fails Retryable)
+// or reachable again.
+func (c *Controller) SetDown(down bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down = down
+}
+
+// SetCredentials makes the controller accept only this user and password
+// (Unauthorized otherwise); an empty user accepts anyone, the default.
+func (c *Controller) SetCredentials(user, password string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.user, c.password = user, password
+}
+
+// Reset forgets services, calls, injected faults and credentials.
+func (c *Controller) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.services)
+	clear(c.byKey)
+	c.calls, c.failures, c.lostReplies = nil, nil, 0
+	c.down, c.user, c.password = false, "", ""
+}
+
+func (c *Controller) listLocked() []connectors.Service {
+	out := make([]connectors.Service, 0, len(c.services))
+	for _, id := range slices.Sorted(maps.Keys(c.services)) {
+		s := c.services[id]
+		out = append(out, connectors.Service{ID: s.id, Key: s.key, Info: s.info()})
+	}
+	return out
+}
+
+// info is the JSON-shaped description stored as wim_info and listed.
+func (s *service) info() map[string]any {
+	points := make([]any, len(s.points))
+	for i, p := range s.points {
+		m := map[string]any{
+			"service_endpoint_id":                 p.ServiceEndpointID,
+			"service_endpoint_encapsulation_type": string(p.Encapsulation),
+		}
+		if p.Encapsulation == connectors.EncapDot1Q {
+			m["service_endpoint_encapsulation_info"] = map[string]any{"vlan": p.VLAN}
+		}
+		points[i] = m
+	}
+	return map[string]any{"service_key": s.key, "service_type": string(s.typ), "connection_points": points}
+}
+
+// connector is one account's view of a Controller.
+type connector struct {
+	ctrl       *Controller
+	latency    time.Duration
+	buildPolls int
+	endpoints  map[string]bool // known endpoint ids; nil accepts any
+	user       string
+	password   string
+	log        *slog.Logger
+}
+
+// do runs op on the controller the way a remote call would go: refused at
+// once if ctx is done, delayed by the latency, then subject to the
+// controller's reachability, credentials and injected faults. id and key
+// are recorded in the call log; op may return the id it made.
+func (c *connector) do(ctx context.Context, method, key, id string, op func() (string, error)) error {
+	if err := ctx.Err(); err != nil {
+		return connectors.Errorf(connectors.KindRetryable, "fake %s: %w", method, err)
+	}
+	if c.latency > 0 {
+		t := time.NewTimer(c.latency)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return connectors.Errorf(connectors.KindRetryable, "fake %s: %w", method, ctx.Err())
+		case <-t.C:
+		}
+	}
+	ctrl := c.ctrl
+	ctrl.mu.Lock()
+	defer ctrl.mu.Unlock()
+	var err error
+	switch {
+	case ctrl.down:
+		err = connectors.Errorf(connectors.KindRetryable, "fake %s: controller unreachable", method)
+	case ctrl.user != "" && (c.user != ctrl.user || c.password != ctrl.password):
+		err = connectors.HTTPError(401, "fake %s: credentials refused for user %q", method, c.user)
+	case len(ctrl.failures) > 0:
+		kind := ctrl.failures[0]
+		ctrl.failures = ctrl.failures[1:]
+		err = connectors.Errorf(kind, "fake %s: injected %s failure", method, kind)
+	default:
+		var made string
+		made, err = op()
+		if made != "" {
+			id = made
+		}
+		if err == nil && ctrl.lostReplies > 0 {
+			ctrl.lostReplies--
+			err = connectors.Errorf(connectors.KindRetryable, "fake %s: reply lost after the controller acted", method)
+		}
+	}
+	ctrl.calls = append(ctrl.calls, Call{Method: method, Key: key, ID: id, Err: err})
+	if err != nil {
+		c.log.Debug("fake call failed", "method", method, "service_id", id, "error", err)
+	}
+	return err
+}
+
+// checkPoints applies the shared rules and, when the WIM has port mappings,
+// refuses endpoints it does not know, before anything reaches the
+// controller.
+func (c *connector) checkPoints(t connectors.ServiceType, points []connectors.ConnectionPoint) error {
+	if err := connectors.ValidatePoints(t, points); err != nil {
+		return err
+	}
+	if c.endpoints == nil {
+		return nil
+	}
+	for _, p := range points {
+		if !c.endpoints[p.ServiceEndpointID] {
+			return connectors.Errorf(connectors.KindPermanent, "fake: service endpoint %q is not in the WIM's port mappings", p.ServiceEndpointID)
+		}
+	}
+	return nil
+}
+
+func (c *connector) CheckCredentials(ctx context.Context) error {
+	return c.do(ctx, MethodCheckCredentials, "", "", func() (string, error) { return "", nil })
+}
+
+func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	if key == "" {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "fake: a service key is required")
+	}
+	if err := c.checkPoints(t, points); err != nil {
+		return "", nil, err
+	}
+	var id string
+	adopted := false
+	err := c.do(ctx, MethodCreateService, key, "", func() (string, error) {
+		ctrl := c.ctrl
+		if existing, ok := ctrl.byKey[key]; ok {
+			// Create-or-replace: the same key is the same service; bring it
+			// in line with the request.
+			s := ctrl.services[existing]
+			s.typ, s.points = t, clonePoints(points)
+			id, adopted = existing, true
+			return id, nil
+		}
+		id = uuid.NewString()
+		ctrl.services[id] = &service{id: id, key: key, typ: t, points: clonePoints(points), buildLeft: c.buildPolls}
+		ctrl.byKey[key] = id
+		return id, nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	c.log.Debug("fake service created", "service_id", id, "service_key", key, "adopted", adopted)
+	return id, map[string]any{"service_key": key}, nil
+}
+
+func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
+	var st connectors.ServiceStatus
+	err := c.do(ctx, MethodGetServiceStatus, "", id, func() (string, error) {
+		s := c.ctrl.services[id]
+		if s == nil {
+			return "", connectors.HTTPError(404, "fake: service %s not found", id)
+		}
+		st = connectors.ServiceStatus{Status: connectors.StatusActive, Info: s.info()}
+		if s.buildLeft > 0 {
+			s.buildLeft--
+			st.Status, st.Message = connectors.StatusBuild, "service is being built"
+		}
+		return "", nil
+	})
+	if err != nil {
+		return connectors.ServiceStatus{}, err
+	}
+	return st, nil
+}
+
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+	// The points are validated against the service's stored type, so the
+	// controller does it (a real connector would keep the type in connInfo).
+	err := c.do(ctx, MethodEditService, "", id, func() (string, error) {
+		s := c.ctrl.services[id]
+		if s == nil {
+			return "", connectors.HTTPError(404, "fake: service %s not found", id)
+		}
+		if err := c.checkPoints(s.typ, points); err != nil {
+			return "", err
+		}
+		s.points = clonePoints(points)
+		return "", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nil, nil // connInfo does not change
+}
+
+func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
+	return c.do(ctx, MethodDeleteService, "", id, func() (string, error) {
+		if s := c.ctrl.services[id]; s != nil {
+			delete(c.ctrl.byKey, s.key)
+			delete(c.ctrl.services, id)
+			c.log.Debug("fake service deleted", "service_id", id)
+		}
+		return "", nil // already gone is success
+	})
+}
+
+func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
+	var out []connectors.Service
+	err := c.do(ctx, MethodListServices, "", "", func() (string, error) {
+		out = c.ctrl.listLocked()
+		return "", nil
+	})
+	return out, err
+}
+
+func (c *connector) ClearAll(ctx context.Context) error {
+	return c.do(ctx, MethodClearAll, "", "", func() (string, error) {
+		clear(c.ctrl.services)
+		clear(c.ctrl.byKey)
+		return "", nil
+	})
+}
+
+// clonePoints copies points deeply enough that neither the caller nor a
+// reader of the controller can change the stored ones.
+func clonePoints(points []connectors.ConnectionPoint) []connectors.ConnectionPoint {
+	out := slices.Clone(points)
+	for i := range out {
+		if out[i].MappingInfo != nil {
+			out[i].MappingInfo = cloneValue(out[i].MappingInfo).(map[string]any)
+		}
+	}
+	return out
+}
+
+// cloneValue deep-copies the maps and slices of decoded JSON.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, e := range v {
+			s[i] = cloneValue(e)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+var _ connectors.Connector = (*connector)(nil)
+
+func (c Call) String() string {
+	if c.Err != nil {
+		return fmt.Sprintf("%s(key=%q id=%q) error: %v", c.Method, c.Key, c.ID, c.Err)
+	}
+	return fmt.Sprintf("%s(key=%q id=%q)", c.Method, c.Key, c.ID)
+}

@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Masked is what the API shows instead of a stored secret.
+const Masked = "********"
+
+// Secret is a clear-text secret on its way in. It never prints, logs or
+// marshals its value.
+type Secret string
+
+func (Secret) String() string                 { return Masked }
+func (Secret) LogValue() slog.Value           { return slog.StringValue(Masked) }
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Masked + `"`), nil }
+
+// AccountInput is the body of an account create or edit. Nil fields are
+// not changed on edit: an edit without password keeps the stored one.
+type AccountInput struct {
+	Name     *string        `json:"name"`
+	User     *string        `json:"user"`
+	Password *Secret        `json:"password"`
+	Config   map[string]any `json:"config"`
+}
+
+func (in AccountInput) validate() error {
+	if in.Name != nil {
+		if err := checkName("wim_account.name", *in.Name, 255); err != nil {
+			return err
+		}
+	}
+	if in.User != nil && len(*in.User) > 255 {
+		return wimro.FieldErrorf("wim_account.user", "wim_account.user must be at most 255 characters")
+	}
+	if in.Password != nil && len(*in.Password) > 1024 {
+		// openmano capped passwords at 60 characters and forbade quotes;
+		// sealed at rest, any character is safe here.
+		return wimro.FieldErrorf("wim_account.password", "wim_account.password must be at most 1024 characters")
+	}
+	if _, ok := in.Config["wim_port_mapping"]; ok {
+		return wimro.FieldErrorf("wim_account.config.wim_port_mapping", "port mappings belong to the WIM (wim.config.wim_port_mapping or .../port_mapping), not to an account")
+	}
+	return nil
+}
+
+// AccountView is an account as the API shows it: the password masked.
+type AccountView struct {
+	UUID       string         `json:"uuid"`
+	Name       *string        `json:"name"`
+	WIMID      string         `json:"wim_id"`
+	Created    bool           `json:"created"`
+	User       *string        `json:"user"`
+	Password   *string        `json:"password"`
+	Config     map[string]any `json:"config"`
+	CreatedAt  time.Time      `json:"created_at"`
+	ModifiedAt time.Time      `json:"modified_at"`
+}
+
+// AccountFull is the create response: the account with its association,
+// WIM and tenant.
+type AccountFull struct {
+	AccountView
+	Association wimro.WIMTenantAssociation `json:"association"`
+	WIM         wimro.WIM                  `json:"wim"`
+	Tenant      wimro.Tenant               `json:"nfvo_tenant"`
+}
+
+// AccountShort is the edit response.
+type AccountShort struct {
+	UUID     string         `json:"uuid"`
+	Name     *string        `json:"name"`
+	User     *string        `json:"user"`
+	Password *string        `json:"password"`
+	Config   map[string]any `json:"config"`
+}
+
+func masked(sealed []byte) *string {
+	if len(sealed) == 0 {
+		return nil
+	}
+	m := Masked
+	return &m
+}
+
+func accountView(a wimro.WIMAccount) AccountView {
+	return AccountView{
+		UUID: a.UUID, Name: a.Name, WIMID: a.WIMID, Created: a.Created, User: a.User,
+		Password: masked(a.Password), Config: a.Config, CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
+	}
+}
+
+func (e *Engine) seal(p *Secret) ([]byte, error) {
+	if p == nil || *p == "" {
+		return nil, nil
+	}
+	b, err := e.box.Seal([]byte(*p))
+	if err != nil {
+		return nil, fmt.Errorf("seal account password: %w", err)
+	}
+	return b, nil
+}
+
+// AccountPassword returns the clear-text password of an account, for the
+// worker that builds its connector. It is never part of an API answer.
+func (e *Engine) AccountPassword(a wimro.WIMAccount) (string, error) {
+	if len(a.Password) == 0 {
+		return "", nil
+	}
+	b, err := e.box.Open(a.Password)
+	if err != nil {
+		return "", fmt.Errorf("open password of account %s: %w", a.UUID, err)
+	}
+	return string(b), nil
+}
+
+// CreateAccount attaches a tenant to a WIM through an account. The account
+// name defaults to the tenant name; an existing account of that name is
+// reused when the supplied user and password match it.
+func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in AccountInput) (AccountFull, error) {
+	if err := in.validate(); err != nil {
+		return AccountFull{}, err
+	}
+	sealed, err := e.seal(in.Password)
+	if err != nil {
+		return AccountFull{}, err
+	}
+	var out AccountFull
+	err = e.db.Tx(ctx, func(s *persistence.Store) error {
+		w, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
+		}
+		t, err := s.GetTenant(ctx, tenantRef)
+		if err != nil {
+			return err
+		}
+		name := t.Name
+		if in.Name != nil {
+			name = *in.Name
+		}
+		acct, err := s.FindAccountByName(ctx, w.UUID, name)
+		if err != nil {
+			return err
+		}
+		if acct != nil {
+			if err := e.checkReuse(*acct, in); err != nil {
+				return err
+			}
+		} else {
+			created, err := s.CreateAccount(ctx, wimro.WIMAccount{
+				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: in.Config,
+			})
+			if err != nil {
+				return err
+			}
+			acct = &created
+		}
+		assoc, err := s.CreateAssociation(ctx, t.UUID, w.UUID, acct.UUID)
+		if err != nil {
+			if persistence.Constraint(err) == persistence.ConstraintWIMTenant {
+				return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: fmt.Sprintf(
+					"There is already a wim account attaching the given wim and tenant: `%s` <> `%s`", w.UUID, t.UUID)}
+			}
+			return err
+		}
+		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: w, Tenant: t}
+		return s.NotifyAccounts(ctx, acct.UUID)
+	})
+	return out, err
+}
+
+// checkReuse refuses to attach an existing account when the request
+// supplies a user or password that differs from it: that would silently
+// overwrite (or ignore) credentials another tenant relies on.
+func (e *Engine) checkReuse(a wimro.WIMAccount, in AccountInput) error {
+	var differ []string
+	if in.User != nil && (a.User == nil || *a.User != *in.User) {
+		differ = append(differ, "user")
+	}
+	if in.Password != nil {
+		stored, err := e.AccountPassword(a)
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(stored), []byte(*in.Password)) != 1 {
+			differ = append(differ, "password")
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	name := ""
+	if a.Name != nil {
+		name = *a.Name
+	}
+	return wimro.Errorf(wimro.ECONFLICT, "An attempt to overwrite an existing WIM account was identified\n"+
+		"Account -- name: %s, uuid: %s\nDiffering fields: %s\nEdit the account first, and then attach it to a tenant",
+		name, a.UUID, strings.Join(differ, ", "))
+}
+
+// attachedAccounts returns the distinct accounts attaching wim to the
+// tenant (or to any tenant), 404 when there is none.
+func attachedAccounts(ctx context.Context, s *persistence.Store, w wimro.WIM, t *wimro.Tenant) ([]persistence.AttachedAccount, error) {
+	att, err := s.ListAttachedAccounts(ctx, w.UUID, tenantID(t))
+	if err != nil {
+		return nil, err
+	}
+	if len(att) == 0 {
+		crit := "wim_id=" + w.UUID
+		if t != nil {
+			crit += " nfvo_tenant_id=" + t.UUID
+		}
+		return nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wim_accounts - `%s`", crit)
+	}
+	return att, nil
+}
+
+// UpdateAccounts edits the account attaching the WIM to the tenant, or with
+// tenant "any" every account of the WIM that serves a tenant. Only the
+// supplied fields change; config is merged (null removes a key).
+func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, in AccountInput) ([]AccountShort, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	sealed, err := e.seal(in.Password)
+	if err != nil {
+		return nil, err
+	}
+	var out []AccountShort
+	err = e.db.Tx(ctx, func(s *persistence.Store) error {
+		t, err := e.tenantFilter(ctx, s, tenantRef)
+		if err != nil {
+			return err
+		}
+		w, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
+		}
+		att, err := attachedAccounts(ctx, s, w, t)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, aa := range att {
+			a := aa.Account
+			if seen[a.UUID] {
+				continue // an account shared by two tenants is edited once
+			}
+			seen[a.UUID] = true
+			u := persistence.AccountUpdate{Name: in.Name, User: in.User}
+			if in.Password != nil {
+				u.Password = sealed
+				if sealed == nil {
+					u.Password = []byte{} // an empty password clears it
+				}
+			}
+			if len(in.Config) > 0 {
+				merged := mergeConfig(a.Config, in.Config)
+				u.Config = &merged
+			}
+			up, err := s.UpdateAccount(ctx, a.UUID, u)
+			if err != nil {
+				return err
+			}
+			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: up.Config})
+			if err := s.NotifyAccounts(ctx, a.UUID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteAccounts detaches the tenant (or with "any" every tenant) from the
+// WIM. An account left serving no tenant is deleted with its actions; an
+// account still serving another tenant is kept (openmano deleted it under
+// the other tenant's feet). WAN links that use a deleted account make the
+// whole request a conflict.
+func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (string, error) {
+	var lines []string
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		t, err := e.tenantFilter(ctx, s, tenantRef)
+		if err != nil {
+			return err
+		}
+		w, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
+		}
+		att, err := attachedAccounts(ctx, s, w, t)
+		if err != nil {
+			return err
+		}
+		touched := map[string]wimro.WIMAccount{}
+		for _, aa := range att {
+			if err := s.DeleteAssociation(ctx, aa.Association.ID); err != nil {
+				return err
+			}
+			touched[aa.Account.UUID] = aa.Account
+			lines = append(lines, fmt.Sprintf("Tenant `%s` detached from WIM `%s`.", aa.Association.TenantID, w.UUID))
+		}
+		ids := make([]string, 0, len(touched))
+		for id := range touched {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			a := touched[id]
+			name := a.UUID
+			if a.Name != nil {
+				name = *a.Name
+			}
+			left, err := s.ListAssociationsOfAccount(ctx, id)
+			if err != nil {
+				return err
+			}
+			if len(left) > 0 {
+				lines = append(lines, fmt.Sprintf("WIM account `%s` kept: it still serves %d other tenant(s).", name, len(left)))
+				continue
+			}
+			if err := checkIdle(ctx, s, id); err != nil {
+				return err
+			}
+			if err := s.DeleteAccount(ctx, id); err != nil {
+				if wimro.ErrorCode(err) == wimro.ECONFLICT {
+					return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: fmt.Sprintf(
+						"WIM account `%s` is still used by WAN links: delete the NS instances that use it first. %s", name, wimro.ErrorMessage(err))}
+				}
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("WIM account `%s` deleted.", name))
+		}
+		return s.NotifyAccounts(ctx, ids...)
+	})
+	return strings.Join(lines, "\n"), err
+}
+
+// checkIdle refuses to delete accounts that still have unfinished actions:
+// deleting the account deletes its actions, and a pending DELETE would then
+// never remove its service from the controller.
+func checkIdle(ctx context.Context, s *persistence.Store, accountIDs ...string) error {
+	n, err := s.CountUnfinishedActions(ctx, accountIDs)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return wimro.Errorf(wimro.ECONFLICT, "WIM account(s) %s still have %d unfinished action(s); wait until they are done (a pending DELETE would otherwise leave its service on the controller)",
+			strings.Join(accountIDs, ", "), n)
+	}
+	return nil
+}

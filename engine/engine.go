@@ -1,0 +1,35 @@
+// Package engine holds wimro's domain rules: WIMs, accounts, port mappings,
+// tenants and datacenters, and (later) the WAN links of NS instances. It
+// speaks neither SQL nor HTTP: it validates, decides, and asks persistence
+// to write each request in one transaction.
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Engine is the WimEngine of openmano: the API calls it, it calls the
+// database.
+type Engine struct {
+	db     *persistence.DB
+	box    *secret.Box
+	logger *slog.Logger
+}
+
+// New returns an engine over db. box seals account passwords at rest.
+func New(db *persistence.DB, box *secret.Box, logger *slog.Logger) *Engine {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{db: db, box: box, logger: logger}
+}
+
+// Ping checks the database (for /healthz).
+func (e *Engine) Ping(ctx context.Context) error { return e.db.Ping(ctx) }
+
+// AnyTenant is the tenant path segment that means "no tenant filter".
+const AnyTenant = "any"

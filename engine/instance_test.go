@@ -1,0 +1,353 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/engine"
+)
+
+// scenario is the Appendix A set-up: tenant T, datacenters dcA/dcB with
+// external_connections rules, WIM wan1 mapped to both, T's account on it.
+type scenario struct {
+	*bundle
+	tenant  wimro.Tenant
+	dcA     wimro.Datacenter
+	dcB     wimro.Datacenter
+	wim     engine.WIMView
+	account engine.AccountFull
+}
+
+func newScenario(t *testing.T) *scenario {
+	t.Helper()
+	b := setup(t)
+	sc := &scenario{bundle: b, tenant: b.tenant(t, "tenantT")}
+	rule := func(dpid, port string) map[string]any {
+		return map[string]any{"external_connections": []any{map[string]any{
+			"condition":         map[string]any{"provider:physical_network": "physnet1"},
+			"vim_external_port": map[string]any{"switch": dpid, "port": port},
+		}}}
+	}
+	var err error
+	for _, d := range []struct {
+		name, port string
+		out        *wimro.Datacenter
+	}{{"dcA", "1", &sc.dcA}, {"dcB", "2", &sc.dcB}} {
+		*d.out, err = b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: ptr(d.name), VimURL: ptr("http://" + d.name + ":5000"), Config: rule(popDPID(d.name), d.port)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.eng.AttachDatacenter(b.ctx, "tenantT", d.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.wim = b.wim(t, "wan1", mapping("dcA", 1), mapping("dcB", 2))
+	sc.account = b.account(t, "tenantT", "wan1", engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p"))})
+	return sc
+}
+
+// nets returns, for each VLD, one network in each datacenter.
+func nets(vlds []string, dcs ...string) []engine.NetworkInput {
+	var out []engine.NetworkInput
+	for _, v := range vlds {
+		for i, dc := range dcs {
+			out = append(out, engine.NetworkInput{SceNetID: v, Datacenter: dc, PhysicalNetwork: "physnet1",
+				EncapsulationType: "vlan", EncapsulationID: ptr(300 + i + 1), Name: fmt.Sprintf("net-%s-%s", v[:4], dc)})
+		}
+	}
+	return out
+}
+
+func (sc *scenario) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	if err := sc.db.Pool().QueryRow(sc.ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCreateInstanceDerivesWANLinks(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	vld0, vld1 := uuid.NewString(), uuid.NewString()
+	in := engine.InstanceInput{Name: "nsr0", Networks: append(nets([]string{vld0, vld1}, "dcA", "dcB"),
+		// A VNF-internal network (no sce_net_id) and a single-datacenter VLD
+		// need no WAN link.
+		engine.NetworkInput{Datacenter: "dcA"},
+		engine.NetworkInput{SceNetID: uuid.NewString(), Datacenter: "dcB"},
+	)}
+
+	plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", in)
+	if err != nil || len(plan) != 2 || plan[0].WIMName != "wan1" || plan[0].WIMAccountID != sc.account.UUID {
+		t.Fatalf("PlanInstance = %+v, %v", plan, err)
+	}
+	if n := sc.count(t, "instance_scenarios"); n != 0 {
+		t.Fatalf("dry run wrote %d instances", n)
+	}
+
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Networks) != 6 || len(v.WANLinks) != 2 || v.ActionID == "" {
+		t.Fatalf("instance = %d nets, %d links, action %q", len(v.Networks), len(v.WANLinks), v.ActionID)
+	}
+	got := map[string]bool{}
+	for _, l := range v.WANLinks {
+		got[*l.SceNetID] = true
+		if l.Status != wimro.LinkBuild || l.WIMAccountID != sc.account.UUID || *l.WIMID != sc.wim.UUID || l.Multipoint {
+			t.Fatalf("link = %+v", l)
+		}
+	}
+	if !got[vld0] || !got[vld1] {
+		t.Fatalf("links for %v, want %s and %s", got, vld0, vld1)
+	}
+	a, err := sc.eng.GetInstanceAction(sc.ctx, "tenantT", v.UUID, v.ActionID)
+	if err != nil || a.Tasks != 2 || a.Done != 0 || len(a.VimActions) != 2 {
+		t.Fatalf("instance action = %+v, %v", a, err)
+	}
+	for i, task := range a.VimActions {
+		if task.Action != wimro.ActionCreate || task.Status != wimro.ActionScheduled || task.TaskIndex != i || *task.WIMAccountID != sc.account.UUID {
+			t.Fatalf("task %d = %+v", i, task)
+		}
+	}
+	// The network carries what the datacenter rules match on.
+	n := v.Networks[0]
+	if n.VimInfo["provider:physical_network"] != "physnet1" || n.VimInfo["encapsulation_type"] != "vlan" {
+		t.Fatalf("vim_info = %v", n.VimInfo)
+	}
+}
+
+func TestCreateInstanceWIMChoice(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	vld := uuid.NewString()
+	// A second WIM that reaches only dcA.
+	w2 := sc.bundle.wim(t, "wan2", mapping("dcA", 9))
+	sc.bundle.account(t, "tenantT", "wan2", engine.AccountInput{})
+
+	cases := []struct {
+		name   string
+		choice engine.WIMChoice
+		links  int
+		code   string
+		field  string
+	}{
+		{"none", engine.WIMChoice{Set: true, None: true}, 0, "", ""},
+		{"auto", engine.WIMChoice{Set: true}, 1, "", ""},
+		{"account uuid", engine.WIMChoice{Set: true, Ref: sc.account.UUID}, 1, "", ""},
+		{"wim name", engine.WIMChoice{Set: true, Ref: "wan1"}, 1, "", ""},
+		{"wim that misses a datacenter", engine.WIMChoice{Set: true, Ref: w2.Name}, 0, wimro.EINVALID, "instance.wim_account"},
+		{"unknown", engine.WIMChoice{Set: true, Ref: "nope"}, 0, wimro.ENOTFOUND, "instance.wim_account"},
+		{"unknown uuid", engine.WIMChoice{Set: true, Ref: uuid.NewString()}, 0, wimro.ENOTFOUND, "instance.wim_account"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", WIMAccount: c.choice, Networks: nets([]string{vld}, "dcA", "dcB")})
+			if c.code != "" {
+				wantCode(t, err, c.code)
+				if wimro.ErrorField(err) != c.field {
+					t.Fatalf("field = %q", wimro.ErrorField(err))
+				}
+				return
+			}
+			if err != nil || len(plan) != c.links {
+				t.Fatalf("plan = %+v, %v", plan, err)
+			}
+		})
+	}
+	// A per-network false overrides the instance's choice.
+	in := nets([]string{vld}, "dcA", "dcB")
+	in[0].WIMAccount = engine.WIMChoice{Set: true, None: true}
+	in[1].WIMAccount = engine.WIMChoice{Set: true, None: true}
+	if plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: in}); err != nil || len(plan) != 0 {
+		t.Fatalf("per-network false: %+v, %v", plan, err)
+	}
+	in[1].WIMAccount = engine.WIMChoice{Set: true, Ref: "wan1"}
+	_, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: in})
+	wantField(t, err, "instance.networks[1].wim_account")
+}
+
+// A derivation that cannot be satisfied writes nothing.
+func TestCreateInstanceWritesNothingOnFailure(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	dcC, err := sc.eng.CreateDatacenter(sc.ctx, engine.DatacenterInput{Name: ptr("dcC"), VimURL: ptr("http://dcC")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.eng.AttachDatacenter(sc.ctx, "tenantT", dcC.UUID); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		in   engine.InstanceInput
+		code string
+	}{
+		{"no common WIM", engine.InstanceInput{Name: "ns", Networks: nets([]string{uuid.NewString()}, "dcA", "dcC")}, wimro.ENOTFOUND},
+		{"second VLD unsatisfiable", engine.InstanceInput{Name: "ns", Networks: append(nets([]string{uuid.NewString()}, "dcA", "dcB"), nets([]string{uuid.NewString()}, "dcB", "dcC")...)}, wimro.ENOTFOUND},
+		{"unknown datacenter", engine.InstanceInput{Name: "ns", Networks: nets([]string{uuid.NewString()}, "dcA", "dcX")}, wimro.ENOTFOUND},
+		{"bad vlan", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{SceNetID: uuid.NewString(), Datacenter: "dcA", EncapsulationType: "vlan"}}}, wimro.EINVALID},
+		{"bad status", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{Datacenter: "dcA", Status: "GREEN"}}}, wimro.EINVALID},
+		{"no datacenter", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{SceNetID: uuid.NewString()}}}, wimro.EINVALID},
+		{"bad name", engine.InstanceInput{Name: "", Networks: nil}, wimro.EINVALID},
+	}
+	for _, c := range cases {
+		_, err := sc.eng.CreateInstance(sc.ctx, "tenantT", c.in)
+		if wimro.ErrorCode(err) != c.code {
+			t.Errorf("%s: code %q, want %q (%v)", c.name, wimro.ErrorCode(err), c.code, err)
+		}
+	}
+	if !strings.Contains(wimro.ErrorMessage(func() error {
+		_, err := sc.eng.CreateInstance(sc.ctx, "tenantT", cases[0].in)
+		return err
+	}()), "No WIM that is able to connect the given datacenters was found") {
+		t.Error("no-WIM message")
+	}
+	for _, table := range []string{"instance_scenarios", "instance_nets", "instance_wim_nets", "instance_actions", "vim_wim_actions"} {
+		if n := sc.count(t, table); n != 0 {
+			t.Errorf("%s has %d rows after failed creations", table, n)
+		}
+	}
+}
+
+func TestMultipointAndSameVIM(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	for _, name := range []string{"dcC", "dcA2"} {
+		url := "http://" + name
+		if name == "dcA2" {
+			url = sc.dcA.VimURL // the same VIM under another datacenter record
+		}
+		if _, err := sc.eng.CreateDatacenter(sc.ctx, engine.DatacenterInput{Name: ptr(name), VimURL: ptr(url)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sc.eng.AttachDatacenter(sc.ctx, "tenantT", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sc.eng.CreatePortMappings(sc.ctx, "tenantT", "wan1", []engine.PortMappingInput{mapping("dcC", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: append(
+		nets([]string{uuid.NewString()}, "dcA", "dcB", "dcC"),
+		nets([]string{uuid.NewString()}, "dcA", "dcA2")...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.WANLinks) != 1 || !v.WANLinks[0].Multipoint {
+		t.Fatalf("links = %+v, want one multipoint link (the same-VIM VLD needs none)", v.WANLinks)
+	}
+}
+
+func TestDeleteInstance(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsr0", Networks: nets([]string{uuid.NewString(), uuid.NewString()}, "dcA", "dcB")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia, msg, err := sc.eng.DeleteInstance(sc.ctx, "tenantT", "nsr0")
+	if err != nil || !strings.Contains(msg, "deleted") || ia.Tasks != 2 || ia.Description != "DELETE" {
+		t.Fatalf("DeleteInstance = %+v %q %v", ia, msg, err)
+	}
+	for _, table := range []string{"instance_scenarios", "instance_nets", "instance_wim_nets"} {
+		if n := sc.count(t, table); n != 0 {
+			t.Errorf("%s has %d rows", table, n)
+		}
+	}
+	// The DELETE actions carry a copy of their link; the deleted instance's
+	// actions stay visible by its uuid.
+	got, err := sc.eng.GetInstanceAction(sc.ctx, "tenantT", v.UUID, ia.UUID)
+	if err != nil || len(got.VimActions) != 2 {
+		t.Fatalf("GetInstanceAction = %+v, %v", got, err)
+	}
+	links := map[string]bool{}
+	for _, l := range v.WANLinks {
+		links[l.UUID] = true
+	}
+	for _, task := range got.VimActions {
+		copyOf, _ := task.Extra["wan_link"].(map[string]any)
+		if task.Action != wimro.ActionDelete || copyOf == nil || copyOf["uuid"] != task.ItemID || !links[task.ItemID] {
+			t.Fatalf("DELETE task = %+v", task)
+		}
+	}
+	list, err := sc.eng.ListInstanceActions(sc.ctx, "tenantT", v.UUID)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListInstanceActions = %d, %v", len(list), err)
+	}
+	_, _, err = sc.eng.DeleteInstance(sc.ctx, "tenantT", "nsr0")
+	wantCode(t, err, wimro.ENOTFOUND)
+	// The account still has unfinished DELETEs: it cannot be deleted yet.
+	_, err = sc.eng.DeleteAccounts(sc.ctx, "tenantT", "wan1")
+	wantCode(t, err, wimro.ECONFLICT)
+}
+
+func TestUpdateNetwork(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	vld := uuid.NewString()
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: nets([]string{vld}, "dcA", "dcB")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "ns", v.Networks[0].UUID, engine.NetworkUpdate{Status: ptr("active"), EncapsulationID: ptr(401)})
+	if err != nil || n.Status != wimro.NetActive || *n.EncapsulationID != 401 || n.VimInfo["encapsulation_id"] != 401.0 {
+		t.Fatalf("UpdateNetwork = %+v, %v", n, err)
+	}
+	// By name, too.
+	if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "ns", *v.Networks[1].VimName, engine.NetworkUpdate{Status: ptr("ACTIVE")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sc.eng.UpdateNetwork(sc.ctx, "tenantT", "ns", v.Networks[0].UUID, engine.NetworkUpdate{Status: ptr("GREEN")})
+	wantField(t, err, "network.status")
+	_, err = sc.eng.UpdateNetwork(sc.ctx, "tenantT", "ns", uuid.NewString(), engine.NetworkUpdate{Status: ptr("ACTIVE")})
+	wantCode(t, err, wimro.ENOTFOUND)
+}
+
+// Progress counters stay exact when many actions finish at once.
+func TestProgressCountersUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	sc := newScenario(t)
+	var vlds []string
+	for range 50 {
+		vlds = append(vlds, uuid.NewString())
+	}
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "big", Networks: nets(vlds, "dcA", "dcB")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.WANLinks) != 50 {
+		t.Fatalf("%d links", len(v.WANLinks))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, failed := 1, 0
+			if i%5 == 0 {
+				done, failed = 0, 1
+			}
+			if _, err := sc.db.AddProgress(sc.ctx, v.ActionID, done, failed); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	a, err := sc.eng.GetInstanceAction(sc.ctx, "tenantT", v.UUID, v.ActionID)
+	if err != nil || a.Tasks != 50 || a.Done != 40 || a.Failed != 10 {
+		t.Fatalf("counters = %d tasks %d done %d failed, %v", a.Tasks, a.Done, a.Failed, err)
+	}
+}

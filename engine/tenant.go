@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/persistence"
+)
+
+// TenantInput is the body of a tenant create.
+type TenantInput struct {
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+}
+
+// CreateTenant creates an NFVO tenant.
+func (e *Engine) CreateTenant(ctx context.Context, in TenantInput) (wimro.Tenant, error) {
+	if err := checkName("tenant.name", in.Name, 255); err != nil {
+		return wimro.Tenant{}, err
+	}
+	if err := checkDescription("tenant.description", in.Description); err != nil {
+		return wimro.Tenant{}, err
+	}
+	return e.db.CreateTenant(ctx, wimro.Tenant{Name: in.Name, Description: in.Description})
+}
+
+// GetTenant finds a tenant by name or uuid.
+func (e *Engine) GetTenant(ctx context.Context, ref string) (wimro.Tenant, error) {
+	return e.db.GetTenant(ctx, ref)
+}
+
+// ListTenants lists every tenant.
+func (e *Engine) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
+	return e.db.ListTenants(ctx)
+}
+
+// DeleteTenant deletes a tenant and detaches it from its WIMs and
+// datacenters. Accounts that served only this tenant are deleted too, so
+// no worker keeps running for nobody. A tenant with NS instances is a
+// conflict.
+func (e *Engine) DeleteTenant(ctx context.Context, ref string) (string, error) {
+	var msg string
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		t, err := s.GetTenant(ctx, ref)
+		if err != nil {
+			return err
+		}
+		orphans, err := s.AccountsOnlyServing(ctx, t.UUID)
+		if err != nil {
+			return err
+		}
+		if err := checkIdle(ctx, s, orphans...); err != nil {
+			return err
+		}
+		if err := s.DeleteTenant(ctx, t.UUID); err != nil {
+			return err
+		}
+		for _, id := range orphans {
+			if err := s.DeleteAccount(ctx, id); err != nil {
+				return fmt.Errorf("delete account %s of tenant %s: %w", id, t.UUID, err)
+			}
+		}
+		if err := s.NotifyAccounts(ctx, orphans...); err != nil {
+			return err
+		}
+		msg = fmt.Sprintf("tenant %s %s deleted", t.UUID, t.Name)
+		return nil
+	})
+	return msg, err
+}
+
+// tenantFilter resolves a tenant path segment: "any" (or "") means no
+// tenant; anything else must name an existing tenant.
+func (e *Engine) tenantFilter(ctx context.Context, s *persistence.Store, ref string) (*wimro.Tenant, error) {
+	if ref == "" || ref == AnyTenant {
+		return nil, nil
+	}
+	t, err := s.GetTenant(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}

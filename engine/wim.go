@@ -1,0 +1,254 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/persistence"
+)
+
+// WIMInput is the body of a WIM create or edit. On create name, type and
+// wim_url are required; on edit nil fields keep their value. config is
+// merged on edit (null removes a key); config.wim_port_mapping, when given,
+// is not stored in config: it creates (on edit: replaces) the WIM's port
+// mappings in the same transaction.
+type WIMInput struct {
+	Name        *string        `json:"name"`
+	Description *string        `json:"description"`
+	Type        *string        `json:"type"`
+	URL         *string        `json:"wim_url"`
+	Config      map[string]any `json:"config"`
+}
+
+// WIMView is a WIM as the API shows it: config carries the grouped port
+// mappings, and a tenant's view carries that tenant's account.
+type WIMView struct {
+	wimro.WIM
+	WIMAccount *AccountView `json:"wim_account,omitempty"`
+}
+
+// popMappings takes wim_port_mapping out of config. Returns nil when absent.
+func popMappings(config map[string]any) (map[string]any, []PortMappingInput, bool, error) {
+	raw, ok := config["wim_port_mapping"]
+	if !ok {
+		return config, nil, false, nil
+	}
+	rest := make(map[string]any, len(config))
+	for k, v := range config {
+		if k != "wim_port_mapping" {
+			rest[k] = v
+		}
+	}
+	if raw == nil {
+		return rest, nil, false, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, nil, false, wimro.FieldErrorf("wim.config.wim_port_mapping", "wim.config.wim_port_mapping: %v", err)
+	}
+	var list []PortMappingInput
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, nil, false, wimro.FieldErrorf("wim.config.wim_port_mapping", "wim.config.wim_port_mapping must be a list of {datacenter_name, pop_wan_mappings}: %v", err)
+	}
+	return rest, list, true, nil
+}
+
+func (in WIMInput) apply(w *wimro.WIM) error {
+	if in.Name != nil {
+		w.Name = *in.Name
+	}
+	if in.Description != nil {
+		w.Description = in.Description
+	}
+	if in.Type != nil {
+		w.Type = *in.Type
+	}
+	if in.URL != nil {
+		w.URL = cleanURL(*in.URL)
+	}
+	if err := checkName("wim.name", w.Name, 255); err != nil {
+		return err
+	}
+	if err := checkDescription("wim.description", w.Description); err != nil {
+		return err
+	}
+	if w.Type == "" {
+		return wimro.FieldErrorf("wim.type", "wim.type is required (one of %v)", wimro.WIMTypes)
+	}
+	if !wimro.ValidWIMType(w.Type) {
+		return wimro.FieldErrorf("wim.type", "wim.type %q is not supported (one of %v)", w.Type, wimro.WIMTypes)
+	}
+	return checkURL("wim.wim_url", w.URL)
+}
+
+// CreateWIM registers a WIM and, from config.wim_port_mapping, its port
+// mappings: all in one transaction.
+func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
+	config, mappings, hasMappings, err := popMappings(in.Config)
+	if err != nil {
+		return WIMView{}, err
+	}
+	w := wimro.WIM{Config: mergeConfig(nil, config)}
+	if in.Config != nil && w.Config == nil {
+		w.Config = map[string]any{}
+	}
+	if err := in.apply(&w); err != nil {
+		return WIMView{}, err
+	}
+	var out WIMView
+	err = e.db.Tx(ctx, func(s *persistence.Store) error {
+		created, err := s.CreateWIM(ctx, w)
+		if err != nil {
+			return err
+		}
+		if hasMappings && len(mappings) > 0 {
+			if _, err := createMappings(ctx, s, "wim.config.wim_port_mapping", created, "", mappings); err != nil {
+				return err
+			}
+		}
+		out, err = e.wimView(ctx, s, created)
+		return err
+	})
+	return out, err
+}
+
+// wimView adds the grouped port mappings to config.
+func (e *Engine) wimView(ctx context.Context, s *persistence.Store, w wimro.WIM) (WIMView, error) {
+	groups, err := e.wimMappings(ctx, s, w.UUID)
+	if err != nil {
+		return WIMView{}, err
+	}
+	cfg := make(map[string]any, len(w.Config)+1)
+	for k, v := range w.Config {
+		cfg[k] = v
+	}
+	cfg["wim_port_mapping"] = groups
+	w.Config = cfg
+	return WIMView{WIM: w}, nil
+}
+
+// GetWIM returns a WIM by name or uuid. With a tenant (not "any") the WIM
+// must be attached to it, and the view carries the tenant's account.
+func (e *Engine) GetWIM(ctx context.Context, tenantRef, wimRef string) (WIMView, error) {
+	s := &e.db.Store
+	t, err := e.tenantFilter(ctx, s, tenantRef)
+	if err != nil {
+		return WIMView{}, err
+	}
+	w, err := s.GetWIM(ctx, wimRef)
+	if err != nil {
+		return WIMView{}, err
+	}
+	var acct *AccountView
+	if t != nil {
+		att, err := s.ListAttachedAccounts(ctx, w.UUID, t.UUID)
+		if err != nil {
+			return WIMView{}, err
+		}
+		if len(att) == 0 {
+			return WIMView{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wims - `uuid=%s nfvo_tenant_id=%s` (the WIM is not attached to the tenant)", w.UUID, t.UUID)
+		}
+		v := accountView(att[0].Account)
+		acct = &v
+	}
+	v, err := e.wimView(ctx, s, w)
+	v.WIMAccount = acct
+	return v, err
+}
+
+// WIMListFields are the columns a WIM list may show and filter on.
+var WIMListFields = persistence.WIMListColumns()
+
+// ListWIMs lists the WIMs attached to a tenant, or all with "any".
+func (e *Engine) ListWIMs(ctx context.Context, tenantRef string, equal map[string]*string, limit int) ([]wimro.WIM, error) {
+	t, err := e.tenantFilter(ctx, &e.db.Store, tenantRef)
+	if err != nil {
+		return nil, err
+	}
+	return e.db.ListWIMs(ctx, persistence.WIMFilter{TenantID: tenantID(t), Equal: equal, Limit: limit})
+}
+
+// UpdateWIM edits a WIM. A non-empty config.wim_port_mapping replaces all
+// its port mappings in the same transaction. Every worker of the WIM is
+// told to reload (openmano forgot to on url/type changes).
+func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIMView, error) {
+	config, mappings, _, err := popMappings(in.Config)
+	if err != nil {
+		return WIMView{}, err
+	}
+	var out WIMView
+	err = e.db.Tx(ctx, func(s *persistence.Store) error {
+		found, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
+		}
+		w, err := s.GetWIMForUpdate(ctx, found.UUID)
+		if err != nil {
+			return err
+		}
+		if config != nil {
+			w.Config = mergeConfig(w.Config, config)
+		}
+		if err := in.apply(&w); err != nil {
+			return err
+		}
+		updated, err := s.UpdateWIM(ctx, w)
+		if err != nil {
+			return err
+		}
+		if len(mappings) > 0 {
+			if _, err := s.DeletePortMappings(ctx, w.UUID); err != nil {
+				return err
+			}
+			if _, err := createMappings(ctx, s, "wim.config.wim_port_mapping", updated, "", mappings); err != nil {
+				return err
+			}
+		}
+		if err := s.NotifyWIMAccounts(ctx, w.UUID); err != nil {
+			return err
+		}
+		out, err = e.wimView(ctx, s, updated)
+		return err
+	})
+	return out, err
+}
+
+// DeleteWIM deletes a WIM with its accounts, associations and port
+// mappings. WAN links that still use it make it a conflict and nothing is
+// deleted.
+func (e *Engine) DeleteWIM(ctx context.Context, wimRef string) (string, error) {
+	var msg string
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		w, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
+		}
+		accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(accts))
+		for i, a := range accts {
+			ids[i] = a.UUID
+		}
+		if err := checkIdle(ctx, s, ids...); err != nil {
+			return err
+		}
+		// Notify now: the accounts are gone after the delete.
+		if err := s.NotifyAccounts(ctx, ids...); err != nil {
+			return err
+		}
+		if err := s.DeleteWIM(ctx, w.UUID); err != nil {
+			if wimro.ErrorCode(err) == wimro.ECONFLICT {
+				return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: fmt.Sprintf(
+					"WIM %s (%s) is still used by WAN links: delete the NS instances that use it first. %s", w.Name, w.UUID, wimro.ErrorMessage(err))}
+			}
+			return err
+		}
+		msg = fmt.Sprintf("wim '%s %s' deleted", w.UUID, w.Name)
+		return nil
+	})
+	return msg, err
+}

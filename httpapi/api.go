@@ -1,0 +1,38 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wimro/wimro/engine"
+)
+
+// api holds the openmano-compatible routes over an engine.
+type api struct {
+	eng *engine.Engine
+	srv *Server
+}
+
+// New returns the wimd HTTP server: the openmano routes under /openmano
+// plus the built-in /healthz and /openapi.json.
+func New(eng *engine.Engine, opts Options) *Server {
+	a := &api{eng: eng}
+	if opts.Health == nil {
+		opts.Health = eng.Ping
+	}
+	var routes []Route
+	routes = append(routes, a.tenantRoutes()...)
+	routes = append(routes, a.datacenterRoutes()...)
+	routes = append(routes, a.wimRoutes()...)
+	routes = append(routes, a.instanceRoutes()...)
+	a.srv = NewServer(opts, routes...)
+	return a.srv
+}
+
+func param(r *http.Request, name string) string { return chi.URLParam(r, name) }
+
+// result is openmano's answer to deletes and detaches.
+type result struct {
+	Result string `json:"result"`
+}

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wimro/wimro"
+)
+
+// Decode reads the request body into v by its Content-Type: JSON (also
+// when absent) or YAML (application/yaml, application/x-yaml, text/yaml).
+// XML is 501 and anything else 415 (openmano answered 406; 415 is the
+// status HTTP defines for it). YAML is turned into JSON first, so both go
+// through the same typed decoding and json tags. With strict, an unknown
+// field is a 400 naming it; otherwise unknown fields are ignored, as
+// openmano stripped them (OSM LCM sends stale keys).
+func Decode(r *http.Request, v any, strict bool) error {
+	ct := r.Header.Get("Content-Type")
+	kind := "json"
+	if ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Type %s not supported.", ct)}
+		}
+		switch mt {
+		case "application/json":
+		case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+			kind = "yaml"
+		case "application/xml", "text/xml":
+			return &statusError{status: http.StatusNotImplemented, msg: "XML bodies are not implemented; send JSON or YAML."}
+		default:
+			return &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Type %s not supported.", ct)}
+		}
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &statusError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("Request body larger than %d bytes.", tooBig.Limit)}
+		}
+		return wimro.Errorf(wimro.EINVALID, "cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return wimro.Errorf(wimro.EINVALID, "request body is required")
+	}
+	if kind == "yaml" {
+		var doc any
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
+		}
+		if raw, err = json.Marshal(jsonable(doc)); err != nil {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return decodeError(kind, err)
+	}
+	if dec.More() {
+		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: trailing data after the body", kind)
+	}
+	return nil
+}
+
+// jsonable turns YAML's generic values into JSON's: map keys become strings.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+		return x
+	}
+	return v
+}
+
+func decodeError(kind string, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: %v", kind, err)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return wimro.FieldErrorf(field, "field %q: expected %s, got %s", field, typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return wimro.FieldErrorf(name, "unknown field %q", name)
+	}
+	// Errors from a type's own UnmarshalJSON (ports, WIM choices, ...).
+	return wimro.Errorf(wimro.EINVALID, "Invalid content: %v", err)
+}
+
+// Respond writes v with status: JSON indented with 4 spaces and a final
+// newline (as openmano), or YAML when the Accept header asks for it.
+func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		http.Error(w, `{"error": {"code": 500, "type": "500 Internal Server Error", "description": "cannot encode the response"}}`, http.StatusInternalServerError)
+		return
+	}
+	if wantsYAML(r) {
+		var doc any
+		if err := json.Unmarshal(body, &doc); err == nil {
+			if y, err := yaml.Marshal(doc); err == nil {
+				w.Header().Set("Content-Type", "application/yaml")
+				w.WriteHeader(status)
+				w.Write(y)
+				return
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+func wantsYAML(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return strings.Contains(a, "application/yaml") || strings.Contains(a, "application/x-yaml") || strings.Contains(a, "text/yaml")
+}

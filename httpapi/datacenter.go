@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/engine"
+)
+
+type datacenterBody struct {
+	Datacenter *engine.DatacenterInput `json:"datacenter"`
+}
+
+type datacenterResponse struct {
+	Datacenter wimro.Datacenter `json:"datacenter"`
+}
+
+type datacenterListResponse struct {
+	Datacenters []wimro.Datacenter `json:"datacenters"`
+}
+
+func (a *api) datacenterRoutes() []Route {
+	tags := []string{"datacenters"}
+	return []Route{
+		{Method: "POST", Pattern: "/openmano/datacenters", Summary: "Register a datacenter (config.external_connections holds its WAN exit rules)", Tags: tags,
+			Request: datacenterBody{}, Response: datacenterResponse{}, Handler: a.createDatacenter},
+		{Method: "PUT", Pattern: "/openmano/datacenters/{datacenter_id}", Summary: "Edit a datacenter; config is merged", Tags: tags,
+			Request: datacenterBody{}, Response: datacenterResponse{}, Handler: a.updateDatacenter},
+		{Method: "DELETE", Pattern: "/openmano/datacenters/{datacenter_id}", Summary: "Delete a datacenter and its port mappings", Tags: tags,
+			Response: result{}, Handler: a.deleteDatacenter},
+		{Method: "GET", Pattern: "/openmano/{tenant_id}/datacenters", Summary: "List the datacenters of a tenant (all with any)", Tags: tags,
+			Response: datacenterListResponse{}, Handler: a.listDatacenters},
+		{Method: "GET", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Show a datacenter", Tags: tags,
+			Response: datacenterResponse{}, Handler: a.getDatacenter},
+		{Method: "POST", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Attach a datacenter to a tenant", Tags: tags,
+			Response: datacenterResponse{}, Handler: a.attachDatacenter},
+		{Method: "DELETE", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Detach a datacenter from a tenant", Tags: tags,
+			Response: result{}, Handler: a.detachDatacenter},
+	}
+}
+
+func (a *api) decodeDatacenter(w http.ResponseWriter, r *http.Request) (engine.DatacenterInput, bool) {
+	var body datacenterBody
+	if err := Decode(r, &body, false); err != nil {
+		a.srv.Error(w, r, err)
+		return engine.DatacenterInput{}, false
+	}
+	if body.Datacenter == nil {
+		a.srv.Error(w, r, wimro.FieldErrorf("datacenter", "datacenter is required"))
+		return engine.DatacenterInput{}, false
+	}
+	return *body.Datacenter, true
+}
+
+func (a *api) createDatacenter(w http.ResponseWriter, r *http.Request) {
+	in, ok := a.decodeDatacenter(w, r)
+	if !ok {
+		return
+	}
+	d, err := a.eng.CreateDatacenter(r.Context(), in)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+}
+
+func (a *api) updateDatacenter(w http.ResponseWriter, r *http.Request) {
+	in, ok := a.decodeDatacenter(w, r)
+	if !ok {
+		return
+	}
+	d, err := a.eng.UpdateDatacenter(r.Context(), param(r, "datacenter_id"), in)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+}
+
+func (a *api) deleteDatacenter(w http.ResponseWriter, r *http.Request) {
+	msg, err := a.eng.DeleteDatacenter(r.Context(), param(r, "datacenter_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, result{Result: msg})
+}
+
+func (a *api) listDatacenters(w http.ResponseWriter, r *http.Request) {
+	list, err := a.eng.ListDatacenters(r.Context(), param(r, "tenant_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []wimro.Datacenter{}
+	}
+	Respond(w, r, http.StatusOK, datacenterListResponse{Datacenters: list})
+}
+
+func (a *api) getDatacenter(w http.ResponseWriter, r *http.Request) {
+	d, err := a.eng.GetDatacenter(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+}
+
+func (a *api) attachDatacenter(w http.ResponseWriter, r *http.Request) {
+	// openmano's attach body carries VIM credentials, which wimro has no use
+	// for: any body is accepted and ignored.
+	d, err := a.eng.AttachDatacenter(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+}
+
+func (a *api) detachDatacenter(w http.ResponseWriter, r *http.Request) {
+	msg, err := a.eng.DetachDatacenter(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, result{Result: msg})
+}

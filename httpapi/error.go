@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/wimro/wimro"
+)
+
+// statusError is a transport-only error with its own status (413, 415,
+// 501, 404/405 of the router): conditions the domain codes do not cover.
+type statusError struct {
+	status int
+	msg    string
+	field  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// codes maps each domain error code to its HTTP status: the one place.
+var codes = map[string]int{
+	wimro.EINVALID:      http.StatusBadRequest,
+	wimro.ENOTFOUND:     http.StatusNotFound,
+	wimro.ECONFLICT:     http.StatusConflict,
+	wimro.EUNAUTHORIZED: http.StatusUnauthorized,
+	wimro.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	wimro.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// StatusFor returns the HTTP status of a domain error code.
+func StatusFor(code string) int {
+	if s, ok := codes[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is openmano's error shape, used for every error status.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code        int    `json:"code"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+	Field       string `json:"field,omitempty"`
+}
+
+// Error answers err with its status and the error body. Internal errors
+// are logged in full and answered with a generic text.
+func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg, field := http.StatusInternalServerError, "", ""
+	var se *statusError
+	if errors.As(err, &se) {
+		status, msg, field = se.status, se.msg, se.field
+	} else {
+		code := wimro.ErrorCode(err)
+		status, msg, field = StatusFor(code), wimro.ErrorMessage(err), wimro.ErrorField(err)
+	}
+	if status >= 500 {
+		s.logger.Error("request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.Any("error", err))
+	} else {
+		s.logger.Debug("request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("error", msg))
+	}
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	Respond(w, r, status, errorBody{Error: errorDetail{
+		Code: status, Type: fmt.Sprintf("%d %s", status, http.StatusText(status)), Description: msg, Field: field,
+	}})
+}

@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/engine"
+)
+
+type instanceBody struct {
+	Instance *engine.InstanceInput `json:"instance"`
+}
+
+type instanceResponse struct {
+	Instance engine.InstanceView `json:"instance"`
+}
+
+type instancePlanResponse struct {
+	Plan struct {
+		WANLinks []engine.PlannedLink `json:"wan_links"`
+	} `json:"plan"`
+}
+
+type instanceListResponse struct {
+	Instances []wimro.Instance `json:"instances"`
+}
+
+type instanceDeleteResponse struct {
+	Result   string `json:"result"`
+	ActionID string `json:"action_id"`
+}
+
+type networkBody struct {
+	Network *engine.NetworkUpdate `json:"network"`
+}
+
+type networkResponse struct {
+	Network wimro.InstanceNet `json:"network"`
+}
+
+type wanLinksResponse struct {
+	WANLinks []wimro.WANLink `json:"wan_links"`
+}
+
+type actionsResponse struct {
+	Actions []wimro.InstanceAction `json:"actions"`
+}
+
+type actionResponse struct {
+	Actions []engine.InstanceActionView `json:"actions"`
+}
+
+func (a *api) instanceRoutes() []Route {
+	tags := []string{"instances"}
+	base := "/openmano/{tenant_id}/instances"
+	return []Route{
+		{Method: "GET", Pattern: base, Summary: "List the NS instances of a tenant", Tags: tags, Response: instanceListResponse{}, Handler: a.listInstances},
+		{Method: "POST", Pattern: base, Summary: "Create an NS instance: its networks, WAN links and CREATE actions (dry_run=true: only plan)", Tags: tags,
+			Query: []string{"dry_run"}, Request: instanceBody{}, Response: instanceResponse{}, Handler: a.createInstance},
+		{Method: "GET", Pattern: base + "/{instance_id}", Summary: "Show an NS instance with its networks and WAN links", Tags: tags, Response: instanceResponse{}, Handler: a.getInstance},
+		{Method: "DELETE", Pattern: base + "/{instance_id}", Summary: "Delete an NS instance: DELETE actions for its WAN links", Tags: tags, Response: instanceDeleteResponse{}, Handler: a.deleteInstance},
+		{Method: "PUT", Pattern: base + "/{instance_id}/networks/{net_id}", Summary: "Report a local network's status or encapsulation (wakes the workers)", Tags: tags,
+			Request: networkBody{}, Response: networkResponse{}, Handler: a.updateNetwork},
+		{Method: "GET", Pattern: base + "/{instance_id}/wan_links", Summary: "List the WAN links of an instance with their status", Tags: tags, Response: wanLinksResponse{}, Handler: a.listWANLinks},
+		{Method: "GET", Pattern: base + "/{instance_id}/action", Summary: "List the instance actions of an instance", Tags: tags, Response: actionsResponse{}, Handler: a.listActions},
+		{Method: "GET", Pattern: base + "/{instance_id}/action/{action_id}", Summary: "Show an instance action with its progress counters and tasks", Tags: tags, Response: actionResponse{}, Handler: a.getAction},
+	}
+}
+
+func (a *api) listInstances(w http.ResponseWriter, r *http.Request) {
+	list, err := a.eng.ListInstances(r.Context(), param(r, "tenant_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []wimro.Instance{}
+	}
+	Respond(w, r, http.StatusOK, instanceListResponse{Instances: list})
+}
+
+func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
+	dryRun := false
+	if v := r.URL.Query().Get("dry_run"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			a.srv.Error(w, r, wimro.FieldErrorf("dry_run", "Invalid query string at 'dry_run=%s'", v))
+			return
+		}
+		dryRun = b
+	}
+	var body instanceBody
+	if err := Decode(r, &body, false); err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	if body.Instance == nil {
+		a.srv.Error(w, r, wimro.FieldErrorf("instance", "instance is required"))
+		return
+	}
+	if dryRun {
+		plan, err := a.eng.PlanInstance(r.Context(), param(r, "tenant_id"), *body.Instance)
+		if err != nil {
+			a.srv.Error(w, r, err)
+			return
+		}
+		var out instancePlanResponse
+		out.Plan.WANLinks = plan
+		if out.Plan.WANLinks == nil {
+			out.Plan.WANLinks = []engine.PlannedLink{}
+		}
+		Respond(w, r, http.StatusOK, out)
+		return
+	}
+	v, err := a.eng.CreateInstance(r.Context(), param(r, "tenant_id"), *body.Instance)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, instanceResponse{Instance: v})
+}
+
+func (a *api) getInstance(w http.ResponseWriter, r *http.Request) {
+	v, err := a.eng.GetInstance(r.Context(), param(r, "tenant_id"), param(r, "instance_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, instanceResponse{Instance: v})
+}
+
+func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {
+	ia, msg, err := a.eng.DeleteInstance(r.Context(), param(r, "tenant_id"), param(r, "instance_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, instanceDeleteResponse{Result: msg, ActionID: ia.UUID})
+}
+
+func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
+	var body networkBody
+	if err := Decode(r, &body, false); err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	if body.Network == nil {
+		a.srv.Error(w, r, wimro.FieldErrorf("network", "network is required"))
+		return
+	}
+	n, err := a.eng.UpdateNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), *body.Network)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, networkResponse{Network: n})
+}
+
+func (a *api) listWANLinks(w http.ResponseWriter, r *http.Request) {
+	links, err := a.eng.ListWANLinks(r.Context(), param(r, "tenant_id"), param(r, "instance_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, wanLinksResponse{WANLinks: links})
+}
+
+func (a *api) listActions(w http.ResponseWriter, r *http.Request) {
+	list, err := a.eng.ListInstanceActions(r.Context(), param(r, "tenant_id"), param(r, "instance_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []wimro.InstanceAction{}
+	}
+	Respond(w, r, http.StatusOK, actionsResponse{Actions: list})
+}
+
+func (a *api) getAction(w http.ResponseWriter, r *http.Request) {
+	v, err := a.eng.GetInstanceAction(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, actionResponse{Actions: []engine.InstanceActionView{v}})
+}

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wimro/wimro/engine"
+)
+
+// checkOpenAPI keeps the document true: every route chi serves is
+// documented, and every documented operation is routed.
+func checkOpenAPI(t *testing.T, s *Server) {
+	t.Helper()
+	doc := s.OpenAPI()
+	paths := doc["paths"].(map[string]any)
+	documented := map[string]bool{}
+	for p, item := range paths {
+		for m := range item.(map[string]any) {
+			documented[strings.ToUpper(m)+" "+p] = true
+		}
+	}
+	routed := map[string]bool{}
+	err := chi.Walk(s.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routed[method+" "+route] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range routed {
+		if !documented[r] {
+			t.Errorf("%s is routed but not documented", r)
+		}
+	}
+	for d := range documented {
+		if !routed[d] {
+			t.Errorf("%s is documented but not routed", d)
+		}
+	}
+	if len(routed) == 0 {
+		t.Fatal("no routes")
+	}
+}
+
+func TestOpenAPIMatchesRouter(t *testing.T) {
+	t.Parallel()
+	s := New(engine.New(nil, nil, nil), Options{})
+	checkOpenAPI(t, s)
+
+	doc := s.OpenAPI()
+	if doc["openapi"] != "3.0.3" {
+		t.Fatalf("openapi = %v", doc["openapi"])
+	}
+	// Every openmano WIM route of the spec (§2.2) is there.
+	paths := doc["paths"].(map[string]any)
+	for _, want := range []string{
+		"GET /openmano/{tenant_id}/wims", "GET /openmano/{tenant_id}/wims/{wim_id}", "POST /openmano/wims",
+		"PUT /openmano/wims/{wim_id}", "DELETE /openmano/wims/{wim_id}", "POST /openmano/{tenant_id}/wims/{wim_id}",
+		"PUT /openmano/{tenant_id}/wims/{wim_id}", "DELETE /openmano/{tenant_id}/wims/{wim_id}",
+		"POST /openmano/{tenant_id}/wims/{wim_id}/port_mapping", "GET /openmano/{tenant_id}/wims/{wim_id}/port_mapping",
+		"DELETE /openmano/{tenant_id}/wims/{wim_id}/port_mapping",
+	} {
+		m, p, _ := strings.Cut(want, " ")
+		item, _ := paths[p].(map[string]any)
+		if item[strings.ToLower(m)] == nil {
+			t.Errorf("%s not documented", want)
+		}
+	}
+	// Request schemas are reflected from the handler types.
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	wim, _ := schemas["EngineWIMInput"].(map[string]any)
+	props, _ := wim["properties"].(map[string]any)
+	for _, f := range []string{"name", "type", "wim_url", "config", "description"} {
+		if props[f] == nil {
+			t.Errorf("WIMInput schema lacks %s: %v", f, wim)
+		}
+	}
+
+	// Served at /openapi.json.
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/openapi.json", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"/openmano/wims"`) {
+		t.Fatalf("/openapi.json = %d", rec.Code)
+	}
+}

@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/wimro/wimro"
+)
+
+// ListQuery is a list request's query string, restricted to a whitelist:
+// no name from the client reaches SQL unless it is in the whitelist.
+type ListQuery struct {
+	Fields []string           // field=<k>, repeatable; empty means the default columns
+	Equal  map[string]*string // k=v equality filters; k=null is a nil pointer (IS NULL)
+	Limit  int                // limit=<n>, 1..1000, default 100
+}
+
+// ParseListQuery parses q, allowing allowed as field names and filters.
+func ParseListQuery(q url.Values, allowed []string) (ListQuery, error) {
+	out := ListQuery{Equal: map[string]*string{}, Limit: 100}
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vals := q[k]
+		switch {
+		case k == "field":
+			for _, v := range vals {
+				if !slices.Contains(allowed, v) {
+					return out, wimro.FieldErrorf("field", "Invalid query string at 'field=%s'", v)
+				}
+				out.Fields = append(out.Fields, v)
+			}
+		case k == "limit":
+			n, err := strconv.Atoi(vals[0])
+			if err != nil || n < 1 || n > 1000 || len(vals) > 1 {
+				return out, wimro.FieldErrorf("limit", "Invalid query string at 'limit=%s' (an integer from 1 to 1000)", vals[0])
+			}
+			out.Limit = n
+		case slices.Contains(allowed, k):
+			if len(vals) > 1 {
+				return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s': given twice", k, vals[1])
+			}
+			v := vals[0]
+			if v == "null" {
+				out.Equal[k] = nil
+			} else {
+				out.Equal[k] = &v
+			}
+		default:
+			v := ""
+			if len(vals) > 0 {
+				v = vals[0]
+			}
+			return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s'", k, v)
+		}
+	}
+	return out, nil
+}

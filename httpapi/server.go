@@ -1,0 +1,171 @@
+// Package httpapi is wimro's HTTP transport: the openmano-compatible REST
+// API on chi, request decoding (JSON or YAML) and validation errors that
+// name the field, the one error body format, optional bearer-token auth,
+// and an OpenAPI document generated from the same route table as the
+// router, so the two cannot drift.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wimro/wimro"
+)
+
+// Options configure a Server.
+type Options struct {
+	Logger       *slog.Logger                    // nil discards
+	Token        string                          // WIMRO_API_TOKEN; "" means no auth
+	MaxBodyBytes int64                           // 0 means 1 MiB
+	Health       func(ctx context.Context) error // database ping for /healthz; nil is always healthy
+	Version      string
+}
+
+// Route describes one endpoint. The router and the OpenAPI document are
+// both built from the list.
+type Route struct {
+	Method, Pattern string // Pattern in chi syntax: /openmano/{tenant_id}/wims
+	Summary         string
+	Tags            []string
+	Request         any      // zero value of the body type; nil: no body
+	Response        any      // zero value of the 200 body type
+	Query           []string // documented query-string keys
+	Public          bool     // no auth even with a token (only /healthz)
+	Handler         http.HandlerFunc
+}
+
+// Server is the HTTP API.
+type Server struct {
+	logger  *slog.Logger
+	opts    Options
+	routes  []Route
+	handler http.Handler
+}
+
+// NewServer builds the router from the built-in routes plus routes.
+func NewServer(opts Options, routes ...Route) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	s := &Server{logger: opts.Logger, opts: opts}
+	s.routes = append([]Route{
+		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.healthz},
+		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},
+	}, routes...)
+
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.accessLog, s.limitBody)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.Error(w, r, &statusError{status: http.StatusMethodNotAllowed, msg: fmt.Sprintf("Method %s not allowed on %s", r.Method, r.URL.Path)})
+	})
+	for _, rt := range s.routes {
+		h := rt.Handler
+		if !rt.Public {
+			h = s.auth(h)
+		}
+		r.Method(rt.Method, rt.Pattern, h)
+	}
+	s.handler = r
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes returns every route, built-ins included.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+type health struct {
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Health != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Health(ctx); err != nil {
+			s.logger.Error("health check failed", slog.Any("error", err))
+			s.Error(w, r, wimro.Errorf(wimro.EUNAVAILABLE, "database unavailable"))
+			return
+		}
+	}
+	Respond(w, r, http.StatusOK, health{Status: "ok", Version: s.opts.Version})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	Respond(w, r, http.StatusOK, s.OpenAPI())
+}
+
+// auth requires the bearer token when one is configured.
+func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
+	if s.opts.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.opts.Token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wimro"`)
+			s.Error(w, r, wimro.Errorf(wimro.EUNAUTHORIZED, "Missing or invalid bearer token"))
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.Error(w, r, fmt.Errorf("panic: %v", p))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		// The path, never the query string or headers: no secret is logged.
+		s.logger.Debug("http request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+	})
+}

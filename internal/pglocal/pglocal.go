@@ -1,0 +1,341 @@
+// Package pglocal runs a PostgreSQL server from the machine's binaries, so
+// wimd and the tests need neither Docker nor a server set up by hand. An
+// owned server keeps its data folder between runs (wimd serve without a
+// database URL); a throwaway one lives in a temporary folder removed on
+// Stop (the test harness). PostgreSQL refuses to run as root, so as root
+// the server runs as the unprivileged "postgres" user.
+package pglocal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options configure Start.
+type Options struct {
+	// DataDir "" starts a throwaway server in a new temporary folder,
+	// removed by Stop. Otherwise the server is owned: initdb runs only when
+	// the folder holds no cluster yet, and the data stays.
+	DataDir string
+	// BinDir holds initdb and postgres; "" finds them (FindBinDir).
+	BinDir string
+	// Port 0 picks a free loopback port.
+	Port int
+	// Logger is injected; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is a running PostgreSQL.
+type Server struct {
+	port      int
+	dataDir   string
+	throwaway bool
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	exitErr   error
+	logPath   string
+	logger    *slog.Logger
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// FindBinDir returns the folder of the PostgreSQL server binaries:
+// $WIMRO_PG_BINDIR, the folder of postgres on PATH, or the newest
+// /usr/lib/postgresql/*/bin.
+func FindBinDir() (string, error) {
+	if d := os.Getenv("WIMRO_PG_BINDIR"); d != "" {
+		if isExec(filepath.Join(d, "postgres")) && isExec(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+		return "", fmt.Errorf("pglocal: WIMRO_PG_BINDIR=%s has no postgres and initdb", d)
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		d := filepath.Dir(p)
+		if isExec(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if isExec(filepath.Join(d, "postgres")) && isExec(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", errors.New("pglocal: no PostgreSQL server binaries found (searched $WIMRO_PG_BINDIR, postgres on PATH, /usr/lib/postgresql/*/bin); run `make deps` or scripts/ensure-postgres.sh, which installs Debian's postgresql package")
+}
+
+func version(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// runAs returns the credentials to run PostgreSQL with: the postgres user
+// when we are root, nil (ourselves) otherwise.
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("pglocal: running as root, and PostgreSQL refuses root, but there is no \"postgres\" user to run it as; install Debian's postgresql package (make deps), which creates it")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// Start starts a server and waits until it accepts connections.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	bin := opts.BinDir
+	if bin == "" {
+		var err error
+		if bin, err = FindBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{logger: logger}
+	if opts.DataDir == "" {
+		tmp, err := os.MkdirTemp("", "wimro-pg-")
+		if err != nil {
+			return nil, fmt.Errorf("pglocal: temp dir: %w", err)
+		}
+		s.dataDir, s.throwaway = filepath.Join(tmp, "data"), true
+	} else {
+		if s.dataDir, err = filepath.Abs(opts.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(err error) (*Server, error) {
+		if s.throwaway {
+			os.RemoveAll(filepath.Dir(s.dataDir))
+		}
+		return nil, err
+	}
+	if err := prepareDir(s.dataDir, cred); err != nil {
+		return fail(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := initdb(ctx, bin, s.dataDir, cred); err != nil {
+			return fail(err)
+		}
+	}
+	s.logPath = filepath.Join(s.dataDir, "wimro-postgres.log")
+	for try := 0; ; try++ {
+		port := opts.Port
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				return fail(err)
+			}
+		}
+		err = s.start(ctx, bin, port, cred)
+		if err == nil {
+			return s, nil
+		}
+		if opts.Port != 0 || try >= 3 || !strings.Contains(err.Error(), "in use") {
+			return fail(err)
+		}
+	}
+}
+
+// prepareDir creates the data folder (and makes sure the postgres user can
+// reach it).
+func prepareDir(dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("pglocal: data dir: %w", err)
+	}
+	if cred == nil {
+		return nil
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return fmt.Errorf("pglocal: chown data dir: %w", err)
+	}
+	// Every parent must be traversable by the postgres user.
+	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("pglocal: the postgres user cannot reach %s (mode %v): %w", dir, st.Mode().Perm(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func initdb(ctx context.Context, bin, dir string, cred *syscall.Credential) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-instructions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = "/"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pglocal: initdb %s: %w\n%s", dir, err, tail(out.String()))
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pglocal: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start(ctx context.Context, bin string, port int, cred *syscall.Credential) error {
+	sockDir := filepath.Join(s.dataDir, "socket")
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return err
+	}
+	if cred != nil {
+		os.Chown(sockDir, int(cred.Uid), int(cred.Gid))
+	}
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("pglocal: log file: %w", err)
+	}
+	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", sockDir,
+		"-c", "max_connections=300", "-c", "shared_buffers=64MB"}
+	if s.throwaway {
+		// A throwaway database need not survive a crash: skip the flushes.
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	if s.throwaway {
+		// Do not outlive a test binary that dies. The signal follows the
+		// thread that started the child, so keep this goroutine on one.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("pglocal: start postgres: %w", err)
+	}
+	logf.Close()
+	s.cmd, s.port, s.exited = cmd, port, make(chan struct{})
+	go func() {
+		s.exitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.kill()
+		return err
+	}
+	s.logger.Info("local PostgreSQL started", slog.String("data_dir", s.dataDir), slog.Int("port", port))
+	return nil
+}
+
+// waitReady connects until the server answers, it exits, or ctx ends.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	delay := 20 * time.Millisecond
+	for {
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err == nil {
+			conn.Close(ctx)
+			return nil
+		}
+		select {
+		case <-s.exited:
+			b, _ := os.ReadFile(s.logPath)
+			return fmt.Errorf("pglocal: postgres exited during start (%v):\n%s", s.exitErr, tail(string(b)))
+		case <-ctx.Done():
+			b, _ := os.ReadFile(s.logPath)
+			return fmt.Errorf("pglocal: postgres not ready: %w\n%s", ctx.Err(), tail(string(b)))
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// URL returns a URL of database dbname on the server, as superuser postgres
+// (trust authentication, loopback only).
+func (s *Server) URL(dbname string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbname)
+}
+
+// Port returns the TCP port the server listens on.
+func (s *Server) Port() int { return s.port }
+
+// DataDir returns the server's data folder.
+func (s *Server) DataDir() string { return s.dataDir }
+
+func (s *Server) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Stop shuts the server down (fast shutdown: active sessions are ended)
+// and waits for it; a throwaway server's folder is removed. Stop is
+// idempotent.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		if s.cmd != nil && s.cmd.Process != nil {
+			s.cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-s.exited:
+			case <-ctx.Done():
+				s.kill()
+				s.stopErr = fmt.Errorf("pglocal: postgres did not stop in time; killed: %w", ctx.Err())
+			}
+		}
+		if s.throwaway {
+			if err := os.RemoveAll(filepath.Dir(s.dataDir)); err != nil && s.stopErr == nil {
+				s.stopErr = fmt.Errorf("pglocal: remove %s: %w", s.dataDir, err)
+			}
+		}
+	})
+	return s.stopErr
+}

@@ -1,0 +1,171 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wimro/wimro"
+)
+
+const accountCols = `a.uuid, a.name, a.wim_id, a.created, a.username, a.password, a.config, a.created_at, a.modified_at`
+
+// CreateAccount inserts a; an empty UUID gets a new one. a.Password must
+// already be sealed.
+func (s *Store) CreateAccount(ctx context.Context, a wimro.WIMAccount) (wimro.WIMAccount, error) {
+	return getOne[wimro.WIMAccount](ctx, s, "wim_accounts", "wim_id="+a.WIMID,
+		`INSERT INTO wim_accounts AS a (uuid, name, wim_id, created, username, password, config)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+accountCols,
+		newUUID(a.UUID), a.Name, a.WIMID, a.Created, a.User, a.Password, a.Config)
+}
+
+// GetAccount reads an account by uuid, without any association join, so an
+// account shared by several tenants is still one row.
+func (s *Store) GetAccount(ctx context.Context, id string) (wimro.WIMAccount, error) {
+	return getOne[wimro.WIMAccount](ctx, s, "wim_accounts", "uuid="+id,
+		`SELECT `+accountCols+` FROM wim_accounts a WHERE a.uuid = $1`, id)
+}
+
+// FindAccountByName returns the account of wimID named name, or nil.
+func (s *Store) FindAccountByName(ctx context.Context, wimID, name string) (*wimro.WIMAccount, error) {
+	list, err := getAll[wimro.WIMAccount](ctx, s, "wim_accounts",
+		`SELECT `+accountCols+` FROM wim_accounts a WHERE a.wim_id = $1 AND a.name = $2`, wimID, name)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[0], nil
+}
+
+// ListAccounts returns every account, oldest first. The worker supervisor
+// starts from this list.
+func (s *Store) ListAccounts(ctx context.Context) ([]wimro.WIMAccount, error) {
+	return getAll[wimro.WIMAccount](ctx, s, "wim_accounts",
+		`SELECT `+accountCols+` FROM wim_accounts a ORDER BY a.created_at, a.uuid`)
+}
+
+// ListAccountsOfWIM returns the accounts of one WIM.
+func (s *Store) ListAccountsOfWIM(ctx context.Context, wimID string) ([]wimro.WIMAccount, error) {
+	return getAll[wimro.WIMAccount](ctx, s, "wim_accounts",
+		`SELECT `+accountCols+` FROM wim_accounts a WHERE a.wim_id = $1 ORDER BY a.created_at, a.uuid`, wimID)
+}
+
+// AttachedAccount is an account with the association that attaches it to a
+// tenant.
+type AttachedAccount struct {
+	Account     wimro.WIMAccount
+	Association wimro.WIMTenantAssociation
+}
+
+// ListAttachedAccounts returns the accounts that attach wimID to tenantID,
+// or to any tenant when tenantID is "". An account shared by two tenants
+// appears once per association.
+func (s *Store) ListAttachedAccounts(ctx context.Context, wimID, tenantID string) ([]AttachedAccount, error) {
+	sql := `SELECT ` + accountCols + `, wt.id, wt.nfvo_tenant_id, wt.wim_id, wt.wim_account_id, wt.created_at, wt.modified_at
+		FROM wim_accounts a JOIN wim_nfvo_tenants wt ON wt.wim_account_id = a.uuid
+		WHERE wt.wim_id = $1 AND ($2 = '' OR wt.nfvo_tenant_id::text = $2)
+		ORDER BY wt.id`
+	rows, err := s.query(ctx, "wim_accounts", sql, wimID, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AttachedAccount, error) {
+		var r AttachedAccount
+		a, w := &r.Account, &r.Association
+		err := row.Scan(&a.UUID, &a.Name, &a.WIMID, &a.Created, &a.User, &a.Password, &a.Config, &a.CreatedAt, &a.ModifiedAt,
+			&w.ID, &w.TenantID, &w.WIMID, &w.WIMAccountID, &w.CreatedAt, &w.ModifiedAt)
+		return r, err
+	})
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: read wim_accounts: %w", err))
+	}
+	return list, nil
+}
+
+// AccountUpdate names the columns to change; nil fields are left alone, so
+// an edit that does not mention the password keeps the stored one.
+type AccountUpdate struct {
+	Name     *string
+	User     *string
+	Password []byte // sealed; nil keeps the stored password
+	Config   *map[string]any
+	Created  *bool
+}
+
+// UpdateAccount changes only the supplied columns of account id.
+func (s *Store) UpdateAccount(ctx context.Context, id string, u AccountUpdate) (wimro.WIMAccount, error) {
+	var (
+		sets []string
+		args = []any{id}
+	)
+	set := func(col string, v any) {
+		args = append(args, v)
+		sets = append(sets, fmt.Sprintf("%s = $%d", col, len(args)))
+	}
+	if u.Name != nil {
+		set("name", *u.Name)
+	}
+	if u.User != nil {
+		set("username", *u.User)
+	}
+	if u.Password != nil {
+		set("password", u.Password)
+	}
+	if u.Config != nil {
+		set("config", *u.Config)
+	}
+	if u.Created != nil {
+		set("created", *u.Created)
+	}
+	if len(sets) == 0 {
+		return s.GetAccount(ctx, id)
+	}
+	return getOne[wimro.WIMAccount](ctx, s, "wim_accounts", "uuid="+id,
+		`UPDATE wim_accounts AS a SET `+strings.Join(sets, ", ")+` WHERE a.uuid = $1 RETURNING `+accountCols, args...)
+}
+
+// DeleteAccount deletes an account, its associations and its actions. WAN
+// links that still use it make it a conflict.
+func (s *Store) DeleteAccount(ctx context.Context, id string) error {
+	n, err := s.exec(ctx, "wim_accounts", `DELETE FROM wim_accounts WHERE uuid = $1`, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("wim_accounts", "uuid="+id)
+	}
+	return nil
+}
+
+const associationCols = `id, nfvo_tenant_id, wim_id, wim_account_id, created_at, modified_at`
+
+// ConstraintWIMTenant is the unique key that allows one account per
+// (WIM, tenant).
+const ConstraintWIMTenant = "wim_nfvo_tenant"
+
+// CreateAssociation attaches tenantID to wimID through accountID. A second
+// account for the same (WIM, tenant) violates ConstraintWIMTenant.
+func (s *Store) CreateAssociation(ctx context.Context, tenantID, wimID, accountID string) (wimro.WIMTenantAssociation, error) {
+	return getOne[wimro.WIMTenantAssociation](ctx, s, "wim_nfvo_tenants", "wim_id="+wimID,
+		`INSERT INTO wim_nfvo_tenants (nfvo_tenant_id, wim_id, wim_account_id) VALUES ($1, $2, $3) RETURNING `+associationCols,
+		tenantID, wimID, accountID)
+}
+
+// ListAssociationsOfAccount returns the tenants an account serves.
+func (s *Store) ListAssociationsOfAccount(ctx context.Context, accountID string) ([]wimro.WIMTenantAssociation, error) {
+	return getAll[wimro.WIMTenantAssociation](ctx, s, "wim_nfvo_tenants",
+		`SELECT `+associationCols+` FROM wim_nfvo_tenants WHERE wim_account_id = $1 ORDER BY id`, accountID)
+}
+
+// DeleteAssociation detaches one tenant from a WIM.
+func (s *Store) DeleteAssociation(ctx context.Context, id int64) error {
+	n, err := s.exec(ctx, "wim_nfvo_tenants", `DELETE FROM wim_nfvo_tenants WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("wim_nfvo_tenants", fmt.Sprintf("id=%d", id))
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package persistence is the only place that speaks SQL. It wraps a pgx/v5
+// pool, runs every statement of one request in one transaction through Tx,
+// maps PostgreSQL errors onto wimro's error codes, and returns typed rows.
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// querier is what both a pool and a transaction offer, so that every Store
+// method runs the same way inside or outside a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Store holds the typed SQL methods. Use DB.Store for single statements and
+// DB.Tx to group statements.
+type Store struct {
+	q querier
+}
+
+// DB is a connection pool plus its Store.
+type DB struct {
+	Store
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+// Open connects a pool to url and checks that the server answers.
+func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the URL, password included: keep it out.
+		return nil, fmt.Errorf("persistence: invalid database URL (%s)", redactParseError(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, mapError(fmt.Errorf("persistence: ping: %w", err))
+	}
+	return &DB{Store: Store{q: pool}, pool: pool, logger: logger}, nil
+}
+
+// NewDB wraps an existing pool (tests, benchmarks).
+func NewDB(pool *pgxpool.Pool, logger *slog.Logger) *DB {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &DB{Store: Store{q: pool}, pool: pool, logger: logger}
+}
+
+// Pool returns the underlying pool (for LISTEN connections and migrations).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// Close closes the pool.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return mapError(fmt.Errorf("persistence: ping: %w", err))
+	}
+	return nil
+}
+
+// Tx runs fn in one transaction: it commits when fn returns nil and rolls
+// back otherwise, so a request is either written whole or not at all. NOTIFY
+// sent inside fn is delivered only on commit.
+func (db *DB) Tx(ctx context.Context, fn func(s *Store) error) (err error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return mapError(fmt.Errorf("persistence: begin: %w", err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+				db.logger.Warn("rollback failed", slog.Any("error", rbErr))
+			}
+		}
+	}()
+	if err = fn(&Store{q: tx}); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return mapError(fmt.Errorf("persistence: commit: %w", err))
+	}
+	return nil
+}

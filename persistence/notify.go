@@ -1,0 +1,63 @@
+package persistence
+
+import (
+	"context"
+)
+
+// ChannelAccounts is the NOTIFY channel that tells workers an account, its
+// WIM or its port mappings changed. The payload is an account uuid, or
+// NotifyAll. Sent inside the writing transaction, it is delivered only if
+// the change commits, to every wimd process sharing the database.
+const ChannelAccounts = "wimro_accounts"
+
+// NotifyAll is the payload that means "reload every account".
+const NotifyAll = "*"
+
+// NotifyAccounts queues a notification per account id.
+func (s *Store) NotifyAccounts(ctx context.Context, ids ...string) error {
+	for _, id := range dedupe(ids) {
+		if _, err := s.exec(ctx, "notify", `SELECT pg_notify($1, $2)`, ChannelAccounts, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NotifyAllAccounts asks every worker to reload.
+func (s *Store) NotifyAllAccounts(ctx context.Context) error {
+	return s.NotifyAccounts(ctx, NotifyAll)
+}
+
+// NotifyWIMAccounts notifies every account of a WIM.
+func (s *Store) NotifyWIMAccounts(ctx context.Context, wimID string) error {
+	accts, err := s.ListAccountsOfWIM(ctx, wimID)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(accts))
+	for i, a := range accts {
+		ids[i] = a.UUID
+	}
+	return s.NotifyAccounts(ctx, ids...)
+}
+
+// AccountsOnlyServing returns the accounts attached to tenantID and to no
+// other tenant.
+func (s *Store) AccountsOnlyServing(ctx context.Context, tenantID string) ([]string, error) {
+	type row struct {
+		UUID string `db:"uuid"`
+	}
+	rows, err := getAll[row](ctx, s, "wim_accounts", `
+		SELECT a.uuid FROM wim_accounts a
+		WHERE EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_account_id = a.uuid AND wt.nfvo_tenant_id = $1)
+		  AND NOT EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_account_id = a.uuid AND wt.nfvo_tenant_id <> $1)
+		ORDER BY a.uuid`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.UUID
+	}
+	return ids, nil
+}

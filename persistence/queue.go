@@ -1,0 +1,168 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wimro/wimro"
+)
+
+// ClaimActions claims up to limit due actions of one account for owner, in
+// one statement over the claim index. The actions of one WAN link run
+// strictly in order: an action is claimable only when no earlier action of
+// its link is unfinished, no action of its link is claimed, and its link is
+// not in busyLinks (links the caller is already working on). SKIP LOCKED
+// lets several claimers race without waiting on each other; the claim
+// records the owner and a lease, and counts the attempt.
+func (s *Store) ClaimActions(ctx context.Context, accountID, owner string, lease time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return getAll[wimro.Action](ctx, s, "vim_wim_actions", `
+		WITH due AS (
+			SELECT a.instance_action_id, a.task_index, a.item_id
+			FROM vim_wim_actions a
+			WHERE a.wim_account_id = $1
+			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after <= now()
+			  AND a.item_id <> ALL($5::uuid[])
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions b
+				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions c
+				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			ORDER BY a.run_after, a.seq
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE vim_wim_actions AS a
+		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1
+		FROM due o
+		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
+		RETURNING `+actionCols,
+		accountID, owner, lease, limit, nonNil(busyLinks))
+}
+
+// Outcome is what running one action produced. It is written in one
+// transaction with the WAN link and the instance action's counters.
+type Outcome struct {
+	Status        string // the action's new status
+	ErrorMsg      *string
+	WIMInternalID *string
+	Extra         map[string]any
+	// RunAfter, when set, keeps the action queued until then (a retry, a
+	// wait for local networks, or the next status refresh).
+	RunAfter *time.Time
+	// ResetAttempts clears the attempt counter (a refresh is not a retry).
+	ResetAttempts bool
+	// Done and Failed are added to the instance action's counters.
+	Done, Failed int
+	// Link, when set, updates the WAN link (a missing link is ignored: the
+	// instance may be gone).
+	Link *LinkUpdate
+}
+
+// LinkUpdate names the WAN link columns to change; nil fields are kept and
+// WIMInfo is merged into the stored object.
+type LinkUpdate struct {
+	Status        *string
+	ErrorMsg      *string
+	ClearError    bool
+	WIMInternalID *string
+	WIMInfo       map[string]any
+}
+
+// ErrClaimLost means the action is no longer claimed by this owner: its
+// lease expired and another worker may have taken it. The outcome is
+// dropped; the action's code is safe to run again.
+var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action was lost (lease expired)")
+
+// FinishAction writes an outcome for an action claimed by owner and
+// releases the claim. Fencing: if the claim is no longer owner's, nothing
+// is written and ErrClaimLost is returned.
+func (s *Store) FinishAction(ctx context.Context, a wimro.Action, owner string, o Outcome) (wimro.Action, error) {
+	runAfter := time.Now()
+	if o.RunAfter != nil {
+		runAfter = *o.RunAfter
+	}
+	rows, err := getAll[wimro.Action](ctx, s, "vim_wim_actions", `
+		UPDATE vim_wim_actions AS a
+		SET status = $4, error_msg = $5, wim_internal_id = COALESCE($6, a.wim_internal_id),
+		    extra = CASE WHEN $7::jsonb IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || $7::jsonb END,
+		    run_after = $8, attempts = CASE WHEN $9 THEN 0 ELSE a.attempts END,
+		    claimed_by = NULL, claim_expires_at = NULL
+		WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
+		RETURNING `+actionCols,
+		a.InstanceActionID, a.TaskIndex, owner, o.Status, truncateMsg(o.ErrorMsg), o.WIMInternalID, o.Extra, runAfter, o.ResetAttempts)
+	if err != nil {
+		return wimro.Action{}, err
+	}
+	if len(rows) == 0 {
+		return wimro.Action{}, ErrClaimLost
+	}
+	if o.Done != 0 || o.Failed != 0 {
+		if _, err := s.AddProgress(ctx, a.InstanceActionID, o.Done, o.Failed); err != nil {
+			return wimro.Action{}, err
+		}
+	}
+	if o.Link != nil {
+		if err := s.UpdateWANLink(ctx, a.ItemID, *o.Link); err != nil {
+			return wimro.Action{}, err
+		}
+	}
+	return rows[0], nil
+}
+
+// UpdateWANLink applies u to a WAN link; a missing link is not an error.
+func (s *Store) UpdateWANLink(ctx context.Context, id string, u LinkUpdate) error {
+	_, err := s.exec(ctx, "instance_wim_nets", `
+		UPDATE instance_wim_nets SET
+			status = COALESCE($2, status),
+			error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
+			wim_internal_id = COALESCE($5, wim_internal_id),
+			wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END
+		WHERE uuid = $1`,
+		id, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
+	return err
+}
+
+// SweepExpiredClaims returns actions whose claim lease ran out (their
+// worker died or hung) to the queue, and says how many.
+func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
+		WHERE claimed_by IS NOT NULL AND claim_expires_at < now()`)
+}
+
+// ReleaseClaims returns every action claimed by owner to the queue (a
+// clean stop).
+func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL WHERE claimed_by = $1`, owner)
+}
+
+// NextRunAfter returns when the next queued action of an account is due,
+// or nil when none is queued; the worker sleeps until then.
+func (s *Store) NextRunAfter(ctx context.Context, accountID string) (*time.Time, error) {
+	var t *time.Time
+	err := s.q.QueryRow(ctx, `SELECT min(run_after) FROM vim_wim_actions
+		WHERE wim_account_id = $1 AND status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL`, accountID).Scan(&t)
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: next action: %w", err))
+	}
+	return t, nil
+}
+
+// maxMsg is the longest error text stored; longer ones keep their head and
+// tail (OSM's bug 1150: long controller errors broke the update).
+const maxMsg = 1024
+
+func truncateMsg(m *string) *string {
+	if m == nil || len(*m) < maxMsg {
+		return m
+	}
+	s := *m
+	half := (maxMsg - 5) / 2
+	out := strings.ToValidUTF8(s[:half]+" ... "+s[len(s)-half:], "")
+	return &out
+}

@@ -1,0 +1,44 @@
+package persistence
+
+import (
+	"context"
+
+	"github.com/wimro/wimro"
+)
+
+const tenantCols = `uuid, name, description, created_at, modified_at`
+
+// CreateTenant inserts t; an empty UUID gets a new one.
+func (s *Store) CreateTenant(ctx context.Context, t wimro.Tenant) (wimro.Tenant, error) {
+	return getOne[wimro.Tenant](ctx, s, "nfvo_tenants", "name="+t.Name,
+		`INSERT INTO nfvo_tenants (uuid, name, description) VALUES ($1, $2, $3) RETURNING `+tenantCols,
+		newUUID(t.UUID), t.Name, t.Description)
+}
+
+// GetTenant finds a tenant by name or uuid.
+func (s *Store) GetTenant(ctx context.Context, nameOrUUID string) (wimro.Tenant, error) {
+	col, v, crit, err := ref("nfvo_tenants", nameOrUUID)
+	if err != nil {
+		return wimro.Tenant{}, err
+	}
+	return getOne[wimro.Tenant](ctx, s, "nfvo_tenants", crit,
+		`SELECT `+tenantCols+` FROM nfvo_tenants WHERE `+col+` = $1`, v)
+}
+
+// ListTenants returns all tenants by name.
+func (s *Store) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
+	return getAll[wimro.Tenant](ctx, s, "nfvo_tenants", `SELECT `+tenantCols+` FROM nfvo_tenants ORDER BY name`)
+}
+
+// DeleteTenant deletes a tenant; its WIM and datacenter associations go
+// with it, and instances still owned by it make the delete a conflict.
+func (s *Store) DeleteTenant(ctx context.Context, id string) error {
+	n, err := s.exec(ctx, "nfvo_tenants", `DELETE FROM nfvo_tenants WHERE uuid = $1`, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("nfvo_tenants", "uuid="+id)
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package wimthread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Options tune the supervisor; zero fields take the defaults.
+type Options struct {
+	Owner      string        // claim owner; default host:pid:random
+	Parallel   int           // links run at once per account; default 8
+	Lease      time.Duration // claim lease; default 5 min
+	Poll       time.Duration // poll fallback when no notification comes; default 5 s
+	SweepEvery time.Duration // expired-claim sweep interval; default Lease/2
+	Policy     actions.Policy
+}
+
+func (o Options) withDefaults() Options {
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 8
+	}
+	if o.Lease <= 0 {
+		o.Lease = 5 * time.Minute
+	}
+	if o.Poll <= 0 {
+		o.Poll = 5 * time.Second
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = o.Lease / 2
+	}
+	return o
+}
+
+// Supervisor keeps one worker per owned account.
+type Supervisor struct {
+	db       *persistence.DB
+	box      *secret.Box
+	registry *connectors.Registry
+	runner   *actions.Runner
+	logger   *slog.Logger
+	opts     Options
+
+	mu      sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ownAll  bool
+	workers map[string]*worker
+	wg      sync.WaitGroup
+	started bool
+}
+
+// New returns a stopped supervisor.
+func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, logger *slog.Logger, opts Options) *Supervisor {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts = opts.withDefaults()
+	return &Supervisor{
+		db: db, box: box, registry: registry, logger: logger, opts: opts,
+		runner:  actions.NewRunner(&db.Store, opts.Policy, logger),
+		workers: map[string]*worker{},
+	}
+}
+
+// Owner is the name this supervisor claims actions under.
+func (s *Supervisor) Owner() string { return s.opts.Owner }
+
+// Start begins listening for notifications and sweeping expired claims.
+// Workers start with SetAccounts or OwnAll.
+func (s *Supervisor) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("wimthread: supervisor already started")
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.started = true
+	listening := make(chan error, 1)
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.listen(listening) }()
+	go func() { defer s.wg.Done(); s.sweep() }()
+	select {
+	case err := <-listening:
+		if err != nil {
+			s.cancel()
+			return err
+		}
+	case <-ctx.Done():
+		s.cancel()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// OwnAll makes this process own every account, now and as they change.
+func (s *Supervisor) OwnAll(ctx context.Context) error {
+	s.mu.Lock()
+	s.ownAll = true
+	s.mu.Unlock()
+	return s.refreshAll(ctx)
+}
+
+func (s *Supervisor) refreshAll(ctx context.Context) error {
+	accts, err := s.db.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(accts))
+	for i, a := range accts {
+		ids[i] = a.UUID
+	}
+	s.SetAccounts(ids)
+	return nil
+}
+
+// SetAccounts makes the owned accounts exactly ids: it starts the missing
+// workers and stops the others.
+func (s *Supervisor) SetAccounts(ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for id, w := range s.workers {
+		if !want[id] {
+			w.stop()
+			delete(s.workers, id)
+		}
+	}
+	for id := range want {
+		if _, ok := s.workers[id]; !ok {
+			s.workers[id] = s.startWorker(id)
+		}
+	}
+}
+
+// Accounts returns the accounts that have a running worker.
+func (s *Supervisor) Accounts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.workers))
+	for id := range s.workers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Wake asks the worker of an account to look for work now.
+func (s *Supervisor) Wake(accountID string) {
+	s.mu.Lock()
+	w := s.workers[accountID]
+	s.mu.Unlock()
+	if w != nil {
+		w.poke(false)
+	}
+}
+
+// Stop stops every worker, waits for them, and returns the claims they
+// still hold to the queue.
+func (s *Supervisor) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	s.cancel()
+	for id, w := range s.workers {
+		w.stop()
+		delete(s.workers, id)
+	}
+	s.started = false
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("wimthread: stop: %w", ctx.Err())
+	}
+	n, err := s.db.ReleaseClaims(ctx, s.opts.Owner)
+	if err != nil {
+		return fmt.Errorf("wimthread: release claims: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("released claims", slog.Int64("actions", n))
+	}
+	return nil
+}
+
+// listen follows the account notifications, reconnecting on failure.
+func (s *Supervisor) listen(ready chan<- error) {
+	first := true
+	for s.ctx.Err() == nil {
+		err := s.listenOnce(func() {
+			if first {
+				ready <- nil
+				first = false
+			}
+		})
+		if s.ctx.Err() != nil {
+			break
+		}
+		if first {
+			ready <- fmt.Errorf("wimthread: listen: %w", err)
+			return
+		}
+		s.logger.Warn("notification listener failed; reconnecting", slog.Any("error", err))
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	if first {
+		ready <- s.ctx.Err()
+	}
+}
+
+func (s *Supervisor) listenOnce(onReady func()) error {
+	conn, err := s.db.Pool().Acquire(s.ctx)
+	if err != nil {
+		return err
+	}
+	// The connection will be in LISTEN state: take it out of the pool for
+	// good, and close it when done.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(s.ctx, "LISTEN "+persistence.ChannelAccounts); err != nil {
+		return err
+	}
+	onReady()
+	// Anything missed while (re)connecting is caught by one pass now.
+	s.onNotify(persistence.NotifyAll)
+	for {
+		n, err := pc.WaitForNotification(s.ctx)
+		if err != nil {
+			return err
+		}
+		s.onNotify(n.Payload)
+	}
+}
+
+func (s *Supervisor) onNotify(payload string) {
+	s.mu.Lock()
+	ownAll := s.ownAll
+	w := s.workers[payload]
+	s.mu.Unlock()
+	switch {
+	case payload == persistence.NotifyAll:
+		if ownAll {
+			if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.logger.Error("list accounts", slog.Any("error", err))
+			}
+		}
+		s.mu.Lock()
+		for _, w := range s.workers {
+			w.poke(true)
+		}
+		s.mu.Unlock()
+	case w != nil:
+		// The account, its WIM or mappings may have changed, or it may be
+		// gone: reload, which also wakes it.
+		w.poke(true)
+		if ownAll {
+			if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.logger.Error("list accounts", slog.Any("error", err))
+			}
+		}
+	case ownAll:
+		// An account this process does not run yet: a new one.
+		if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.logger.Error("list accounts", slog.Any("error", err))
+		}
+	}
+}
+
+func (s *Supervisor) sweep() {
+	t := time.NewTicker(s.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		if n, err := s.db.SweepExpiredClaims(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.logger.Error("sweep expired claims", slog.Any("error", err))
+		} else if n > 0 {
+			s.logger.Info("returned expired claims to the queue", slog.Int64("actions", n))
+			s.onNotify(persistence.NotifyAll)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,534 @@
+package wimthread_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/persistence"
+	"github.com/wimro/wimro/wimthread"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// fast keeps the timings of the tests short; the logic is the same.
+var fast = actions.Policy{RetryBase: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: 3,
+	Refresh: 50 * time.Millisecond, Wait: 50 * time.Millisecond}
+
+type bundle struct {
+	ctx  context.Context
+	db   *persistence.DB
+	box  *secret.Box
+	eng  *engine.Engine
+	ctrl *fake.Controller
+	url  string
+}
+
+// setup makes a tenant, two datacenters with exit rules, a WIM of wimType
+// mapped to both, and the tenant's account (with accountConfig).
+func setup(t *testing.T, wimType string, accountConfig map[string]any) *bundle {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	box, err := secret.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := persistence.NewDB(pgtest.NewPool(t), nil)
+	b := &bundle{ctx: t.Context(), db: db, box: box, eng: engine.New(db, box, nil), url: "http://fake-" + uuid.NewString()}
+	b.ctrl = fake.ControllerFor(b.url)
+	t.Cleanup(b.ctrl.Reset)
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t0"}))
+	var mappings []any
+	for i, dc := range []string{"dcA", "dcB"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		must(b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://" + dc), Config: map[string]any{
+			"external_connections": []any{map[string]any{"condition": map[string]any{"provider:physical_network": "physnet1"},
+				"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}))
+		must(b.eng.AttachDatacenter(b.ctx, "t0", dc))
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
+			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
+	}
+	must(b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: &wimType, URL: &b.url, Config: map[string]any{"wim_port_mapping": mappings}}))
+	must(b.eng.CreateAccount(b.ctx, "t0", "wan1", engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p")), Config: accountConfig}))
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func registry() *connectors.Registry {
+	r := connectors.NewRegistry()
+	fake.Register(r)
+	failing.Register(r)
+	return r
+}
+
+// start runs a supervisor owning every account until the test ends.
+func (b *bundle) start(t *testing.T, r *connectors.Registry, opts wimthread.Options) *wimthread.Supervisor {
+	t.Helper()
+	if opts.Policy == (actions.Policy{}) {
+		opts.Policy = fast
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 100 * time.Millisecond
+	}
+	s := wimthread.New(b.db, b.box, r, nil, opts)
+	if err := s.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OwnAll(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return s
+}
+
+// instance creates an instance with n VLDs across dcA and dcB.
+func (b *bundle) instance(t *testing.T, name string, n int, status string) engine.InstanceView {
+	t.Helper()
+	var nets []engine.NetworkInput
+	for i := range n {
+		vld := uuid.NewString()
+		for j, dc := range []string{"dcA", "dcB"} {
+			nets = append(nets, engine.NetworkInput{Name: fmt.Sprintf("%s-%d-%s", name, i, dc), SceNetID: vld, Datacenter: dc, Status: status,
+				PhysicalNetwork: "physnet1", EncapsulationType: "vlan", EncapsulationID: ptr(100 + 2*i + j)})
+		}
+	}
+	v, err := b.eng.CreateInstance(b.ctx, "t0", engine.InstanceInput{Name: name, Networks: nets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// waitFor polls cond until it holds or the deadline passes: the condition
+// is database state, which has no event to wait on in the test.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		<-tick.C
+	}
+	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+}
+
+// actionDone waits until an instance action has finished all its tasks.
+func (b *bundle) actionDone(t *testing.T, instanceID, actionID string) engine.InstanceActionView {
+	t.Helper()
+	var v engine.InstanceActionView
+	waitFor(t, "instance action "+actionID, func() (bool, string) {
+		var err error
+		v, err = b.eng.GetInstanceAction(b.ctx, "t0", instanceID, actionID)
+		if err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		for _, a := range v.WIMActions {
+			st = append(st, a.Action+":"+a.Status)
+		}
+		return v.Done+v.Failed >= v.Tasks, fmt.Sprintf("%d/%d done, %d failed, %v", v.Done, v.Tasks, v.Failed, st)
+	})
+	return v
+}
+
+func (b *bundle) linksActive(t *testing.T, instanceID string) []wimro.WANLink {
+	t.Helper()
+	var links []wimro.WANLink
+	waitFor(t, "links ACTIVE", func() (bool, string) {
+		var err error
+		links, err = b.eng.ListWANLinks(b.ctx, "t0", instanceID)
+		if err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		all := true
+		for _, l := range links {
+			st = append(st, l.Status)
+			all = all && l.Status == wimro.LinkActive
+		}
+		return all, strings.Join(st, ",")
+	})
+	return links
+}
+
+func (b *bundle) noUnfinished(t *testing.T) {
+	t.Helper()
+	waitFor(t, "no unfinished action", func() (bool, string) {
+		n, err := b.db.CountUnfinishedActions(b.ctx, b.accounts(t))
+		return err == nil && n == 0, fmt.Sprintf("%d unfinished (%v)", n, err)
+	})
+}
+
+func (b *bundle) accounts(t *testing.T) []string {
+	t.Helper()
+	all, err := b.db.ListAccounts(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range all {
+		ids = append(ids, a.UUID)
+	}
+	return ids
+}
+
+func TestInstanceGoesActiveAndDeleteRemovesServices(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", map[string]any{"build_polls": 2})
+	b.start(t, registry(), wimthread.Options{})
+	v := b.instance(t, "ns", 4, wimro.NetActive)
+
+	ia := b.actionDone(t, v.UUID, v.ActionID)
+	if ia.Done != 4 || ia.Failed != 0 {
+		t.Fatalf("create: %d done %d failed", ia.Done, ia.Failed)
+	}
+	links := b.linksActive(t, v.UUID)
+	if b.ctrl.Count() != 4 {
+		t.Fatalf("%d services on the controller, want 4", b.ctrl.Count())
+	}
+	for _, l := range links {
+		pts, ok := b.ctrl.Points(*l.WIMInternalID)
+		eps := map[string]bool{}
+		for _, p := range pts {
+			eps[p.ServiceEndpointID] = p.Encapsulation == connectors.EncapDot1Q && p.VLAN >= 100
+		}
+		if !ok || len(pts) != 2 || !eps["ep-dcA"] || !eps["ep-dcB"] {
+			t.Fatalf("service %s points = %+v", *l.WIMInternalID, pts)
+		}
+	}
+	b.noUnfinished(t)
+
+	del, _, err := b.eng.DeleteInstance(b.ctx, "t0", v.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := b.actionDone(t, v.UUID, del.UUID)
+	if d.Done != 4 || d.Failed != 0 {
+		t.Fatalf("delete: %d done %d failed", d.Done, d.Failed)
+	}
+	if n := b.ctrl.Count(); n != 0 {
+		t.Fatalf("%d services left on the controller", n)
+	}
+}
+
+// A CREATE waits while a local network is not ACTIVE and runs when the
+// NFVO reports it ACTIVE.
+func TestCreateWaitsForLocalNetworks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	b.start(t, registry(), wimthread.Options{})
+	v := b.instance(t, "ns", 1, wimro.NetBuild)
+	waitFor(t, "a deferred CREATE", func() (bool, string) {
+		ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
+		if len(ia.WIMActions) == 0 {
+			return false, "no task"
+		}
+		n, _ := ia.WIMActions[0].Extra["wait_attempts"].(float64)
+		return n >= 2, fmt.Sprintf("extra %v", ia.WIMActions[0].Extra)
+	})
+	if b.ctrl.Count() != 0 {
+		t.Fatal("service created while the local networks were BUILD")
+	}
+	for _, n := range v.Networks {
+		if _, err := b.eng.UpdateNetwork(b.ctx, "t0", v.UUID, n.UUID, engine.NetworkUpdate{Status: ptr("ACTIVE")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.linksActive(t, v.UUID)
+	if b.ctrl.Count() != 1 {
+		t.Fatalf("%d services", b.ctrl.Count())
+	}
+}
+
+// Failing connector actions end FAILED with the controller's message, and
+// the link shows ERROR.
+func TestFailingConnectorFailsWithMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "failing", map[string]any{"reason": "controller said no"})
+	b.start(t, registry(), wimthread.Options{})
+	v := b.instance(t, "ns", 2, wimro.NetActive)
+	ia := b.actionDone(t, v.UUID, v.ActionID)
+	if ia.Failed != 2 || ia.Done != 0 {
+		t.Fatalf("%d done %d failed", ia.Done, ia.Failed)
+	}
+	for _, a := range ia.WIMActions {
+		if a.Status != wimro.ActionFailed || a.ErrorMsg == nil || !strings.Contains(*a.ErrorMsg, "controller said no") {
+			t.Fatalf("task = %+v", a)
+		}
+	}
+	links, _ := b.eng.ListWANLinks(b.ctx, "t0", v.UUID)
+	for _, l := range links {
+		if l.Status != wimro.LinkError || l.ErrorMsg == nil || !strings.Contains(*l.ErrorMsg, "controller said no") {
+			t.Fatalf("link = %+v", l)
+		}
+	}
+}
+
+// Retryable errors back off and retry; past MaxAttempts the action fails
+// with the last message.
+func TestRetryThenSucceedAndGiveUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	b.ctrl.FailNext(2, connectors.KindRetryable)
+	b.start(t, registry(), wimthread.Options{})
+	v := b.instance(t, "ns", 1, wimro.NetActive)
+	if ia := b.actionDone(t, v.UUID, v.ActionID); ia.Done != 1 {
+		t.Fatalf("after 2 retryable failures: %+v", ia.InstanceAction)
+	}
+
+	b.ctrl.FailNext(10, connectors.KindRetryable)
+	v2 := b.instance(t, "ns2", 1, wimro.NetActive)
+	ia := b.actionDone(t, v2.UUID, v2.ActionID)
+	if ia.Failed != 1 || !strings.Contains(*ia.WIMActions[0].ErrorMsg, "gave up after 3 attempts") {
+		t.Fatalf("gave up: %+v %v", ia.InstanceAction, *ia.WIMActions[0].ErrorMsg)
+	}
+}
+
+// Multipoint links fail with a clear message instead of retrying forever.
+func TestMultipointFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	dc := "dcC"
+	if _, err := b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://dcC"), Config: map[string]any{
+		"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": "00:00:00:00:00:00:00:03", "port": "1"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.eng.AttachDatacenter(b.ctx, "t0", dc)
+	if _, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{{DatacenterName: dc, PopWANMappings: []engine.PopWANMappingInput{{PopSwitchDPID: "00:00:00:00:00:00:00:03", PopSwitchPort: "1", WANServiceEndpointID: "ep-dcC"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, registry(), wimthread.Options{})
+	vld := uuid.NewString()
+	var nets []engine.NetworkInput
+	for _, d := range []string{"dcA", "dcB", "dcC"} {
+		nets = append(nets, engine.NetworkInput{SceNetID: vld, Datacenter: d, Status: "ACTIVE", PhysicalNetwork: "physnet1"})
+	}
+	v, err := b.eng.CreateInstance(b.ctx, "t0", engine.InstanceInput{Name: "ns", Networks: nets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia := b.actionDone(t, v.UUID, v.ActionID)
+	if ia.Failed != 1 || !strings.Contains(*ia.WIMActions[0].ErrorMsg, connectors.MultipointNotSupported) {
+		t.Fatalf("multipoint: %+v", ia.WIMActions)
+	}
+}
+
+// The actions of one WAN link run strictly in order while different links
+// run in parallel: a DELETE queued behind a slow CREATE never overtakes it.
+func TestPerLinkOrderUnderParallelism(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", map[string]any{"latency_ms": 100})
+	tr := &tracker{}
+	r := connectors.NewRegistry()
+	r.Register("fake", func(cfg connectors.Config) (connectors.Connector, error) {
+		c, err := fake.Factory(cfg)
+		return &tracked{Connector: c, t: tr}, err
+	})
+	b.start(t, r, wimthread.Options{Parallel: 4})
+
+	v := b.instance(t, "ns1", 8, wimro.NetActive)
+	b.actionDone(t, v.UUID, v.ActionID)
+	if m := tr.maxInFlight(); m < 2 || m > 4 {
+		t.Fatalf("at most %d creates ran at once; want parallel links, bounded by 4", m)
+	}
+
+	// Delete a second instance while its creates are in flight.
+	v2 := b.instance(t, "ns2", 6, wimro.NetActive)
+	waitFor(t, "a create in flight", func() (bool, string) { return tr.inFlight() > 0, "" })
+	del, _, err := b.eng.DeleteInstance(b.ctx, "t0", v2.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.actionDone(t, v2.UUID, v2.ActionID)
+	b.actionDone(t, v2.UUID, del.UUID)
+	b.noUnfinished(t)
+	if n := b.ctrl.Count(); n != 8 {
+		t.Fatalf("%d services on the controller, want the 8 of ns1 only", n)
+	}
+	created := map[string]int{} // service id -> index of its create
+	for i, c := range b.ctrl.Calls() {
+		switch c.Method {
+		case fake.MethodCreateService:
+			if c.Err == nil {
+				created[c.ID] = i
+			}
+		case fake.MethodDeleteService:
+			if at, ok := created[c.ID]; !ok || at > i {
+				t.Fatalf("delete of %s at call %d before its create", c.ID, i)
+			}
+		}
+	}
+}
+
+// tracker counts controller creates in flight.
+type tracker struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (t *tracker) add(d int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.now += d
+	t.max = max(t.max, t.now)
+}
+
+func (t *tracker) inFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.now
+}
+
+func (t *tracker) maxInFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.max
+}
+
+type tracked struct {
+	connectors.Connector
+	t *tracker
+}
+
+func (c *tracked) CreateService(ctx context.Context, key string, st connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+	c.t.add(1)
+	defer c.t.add(-1)
+	return c.Connector.CreateService(ctx, key, st, p)
+}
+
+// A process killed mid-batch: its claims stay until the lease expires; a
+// new process takes them over, adopts the services the dead one already
+// made, and the dead one's late writes are fenced off. Every action ends
+// DONE with exactly one service per link.
+func TestKillAndRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+
+	// Process A: its controller calls go through, then it hangs (as if
+	// killed) before it can write anything.
+	var hung sync.WaitGroup
+	hung.Add(3)
+	ra := connectors.NewRegistry()
+	ra.Register("fake", func(cfg connectors.Config) (connectors.Connector, error) {
+		c, err := fake.Factory(cfg)
+		return &hangAfterCreate{Connector: c, release: release, hung: &hung}, err
+	})
+	a := wimthread.New(b.db, b.box, ra, nil, wimthread.Options{Owner: "process-A", Parallel: 3, Lease: 500 * time.Millisecond, SweepEvery: time.Hour, Policy: fast, Poll: 50 * time.Millisecond})
+	if err := a.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.OwnAll(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := b.instance(t, "ns", 5, wimro.NetActive)
+	hung.Wait() // three creates reached the controller, none was recorded
+	if got := b.ctrl.Count(); got != 3 {
+		t.Fatalf("%d services before the kill, want 3", got)
+	}
+
+	// Process B starts after the "kill" and sweeps the expired claims.
+	b.start(t, registry(), wimthread.Options{Owner: "process-B", Lease: 500 * time.Millisecond, SweepEvery: 100 * time.Millisecond})
+	ia := b.actionDone(t, v.UUID, v.ActionID)
+	links := b.linksActive(t, v.UUID)
+	b.noUnfinished(t)
+
+	// A wakes up: its outcomes must be refused (fenced), not double counted.
+	once.Do(func() { close(release) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ia2, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
+	if ia.Done != 5 || ia2.Done != 5 || ia2.Failed != 0 {
+		t.Fatalf("counters: %d then %d done, %d failed; want exactly 5", ia.Done, ia2.Done, ia2.Failed)
+	}
+	if n := b.ctrl.Count(); n != 5 {
+		t.Fatalf("%d services on the controller, want exactly one per link (5)", n)
+	}
+	ids := map[string]bool{}
+	for _, l := range links {
+		ids[*l.WIMInternalID] = true
+	}
+	if len(ids) != 5 {
+		t.Fatalf("links share services: %v", ids)
+	}
+}
+
+// hangAfterCreate lets the create reach the controller, then never returns
+// until released: the state a killed process leaves behind.
+type hangAfterCreate struct {
+	connectors.Connector
+	release chan struct{}
+	hung    *sync.WaitGroup
+}
+
+func (h *hangAfterCreate) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+	id, info, err := h.Connector.CreateService(ctx, key, t, p)
+	h.hung.Done()
+	<-h.release
+	return id, info, err
+}
+
+func TestSupervisorFollowsAccounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	s := b.start(t, registry(), wimthread.Options{})
+	if got := s.Accounts(); len(got) != 1 {
+		t.Fatalf("accounts = %v", got)
+	}
+	// A new account appears through NOTIFY; a removed one goes.
+	if _, err := b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.eng.CreateAccount(b.ctx, "t1", "wan1", engine.AccountInput{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two workers", func() (bool, string) { return len(s.Accounts()) == 2, fmt.Sprint(s.Accounts()) })
+	if _, err := b.eng.DeleteAccounts(b.ctx, "t1", "wan1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
+	// SetAccounts from outside (the coordinator) wins.
+	s.SetAccounts(nil)
+	if got := s.Accounts(); len(got) != 0 {
+		t.Fatalf("accounts after SetAccounts(nil) = %v", got)
+	}
+}
