@@ -145,4 +145,3 @@ func (b *bundle) fixture() {
 				"wan_service_endpoint_id": "wan-b"}}},
 		}}}}, 200)
 }
-
