@@ -110,6 +110,15 @@ func (a *App) envInt(key string, def int) int {
 	return def
 }
 
+func (a *App) envDuration(key string, def time.Duration) time.Duration {
+	if v := a.Getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
 func (a *App) envBool(key string, def bool) bool {
 	if v := a.Getenv(key); v != "" {
 		if b, err := strconv.ParseBool(v); err == nil {
@@ -306,6 +315,7 @@ type serveConfig struct {
 	maxBodyBytes  int64
 	secretKeyFile string
 	parallel      int
+	claimLease    time.Duration
 }
 
 func (a *App) serve(ctx context.Context, args []string) error {
@@ -316,6 +326,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /healthz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
+	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 5*time.Minute),
+		"how long a claimed action stays with this process before another may take it over (env WIMRO_CLAIM_LEASE)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
@@ -370,7 +382,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	registry := connectors.NewRegistry()
 	fake.Register(registry)
 	failing.Register(registry)
-	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel})
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}

@@ -20,13 +20,19 @@
 //	             (0; the wait ends early with an error when ctx is done)
 //	build_polls  a new service answers BUILD to its first N status calls,
 //	             then ACTIVE (0)
+//	state_file   keep the controller's services in this JSON file, so the
+//	             "controller" outlives the wimd process (kill-and-restart
+//	             tests: a real controller does not forget when wimd dies)
 package fake
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +74,16 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if latency < 0 || buildPolls < 0 {
 		return nil, connectors.Errorf(connectors.KindPermanent, "fake: latency_ms and build_polls must not be negative")
 	}
+	stateFile, err := cfg.StringSetting("state_file", "")
+	if err != nil {
+		return nil, err
+	}
+	ctrl := ControllerFor(cfg.URL)
+	if stateFile != "" {
+		if err := ctrl.useStateFile(stateFile); err != nil {
+			return nil, connectors.Errorf(connectors.KindPermanent, "fake: state_file: %w", err)
+		}
+	}
 	var endpoints map[string]bool
 	if len(cfg.PortMappings) > 0 {
 		endpoints = make(map[string]bool, len(cfg.PortMappings))
@@ -76,7 +92,7 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		}
 	}
 	return &connector{
-		ctrl:       ControllerFor(cfg.URL),
+		ctrl:       ctrl,
 		latency:    time.Duration(latency) * time.Millisecond,
 		buildPolls: buildPolls,
 		endpoints:  endpoints,
@@ -130,6 +146,7 @@ type Controller struct {
 	down        bool
 	user        string // required credentials when user != ""
 	password    string
+	stateFile   string // "" keeps the state in memory only
 }
 
 type service struct {
@@ -307,6 +324,9 @@ func (c *connector) do(ctx context.Context, method, key, id string, op func() (s
 		if made != "" {
 			id = made
 		}
+		if err == nil && ctrl.stateFile != "" && method != MethodGetServiceStatus && method != MethodListServices && method != MethodCheckCredentials {
+			err = ctrl.saveLocked()
+		}
 		if err == nil && ctrl.lostReplies > 0 {
 			ctrl.lostReplies--
 			err = connectors.Errorf(connectors.KindRetryable, "fake %s: reply lost after the controller acted", method)
@@ -479,4 +499,78 @@ func (c Call) String() string {
 		return fmt.Sprintf("%s(key=%q id=%q) error: %v", c.Method, c.Key, c.ID, c.Err)
 	}
 	return fmt.Sprintf("%s(key=%q id=%q)", c.Method, c.Key, c.ID)
+}
+
+// savedService is a service as the state file keeps it.
+type savedService struct {
+	ID        string                       `json:"id"`
+	Key       string                       `json:"key"`
+	Type      connectors.ServiceType       `json:"type"`
+	Points    []connectors.ConnectionPoint `json:"points"`
+	BuildLeft int                          `json:"build_left"`
+}
+
+// useStateFile makes the controller load its services from path (once)
+// and save them there after every change.
+func (c *Controller) useStateFile(path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stateFile == path {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		var saved []savedService
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, s := range saved {
+			c.services[s.ID] = &service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, buildLeft: s.BuildLeft}
+			c.byKey[s.Key] = s.ID
+		}
+	}
+	c.stateFile = path
+	return nil
+}
+
+func (c *Controller) saveLocked() error {
+	saved := make([]savedService, 0, len(c.services))
+	for _, id := range slices.Sorted(maps.Keys(c.services)) {
+		s := c.services[id]
+		saved = append(saved, savedService{ID: s.id, Key: s.key, Type: s.typ, Points: s.points, BuildLeft: s.buildLeft})
+	}
+	b, err := json.Marshal(saved)
+	if err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "fake: save state: %w", err)
+	}
+	tmp := c.stateFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return connectors.Errorf(connectors.KindRetryable, "fake: save state: %w", err)
+	}
+	if err := os.Rename(tmp, c.stateFile); err != nil {
+		return connectors.Errorf(connectors.KindRetryable, "fake: save state: %w", err)
+	}
+	return nil
+}
+
+// ReadStateFile returns the services saved in a state file (for tests that
+// look at the controller from another process).
+func ReadStateFile(path string) ([]connectors.Service, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var saved []savedService
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return nil, err
+	}
+	out := make([]connectors.Service, len(saved))
+	for i, s := range saved {
+		out[i] = connectors.Service{ID: s.ID, Key: s.Key}
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -414,5 +415,41 @@ func TestLogging(t *testing.T) {
 	}
 	if strings.Contains(out, "s3cret-pw") {
 		t.Errorf("log contains the password:\n%s", out)
+	}
+}
+
+// With state_file the controller's services outlive the process: another
+// controller on the same file starts from them.
+func TestStateFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ctrl.json")
+	first := connectors.Config{URL: "http://state-" + uuid.NewString(), AccountConfig: map[string]any{"state_file": path}}
+	c, err := fake.Factory(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := []connectors.ConnectionPoint{{ServiceEndpointID: "a", Encapsulation: connectors.EncapNone}, {ServiceEndpointID: "b", Encapsulation: connectors.EncapNone}}
+	id, _, err := c.CreateService(t.Context(), "key-1", connectors.ServiceELINE, pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := fake.ReadStateFile(path)
+	if err != nil || len(saved) != 1 || saved[0].ID != id || saved[0].Key != "key-1" {
+		t.Fatalf("state file = %+v, %v", saved, err)
+	}
+	second := connectors.Config{URL: "http://state-" + uuid.NewString(), AccountConfig: map[string]any{"state_file": path}}
+	c2, err := fake.Factory(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := c2.CreateService(t.Context(), "key-1", connectors.ServiceELINE, pts)
+	if err != nil || again != id {
+		t.Fatalf("the reloaded controller made %q, want to adopt %q (%v)", again, id, err)
+	}
+	if err := c2.DeleteService(t.Context(), id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if saved, _ := fake.ReadStateFile(path); len(saved) != 0 {
+		t.Fatalf("after delete: %+v", saved)
 	}
 }
