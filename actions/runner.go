@@ -89,11 +89,33 @@ func NewRunner(s *persistence.Store, p Policy, logger *slog.Logger) *Runner {
 	return &Runner{db: s, policy: p.withDefaults(), logger: logger, now: time.Now}
 }
 
-// Target is what the runner needs to know of the account.
+// Target is what the runner needs to know of the account. Mappings and
+// Datacenters, when set, are the worker's cache (rebuilt on every change
+// notification) and spare two queries per network; they are read-only.
 type Target struct {
-	AccountID string
-	WIMID     string
-	Connector connectors.Connector
+	AccountID   string
+	WIMID       string
+	Connector   connectors.Connector
+	Mappings    []wimro.PortMapping
+	Datacenters map[string]wimro.Datacenter
+}
+
+func (t Target) datacenter(ctx context.Context, s *persistence.Store, id string) (wimro.Datacenter, error) {
+	if dc, ok := t.Datacenters[id]; ok {
+		return dc, nil
+	}
+	return s.GetDatacenter(ctx, id, "")
+}
+
+func (t Target) mapping(ctx context.Context, s *persistence.Store, dcID, dpid, port string) (wimro.PortMapping, error) {
+	if t.Mappings != nil {
+		for _, m := range t.Mappings {
+			if m.DatacenterID == dcID && m.PopSwitchDPID == dpid && m.PopSwitchPort == port {
+				return m, nil
+			}
+		}
+	}
+	return s.FindPortMapping(ctx, t.WIMID, dcID, dpid, port)
 }
 
 // Run runs one claimed action and returns its outcome. It does not fail
@@ -266,7 +288,7 @@ func (r *Runner) connectionPoints(ctx context.Context, t Target, nets []wimro.In
 	sort.Slice(nets, func(i, j int) bool { return nets[i].DatacenterID < nets[j].DatacenterID })
 	points := make([]connectors.ConnectionPoint, 0, len(nets))
 	for _, n := range nets {
-		dc, err := r.db.GetDatacenter(ctx, n.DatacenterID, "")
+		dc, err := t.datacenter(ctx, r.db, n.DatacenterID)
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +296,7 @@ func (r *Runner) connectionPoints(ctx context.Context, t Target, nets []wimro.In
 		if !ok {
 			return nil, permanent("No external port associated to the instance_net uuid(%s)", n.UUID)
 		}
-		m, err := r.db.FindPortMapping(ctx, t.WIMID, n.DatacenterID, dpid, port)
+		m, err := t.mapping(ctx, r.db, n.DatacenterID, dpid, port)
 		if wimro.ErrorCode(err) == wimro.ENOTFOUND {
 			return nil, permanent("No WIM port mapping found: wim_account: %s, datacenter: %s, pop_switch_dpid: %s, pop_switch_port: %s",
 				t.AccountID, dc.Name, dpid, port)

@@ -125,8 +125,11 @@ func (e *Engine) UpdateDatacenter(ctx context.Context, ref string, in Datacenter
 		if err := in.apply(&d); err != nil {
 			return err
 		}
-		out, err = s.UpdateDatacenter(ctx, d)
-		return err
+		if out, err = s.UpdateDatacenter(ctx, d); err != nil {
+			return err
+		}
+		// Workers cache datacenters (their exit rules): tell them.
+		return s.NotifyAllAccounts(ctx)
 	})
 	return out, err
 }

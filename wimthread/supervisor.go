@@ -64,6 +64,7 @@ type Supervisor struct {
 	workers map[string]*worker
 	wg      sync.WaitGroup
 	started bool
+	pollNow chan struct{}
 }
 
 // New returns a stopped supervisor.
@@ -93,9 +94,11 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.started = true
 	listening := make(chan error, 1)
-	s.wg.Add(2)
+	s.pollNow = make(chan struct{}, 1)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.listen(listening) }()
 	go func() { defer s.wg.Done(); s.sweep() }()
+	go func() { defer s.wg.Done(); s.poll() }()
 	select {
 	case err := <-listening:
 		if err != nil {
@@ -148,9 +151,48 @@ func (s *Supervisor) SetAccounts(ids []string) {
 			delete(s.workers, id)
 		}
 	}
+	started := false
 	for id := range want {
 		if _, ok := s.workers[id]; !ok {
 			s.workers[id] = s.startWorker(id)
+			started = true
+		}
+	}
+	if started {
+		s.requestPoll()
+	}
+}
+
+// requestPoll asks the poll loop to look for due work now.
+func (s *Supervisor) requestPoll() {
+	select {
+	case s.pollNow <- struct{}{}:
+	default:
+	}
+}
+
+// poll is the fallback for lost notifications and the wake-up of due
+// retries: one query finds the accounts with work due, and only their
+// workers wake. Idle workers never touch the database.
+func (s *Supervisor) poll() {
+	t := time.NewTicker(s.opts.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		case <-s.pollNow:
+		}
+		due, err := s.db.DueAccounts(s.ctx)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Error("find accounts with due actions", slog.Any("error", err))
+			}
+			continue
+		}
+		for _, id := range due {
+			s.Wake(id)
 		}
 	}
 }
@@ -251,7 +293,7 @@ func (s *Supervisor) listenOnce(onReady func()) error {
 	}
 	onReady()
 	// Anything missed while (re)connecting is caught by one pass now.
-	s.onNotify(persistence.NotifyAll)
+	s.reloadAll()
 	for {
 		n, err := pc.WaitForNotification(s.ctx)
 		if err != nil {
@@ -268,16 +310,7 @@ func (s *Supervisor) onNotify(payload string) {
 	s.mu.Unlock()
 	switch {
 	case payload == persistence.NotifyAll:
-		if ownAll {
-			if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.logger.Error("list accounts", slog.Any("error", err))
-			}
-		}
-		s.mu.Lock()
-		for _, w := range s.workers {
-			w.poke(true)
-		}
-		s.mu.Unlock()
+		s.reloadAll()
 	case w != nil:
 		// The account, its WIM or mappings may have changed, or it may be
 		// gone: reload, which also wakes it.
@@ -295,6 +328,26 @@ func (s *Supervisor) onNotify(payload string) {
 	}
 }
 
+// reloadAll re-reads the account list (when owning all) and marks every
+// worker to rebuild its connector before its next action, without waking
+// them all at once: the poll wakes those with due work.
+func (s *Supervisor) reloadAll() {
+	s.mu.Lock()
+	ownAll := s.ownAll
+	s.mu.Unlock()
+	if ownAll {
+		if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.logger.Error("list accounts", slog.Any("error", err))
+		}
+	}
+	s.mu.Lock()
+	for _, w := range s.workers {
+		w.markReload()
+	}
+	s.mu.Unlock()
+	s.requestPoll()
+}
+
 func (s *Supervisor) sweep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
@@ -303,7 +356,7 @@ func (s *Supervisor) sweep() {
 			s.logger.Error("sweep expired claims", slog.Any("error", err))
 		} else if n > 0 {
 			s.logger.Info("returned expired claims to the queue", slog.Int64("actions", n))
-			s.onNotify(persistence.NotifyAll)
+			s.requestPoll()
 		}
 		select {
 		case <-s.ctx.Done():

@@ -40,7 +40,7 @@ type bundle struct {
 
 // setup makes a tenant, two datacenters with exit rules, a WIM of wimType
 // mapped to both, and the tenant's account (with accountConfig).
-func setup(t *testing.T, wimType string, accountConfig map[string]any) *bundle {
+func setup(t testing.TB, wimType string, accountConfig map[string]any) *bundle {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -84,7 +84,7 @@ func registry() *connectors.Registry {
 }
 
 // start runs a supervisor owning every account until the test ends.
-func (b *bundle) start(t *testing.T, r *connectors.Registry, opts wimthread.Options) *wimthread.Supervisor {
+func (b *bundle) start(t testing.TB, r *connectors.Registry, opts wimthread.Options) *wimthread.Supervisor {
 	t.Helper()
 	if opts.Policy == (actions.Policy{}) {
 		opts.Policy = fast
@@ -110,7 +110,7 @@ func (b *bundle) start(t *testing.T, r *connectors.Registry, opts wimthread.Opti
 }
 
 // instance creates an instance with n VLDs across dcA and dcB.
-func (b *bundle) instance(t *testing.T, name string, n int, status string) engine.InstanceView {
+func (b *bundle) instance(t testing.TB, name string, n int, status string) engine.InstanceView {
 	t.Helper()
 	var nets []engine.NetworkInput
 	for i := range n {
@@ -129,7 +129,7 @@ func (b *bundle) instance(t *testing.T, name string, n int, status string) engin
 
 // waitFor polls cond until it holds or the deadline passes: the condition
 // is database state, which has no event to wait on in the test.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -147,7 +147,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 }
 
 // actionDone waits until an instance action has finished all its tasks.
-func (b *bundle) actionDone(t *testing.T, instanceID, actionID string) engine.InstanceActionView {
+func (b *bundle) actionDone(t testing.TB, instanceID, actionID string) engine.InstanceActionView {
 	t.Helper()
 	var v engine.InstanceActionView
 	waitFor(t, "instance action "+actionID, func() (bool, string) {
@@ -165,7 +165,7 @@ func (b *bundle) actionDone(t *testing.T, instanceID, actionID string) engine.In
 	return v
 }
 
-func (b *bundle) linksActive(t *testing.T, instanceID string) []wimro.WANLink {
+func (b *bundle) linksActive(t testing.TB, instanceID string) []wimro.WANLink {
 	t.Helper()
 	var links []wimro.WANLink
 	waitFor(t, "links ACTIVE", func() (bool, string) {
@@ -185,7 +185,7 @@ func (b *bundle) linksActive(t *testing.T, instanceID string) []wimro.WANLink {
 	return links
 }
 
-func (b *bundle) noUnfinished(t *testing.T) {
+func (b *bundle) noUnfinished(t testing.TB) {
 	t.Helper()
 	waitFor(t, "no unfinished action", func() (bool, string) {
 		n, err := b.db.CountUnfinishedActions(b.ctx, b.accounts(t))
@@ -193,7 +193,7 @@ func (b *bundle) noUnfinished(t *testing.T) {
 	})
 }
 
-func (b *bundle) accounts(t *testing.T) []string {
+func (b *bundle) accounts(t testing.TB) []string {
 	t.Helper()
 	all, err := b.db.ListAccounts(b.ctx)
 	if err != nil {

@@ -44,14 +44,20 @@ func (s *Supervisor) startWorker(id string) *worker {
 
 func (w *worker) stop() { w.cancel() }
 
+// markReload makes the worker rebuild its connector before its next
+// action, without waking it.
+func (w *worker) markReload() {
+	select {
+	case w.reload <- struct{}{}:
+	default:
+	}
+}
+
 // poke wakes the worker without blocking; reload also rebuilds its
 // connector.
 func (w *worker) poke(reload bool) {
 	if reload {
-		select {
-		case w.reload <- struct{}{}:
-		default:
-		}
+		w.markReload()
 	}
 	select {
 	case w.wake <- struct{}{}:
@@ -76,6 +82,18 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 	mappings, err := db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{wim.UUID}})
 	if err != nil {
 		return actions.Target{}, err
+	}
+	t.Mappings = mappings
+	t.Datacenters = map[string]wimro.Datacenter{}
+	for _, m := range mappings {
+		if _, ok := t.Datacenters[m.DatacenterID]; ok {
+			continue
+		}
+		dc, err := db.GetDatacenter(ctx, m.DatacenterID, "")
+		if err != nil {
+			return actions.Target{}, err
+		}
+		t.Datacenters[dc.UUID] = dc
 	}
 	password := ""
 	if len(a.Password) > 0 {
@@ -108,9 +126,10 @@ func deref(s *string) string {
 	return *s
 }
 
-// run is the worker loop: claim what is due, run each link in its own
-// goroutine, write outcomes, sleep until woken, a link finishes, or the
-// next action is due.
+// run is the worker loop. An idle worker sleeps until it is woken (a
+// notification, the supervisor's poll of due work, or a finished link) or
+// its next queued action is due; it builds its connector only when it has
+// work, so thousands of idle accounts cost a goroutine each.
 func (w *worker) run(ctx context.Context) {
 	opts := w.s.opts
 	inflight := map[string]bool{}
@@ -125,18 +144,24 @@ func (w *worker) run(ctx context.Context) {
 			delete(inflight, <-w.results)
 		}
 	}()
+	// Start asleep: the supervisor's first poll wakes the accounts with
+	// due work.
+	if !w.sleep(ctx, 0, inflight) {
+		return
+	}
 	for ctx.Err() == nil {
 		select {
 		case <-w.reload:
 			haveConn = false
 		default:
 		}
+		var wait time.Duration // 0: until woken
 		if !haveConn && len(inflight) == 0 {
 			var err error
 			t, err = w.target(ctx)
 			if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-				w.log.Info("account gone; worker idle until the supervisor stops it")
-				if !w.sleep(ctx, opts.Poll, inflight) {
+				// The account is gone; the supervisor will stop this worker.
+				if !w.sleep(ctx, 0, inflight) {
 					return
 				}
 				continue
@@ -150,7 +175,7 @@ func (w *worker) run(ctx context.Context) {
 			}
 			haveConn, backoff = true, time.Second
 		}
-		if haveConn {
+		if haveConn && len(inflight) < opts.Parallel {
 			busy := make([]string, 0, len(inflight))
 			for id := range inflight {
 				busy = append(busy, id)
@@ -158,20 +183,17 @@ func (w *worker) run(ctx context.Context) {
 			claimed, err := w.s.db.ClaimActions(ctx, w.id, opts.Owner, opts.Lease, opts.Parallel-len(inflight), busy)
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claim actions", slog.Any("error", err))
+				wait = backoff
 			}
 			for _, a := range claimed {
 				inflight[a.ItemID] = true
 				go w.runAction(ctx, t, a)
 			}
-		}
-		wait := opts.Poll
-		if next, err := w.s.db.NextRunAfter(ctx, w.id); err == nil && next != nil {
-			if d := time.Until(*next); d < wait {
-				wait = max(d, 10*time.Millisecond)
+			if next, err := w.s.db.NextRunAfter(ctx, w.id); err == nil && next != nil && len(inflight) < opts.Parallel {
+				if d := time.Until(*next); wait == 0 || d < wait {
+					wait = max(d, 10*time.Millisecond)
+				}
 			}
-		}
-		if len(inflight) >= opts.Parallel {
-			wait = time.Hour // only a finishing link can free a slot
 		}
 		if !w.sleep(ctx, wait, inflight) {
 			return
@@ -179,17 +201,22 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// sleep waits for a wake-up, a finished link, or d; false when stopping.
+// sleep waits for a wake-up, a finished link, or d (0: no timeout);
+// false when stopping.
 func (w *worker) sleep(ctx context.Context, d time.Duration, inflight map[string]bool) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	var timeout <-chan time.Time
+	if d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	select {
 	case <-ctx.Done():
 		return false
 	case <-w.wake:
 	case id := <-w.results:
 		delete(inflight, id)
-	case <-timer.C:
+	case <-timeout:
 	}
 	return true
 }
