@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type bundle struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	db  *persistence.DB
 	tok string
@@ -27,7 +27,7 @@ type bundle struct {
 
 // setup starts the API over a fresh database; with a token, every request
 // of the bundle carries it.
-func setup(t *testing.T, token string) *bundle {
+func setup(t testing.TB, token string) *bundle {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)

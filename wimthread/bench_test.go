@@ -88,6 +88,10 @@ func BenchmarkActionThroughput(b *testing.B) {
 			b.ReportMetric(batched, "baseline-batch50/s")
 			b.ReportMetric(rate/base, "ratio-vs-unbatched")
 			b.ReportMetric(rate/batched, "ratio-vs-batch50")
+			if tps, ok := pgbenchTPS(b); ok {
+				b.ReportMetric(tps, "pgbench-simple-update-tps")
+				b.ReportMetric(rate/tps, "ratio-vs-pgbench")
+			}
 		}
 	})
 }

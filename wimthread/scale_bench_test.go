@@ -1,0 +1,134 @@
+package wimthread_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/wimthread"
+)
+
+// rssMiB reads the resident set size of this process.
+func rssMiB(b *testing.B) float64 {
+	b.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// BenchmarkScaleAccounts: 10,000 accounts with idle workers: start-up time
+// and resident memory, against the process before the supervisor started.
+func BenchmarkScaleAccounts(b *testing.B) {
+	const accounts = 10000
+	for b.Loop() {
+		bd := setup(b, "fake", nil)
+		if _, err := bd.db.Pool().Exec(bd.ctx, `INSERT INTO wim_accounts (uuid, name, wim_id)
+			SELECT gen_random_uuid(), 'scale-' || i, (SELECT uuid FROM wims LIMIT 1) FROM generate_series(1, $1) i`, accounts-1); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		before := rssMiB(b)
+		goroutines := runtime.NumGoroutine()
+		start := time.Now()
+		s := wimthread.New(bd.db, bd.box, registry(), nil, wimthread.Options{Poll: time.Second})
+		if err := s.Start(bd.ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.OwnAll(bd.ctx); err != nil {
+			b.Fatal(err)
+		}
+		if n := len(s.Accounts()); n != accounts {
+			b.Fatalf("%d workers", n)
+		}
+		startup := time.Since(start)
+		runtime.GC()
+		after := rssMiB(b)
+		b.ReportMetric(startup.Seconds(), "s-startup")
+		b.ReportMetric(after, "MiB-rss")
+		b.ReportMetric(before, "MiB-rss-baseline")
+		b.ReportMetric(after-before, "MiB-for-workers")
+		b.ReportMetric((after-before)*1024/accounts, "KiB/account")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines), "goroutines")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s.Stop(ctx)
+		cancel()
+	}
+}
+
+// BenchmarkFirstClaimWith100kPending: 100,000 pending actions at start-up:
+// time until the first action is claimed, against one bare claim
+// statement on the same table in the same run.
+func BenchmarkFirstClaimWith100kPending(b *testing.B) {
+	const pending = 100000
+	for b.Loop() {
+		bd := setup(b, "fake", nil)
+		pool := bd.db.Pool()
+		var acct, tenant string
+		pool.QueryRow(bd.ctx, `SELECT uuid, (SELECT uuid FROM nfvo_tenants LIMIT 1) FROM wim_accounts LIMIT 1`).Scan(&acct, &tenant)
+		ia := uuid.NewString()
+		if _, err := pool.Exec(bd.ctx, `INSERT INTO instance_actions (uuid, tenant_id, description, number_tasks) VALUES ($1, $2, 'CREATE', $3)`, ia, tenant, pending); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(bd.ctx, `INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id)
+			SELECT $1, i, $2, 'CREATE', gen_random_uuid() FROM generate_series(0, $3 - 1) i`, ia, acct, pending); err != nil {
+			b.Fatal(err)
+		}
+		pool.Exec(bd.ctx, `ANALYZE vim_wim_actions`)
+
+		t0 := time.Now()
+		claimed, err := bd.db.ClaimActions(bd.ctx, acct, "baseline", time.Minute, 8, nil)
+		baseline := time.Since(t0)
+		if err != nil || len(claimed) != 8 {
+			b.Fatalf("baseline claim: %d, %v", len(claimed), err)
+		}
+		bd.db.ReleaseClaims(bd.ctx, "baseline")
+
+		start := time.Now()
+		s := wimthread.New(bd.db, bd.box, registry(), nil, wimthread.Options{Owner: "bench", Poll: time.Second, Policy: fast})
+		if err := s.Start(bd.ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.OwnAll(bd.ctx); err != nil {
+			b.Fatal(err)
+		}
+		tick := time.NewTicker(time.Millisecond)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var any bool
+			pool.QueryRow(bd.ctx, `SELECT EXISTS (SELECT 1 FROM vim_wim_actions WHERE claimed_by = 'bench' OR status <> 'SCHEDULED')`).Scan(&any)
+			if any {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("no claim within a minute")
+			}
+			<-tick.C
+		}
+		tick.Stop()
+		first := time.Since(start)
+		b.ReportMetric(first.Seconds()*1000, "ms-to-first-claim")
+		b.ReportMetric(baseline.Seconds()*1000, "ms-bare-claim-baseline")
+		b.ReportMetric(first.Seconds()/baseline.Seconds(), "ratio")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s.Stop(ctx)
+		cancel()
+	}
+}
