@@ -82,6 +82,22 @@ func getAll[T any](ctx context.Context, s *Store, table, sql string, args ...any
 	return collectAll[T](rows, table)
 }
 
+// getIDs runs a query whose one column, named id, holds uuids.
+func getIDs(ctx context.Context, s *Store, table, sql string, args ...any) ([]string, error) {
+	type row struct {
+		ID string `db:"id"`
+	}
+	rows, err := getAll[row](ctx, s, table, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
 // exec runs a statement and maps its error; table names the target for
 // messages.
 func (s *Store) exec(ctx context.Context, table, sql string, args ...any) (int64, error) {

@@ -44,20 +44,9 @@ func (s *Store) NotifyWIMAccounts(ctx context.Context, wimID string) error {
 // AccountsOnlyServing returns the accounts attached to tenantID and to no
 // other tenant.
 func (s *Store) AccountsOnlyServing(ctx context.Context, tenantID string) ([]string, error) {
-	type row struct {
-		UUID string `db:"uuid"`
-	}
-	rows, err := getAll[row](ctx, s, "wim_accounts", `
-		SELECT a.uuid FROM wim_accounts a
+	return getIDs(ctx, s, "wim_accounts", `
+		SELECT a.uuid AS id FROM wim_accounts a
 		WHERE EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_account_id = a.uuid AND wt.nfvo_tenant_id = $1)
 		  AND NOT EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_account_id = a.uuid AND wt.nfvo_tenant_id <> $1)
 		ORDER BY a.uuid`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.UUID
-	}
-	return ids, nil
 }

@@ -170,17 +170,6 @@ func truncateMsg(m *string) *string {
 // DueAccounts returns the accounts that have unclaimed actions due now:
 // the supervisor wakes only their workers, so idle accounts cost nothing.
 func (s *Store) DueAccounts(ctx context.Context) ([]string, error) {
-	type row struct {
-		ID string `db:"wim_account_id"`
-	}
-	rows, err := getAll[row](ctx, s, "vim_wim_actions", `SELECT DISTINCT wim_account_id FROM vim_wim_actions
+	return getIDs(ctx, s, "vim_wim_actions", `SELECT DISTINCT wim_account_id AS id FROM vim_wim_actions
 		WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL AND run_after <= now() AND wim_account_id IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	return ids, nil
 }

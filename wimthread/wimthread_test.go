@@ -17,6 +17,7 @@ import (
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
@@ -127,23 +128,10 @@ func (b *bundle) instance(t testing.TB, name string, n int, status string) engin
 	return v
 }
 
-// waitFor polls cond until it holds or the deadline passes: the condition
-// is database state, which has no event to wait on in the test.
+// waitFor waits for database state (there is no event to wait on).
 func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		<-tick.C
-	}
-	t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+	eventually.Until(t, 30*time.Second, what, cond)
 }
 
 // actionDone waits until an instance action has finished all its tasks.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -106,22 +107,10 @@ func (p *process) call(t *testing.T, method, path string, body any) map[string]a
 	return out
 }
 
-// poll waits for cond, checking the system's state until a deadline.
+// poll waits for the system's state (a file, an HTTP answer).
 func poll(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		<-tick.C
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+	eventually.Until(t, 90*time.Second, what, cond)
 }
 
 // The wimd process is killed (SIGKILL) while it has a batch of CREATEs in
