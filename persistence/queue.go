@@ -3,8 +3,11 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro"
 )
@@ -79,54 +82,144 @@ type LinkUpdate struct {
 // dropped; the action's code is safe to run again.
 var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action was lost (lease expired)")
 
-// FinishAction writes an outcome for an action claimed by owner and
-// releases the claim. Fencing: if the claim is no longer owner's, nothing
-// is written and ErrClaimLost is returned.
+// Finished is one claimed action and its outcome, for FinishActions.
+type Finished struct {
+	Action  wimro.Action
+	Outcome Outcome
+}
+
+// FinishAction writes one outcome; see FinishActions.
 func (s *Store) FinishAction(ctx context.Context, a wimro.Action, owner string, o Outcome) (wimro.Action, error) {
-	runAfter := time.Now()
-	if o.RunAfter != nil {
-		runAfter = *o.RunAfter
-	}
-	rows, err := getAll[wimro.Action](ctx, s, "vim_wim_actions", `
-		UPDATE vim_wim_actions AS a
-		SET status = $4, error_msg = $5, wim_internal_id = COALESCE($6, a.wim_internal_id),
-		    extra = CASE WHEN $7::jsonb IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || $7::jsonb END,
-		    run_after = $8, attempts = CASE WHEN $9 THEN 0 ELSE a.attempts END,
-		    claimed_by = NULL, claim_expires_at = NULL
-		WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
-		RETURNING `+actionCols,
-		a.InstanceActionID, a.TaskIndex, owner, o.Status, truncateMsg(o.ErrorMsg), o.WIMInternalID, o.Extra, runAfter, o.ResetAttempts)
+	done, errs, err := s.FinishActions(ctx, owner, []Finished{{Action: a, Outcome: o}})
 	if err != nil {
 		return wimro.Action{}, err
 	}
-	if len(rows) == 0 {
-		return wimro.Action{}, ErrClaimLost
+	if errs[0] != nil {
+		return wimro.Action{}, errs[0]
 	}
-	if o.Done != 0 || o.Failed != 0 {
-		if _, err := s.AddProgress(ctx, a.InstanceActionID, o.Done, o.Failed); err != nil {
-			return wimro.Action{}, err
+	return done[0], nil
+}
+
+const finishSQL = `
+	UPDATE vim_wim_actions AS a
+	SET status = $4, error_msg = $5, wim_internal_id = COALESCE($6, a.wim_internal_id),
+	    extra = CASE WHEN $7::jsonb IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || $7::jsonb END,
+	    run_after = $8, attempts = CASE WHEN $9 THEN 0 ELSE a.attempts END,
+	    claimed_by = NULL, claim_expires_at = NULL
+	WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
+	RETURNING ` + actionCols
+
+// FinishActions writes the outcomes of actions claimed by owner and
+// releases their claims, in two round trips whatever their number: the
+// action rows first, then the WAN links and one counter increment per
+// instance action. Fencing: an action whose claim is no longer owner's is
+// not written (its error in errs is ErrClaimLost) and adds nothing to the
+// counters. Call it inside Tx so the outcomes, links and counters commit
+// together.
+func (s *Store) FinishActions(ctx context.Context, owner string, items []Finished) ([]wimro.Action, []error, error) {
+	out := make([]wimro.Action, len(items))
+	errs := make([]error, len(items))
+	b := &pgx.Batch{}
+	now := time.Now()
+	for _, it := range items {
+		a, o := it.Action, it.Outcome
+		runAfter := now
+		if o.RunAfter != nil {
+			runAfter = *o.RunAfter
+		}
+		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, owner, o.Status, truncateMsg(o.ErrorMsg), o.WIMInternalID, o.Extra, runAfter, o.ResetAttempts)
+	}
+	if err := s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
+		list, err := collectAll[wimro.Action](rows, "vim_wim_actions")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			errs[i] = ErrClaimLost
+		} else {
+			out[i] = list[0]
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	type delta struct{ done, failed int }
+	progress := map[string]*delta{}
+	var order []string
+	b = &pgx.Batch{}
+	for i, it := range items {
+		if errs[i] != nil {
+			continue
+		}
+		o := it.Outcome
+		if o.Done != 0 || o.Failed != 0 {
+			d := progress[it.Action.InstanceActionID]
+			if d == nil {
+				d = &delta{}
+				progress[it.Action.InstanceActionID] = d
+				order = append(order, it.Action.InstanceActionID)
+			}
+			d.done += o.Done
+			d.failed += o.Failed
+		}
+		if u := o.Link; u != nil {
+			b.Queue(updateLinkSQL, it.Action.ItemID, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
 		}
 	}
-	if o.Link != nil {
-		if err := s.UpdateWANLink(ctx, a.ItemID, *o.Link); err != nil {
-			return wimro.Action{}, err
+	// Counters last and in a stable order: concurrent writers lock the
+	// instance_actions rows in the same order and never deadlock.
+	sort.Strings(order)
+	for _, id := range order {
+		b.Queue(`UPDATE instance_actions SET number_done = number_done + $2, number_failed = number_failed + $3 WHERE uuid = $1`,
+			id, progress[id].done, progress[id].failed)
+	}
+	if b.Len() > 0 {
+		if err := s.runBatch(ctx, b, func(int, pgx.Rows) error { return nil }); err != nil {
+			return nil, nil, err
 		}
 	}
-	return rows[0], nil
+	return out, errs, nil
+}
+
+// runBatch sends b in one round trip and hands each statement's rows to
+// read, in order.
+func (s *Store) runBatch(ctx context.Context, b *pgx.Batch, read func(i int, rows pgx.Rows) error) error {
+	br := s.q.SendBatch(ctx, b)
+	defer br.Close()
+	for i := range b.Len() {
+		rows, err := br.Query()
+		if err != nil {
+			return mapError(fmt.Errorf("persistence: batch: %w", err))
+		}
+		if err := read(i, rows); err != nil {
+			rows.Close()
+			return err
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return mapError(fmt.Errorf("persistence: batch: %w", err))
+		}
+	}
+	if err := br.Close(); err != nil {
+		return mapError(fmt.Errorf("persistence: batch: %w", err))
+	}
+	return nil
 }
 
 // UpdateWANLink applies u to a WAN link; a missing link is not an error.
 func (s *Store) UpdateWANLink(ctx context.Context, id string, u LinkUpdate) error {
-	_, err := s.exec(ctx, "instance_wim_nets", `
-		UPDATE instance_wim_nets SET
-			status = COALESCE($2, status),
-			error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
-			wim_internal_id = COALESCE($5, wim_internal_id),
-			wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END
-		WHERE uuid = $1`,
-		id, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
+	_, err := s.exec(ctx, "instance_wim_nets", updateLinkSQL, id, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
 	return err
 }
+
+const updateLinkSQL = `
+	UPDATE instance_wim_nets SET
+		status = COALESCE($2, status),
+		error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
+		wim_internal_id = COALESCE($5, wim_internal_id),
+		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END
+	WHERE uuid = $1`
 
 // SweepExpiredClaims returns actions whose claim lease ran out (their
 // worker died or hung) to the queue, and says how many.

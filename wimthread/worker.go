@@ -16,23 +16,25 @@ import (
 
 // worker runs the actions of one account.
 type worker struct {
-	s       *Supervisor
-	id      string
-	log     *slog.Logger
-	cancel  context.CancelFunc
-	wake    chan struct{} // look for work now
-	reload  chan struct{} // rebuild the connector first
-	results chan string   // a link finished
+	s        *Supervisor
+	id       string
+	log      *slog.Logger
+	cancel   context.CancelFunc
+	wake     chan struct{} // look for work now
+	reload   chan struct{} // rebuild the connector first
+	results  chan string   // a link finished and its outcome is written
+	outcomes chan persistence.Finished
 }
 
 func (s *Supervisor) startWorker(id string) *worker {
 	ctx, cancel := context.WithCancel(s.ctx)
 	w := &worker{
 		s: s, id: id, cancel: cancel,
-		log:     s.logger.With(slog.String("account_id", id)),
-		wake:    make(chan struct{}, 1),
-		reload:  make(chan struct{}, 1),
-		results: make(chan string, s.opts.Parallel),
+		log:      s.logger.With(slog.String("account_id", id)),
+		wake:     make(chan struct{}, 1),
+		reload:   make(chan struct{}, 1),
+		results:  make(chan string, s.opts.Parallel),
+		outcomes: make(chan persistence.Finished, s.opts.Parallel),
 	}
 	s.wg.Add(1)
 	go func() {
@@ -138,10 +140,18 @@ func (w *worker) run(ctx context.Context) {
 		haveConn bool
 		backoff  = time.Second
 	)
+	// The outcome writer starts with the first action, so an idle account
+	// costs one goroutine.
+	var writerDone chan struct{}
 	defer func() {
-		// Let running actions finish their write (they see ctx cancelled).
+		// Let running actions finish and their outcomes be written (they
+		// see ctx cancelled), then stop the writer.
 		for len(inflight) > 0 {
 			delete(inflight, <-w.results)
+		}
+		if writerDone != nil {
+			close(w.outcomes)
+			<-writerDone
 		}
 	}()
 	// Start asleep: the supervisor's first poll wakes the accounts with
@@ -185,6 +195,13 @@ func (w *worker) run(ctx context.Context) {
 				w.log.Error("claim actions", slog.Any("error", err))
 				wait = backoff
 			}
+			if len(claimed) > 0 && writerDone == nil {
+				writerDone = make(chan struct{})
+				go func() {
+					defer close(writerDone)
+					w.write()
+				}()
+			}
 			for _, a := range claimed {
 				inflight[a.ItemID] = true
 				go w.runAction(ctx, t, a)
@@ -216,30 +233,74 @@ func (w *worker) sleep(ctx context.Context, d time.Duration, inflight map[string
 	case <-w.wake:
 	case id := <-w.results:
 		delete(inflight, id)
+		// Collect every other finished link too, so one claim fills all
+		// the freed slots.
+		for {
+			select {
+			case id := <-w.results:
+				delete(inflight, id)
+				continue
+			default:
+			}
+			break
+		}
 	case <-timeout:
 	}
 	return true
 }
 
-// runAction runs one action and writes its outcome in one transaction.
+// runAction runs one action and hands its outcome to the writer.
 func (w *worker) runAction(ctx context.Context, t actions.Target, a wimro.Action) {
-	defer func() { w.results <- a.ItemID }()
-	log := w.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("wan_link_id", a.ItemID))
-	o := w.s.runner.Run(ctx, t, a)
-	// The write must happen even when stopping: a cancelled ctx would lose
-	// a service that was just created. It is bounded by its own timeout.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	w.outcomes <- persistence.Finished{Action: a, Outcome: w.s.runner.Run(ctx, t, a)}
+}
+
+// write writes outcomes as they come, batching those that are ready
+// together: one transaction (two round trips) for the whole batch, with the
+// WAN links and counters. It keeps writing while the worker stops: a
+// cancelled write would lose a service that was just created.
+func (w *worker) write() {
+	const maxBatch = 64
+	for first := range w.outcomes {
+		batch := []persistence.Finished{first}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case f, ok := <-w.outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, f)
+			default:
+				break more
+			}
+		}
+		w.flush(batch)
+		for _, f := range batch {
+			w.results <- f.Action.ItemID
+		}
+	}
+}
+
+func (w *worker) flush(batch []persistence.Finished) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := w.s.db.Tx(wctx, func(s *persistence.Store) error {
-		_, err := s.FinishAction(wctx, a, w.s.opts.Owner, o)
+	var errs []error
+	err := w.s.db.Tx(ctx, func(s *persistence.Store) error {
+		var err error
+		_, errs, err = s.FinishActions(ctx, w.s.opts.Owner, batch)
 		return err
 	})
-	switch {
-	case errors.Is(err, persistence.ErrClaimLost):
-		log.Warn("claim lost before the outcome was written; the action will run again")
-	case err != nil:
-		log.Error("write action outcome", slog.Any("error", err))
-	default:
-		log.Debug("action ran", slog.String("action", a.Action), slog.String("status", o.Status))
+	for i, f := range batch {
+		a := f.Action
+		log := w.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("wan_link_id", a.ItemID))
+		switch {
+		case err != nil:
+			// The claims expire and the actions run again.
+			log.Error("write action outcome", slog.Any("error", err))
+		case errors.Is(errs[i], persistence.ErrClaimLost):
+			log.Warn("claim lost before the outcome was written; the action will run again")
+		default:
+			log.Debug("action ran", slog.String("action", a.Action), slog.String("status", f.Outcome.Status))
+		}
 	}
 }
