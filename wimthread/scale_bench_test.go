@@ -64,6 +64,7 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		b.ReportMetric(startup.Seconds(), "s-startup")
 		b.ReportMetric(after, "MiB-rss")
 		b.ReportMetric(before, "MiB-rss-baseline")
+		b.ReportMetric(after/before, "ratio-rss")
 		b.ReportMetric(after-before, "MiB-for-workers")
 		b.ReportMetric((after-before)*1024/accounts, "KiB/account")
 		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines), "goroutines")
