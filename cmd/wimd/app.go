@@ -43,6 +43,8 @@ type App struct {
 	// Ready, if set, is called by serve with the address it listens on once
 	// it accepts requests.
 	Ready func(addr string)
+
+	envErr error
 }
 
 const usage = `wimd - the wimro WAN Infrastructure Manager daemon
@@ -101,32 +103,34 @@ func (a *App) env(key, def string) string {
 	return def
 }
 
-func (a *App) envInt(key string, def int) int {
-	if v := a.Getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
+// envParse reads a typed environment default. A value that does not parse
+// is remembered and reported by envError, so a typo in WIMRO_PARALLEL
+// stops wimd instead of silently running with the default.
+func envParse[T any](a *App, key string, def T, parse func(string) (T, error)) T {
+	v := a.Getenv(key)
+	if v == "" {
+		return def
 	}
-	return def
+	x, err := parse(v)
+	if err != nil {
+		if a.envErr == nil {
+			a.envErr = fmt.Errorf("environment %s=%q: %w", key, v, err)
+		}
+		return def
+	}
+	return x
 }
+
+func (a *App) envInt(key string, def int) int { return envParse(a, key, def, strconv.Atoi) }
 
 func (a *App) envDuration(key string, def time.Duration) time.Duration {
-	if v := a.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
+	return envParse(a, key, def, time.ParseDuration)
 }
 
-func (a *App) envBool(key string, def bool) bool {
-	if v := a.Getenv(key); v != "" {
-		if b, err := strconv.ParseBool(v); err == nil {
-			return b
-		}
-	}
-	return def
-}
+func (a *App) envBool(key string, def bool) bool { return envParse(a, key, def, strconv.ParseBool) }
+
+// envError returns the first environment value that did not parse.
+func (a *App) envError() error { return a.envErr }
 
 // dbConfig is the database part of the configuration, shared by serve and
 // migrate.
@@ -240,6 +244,9 @@ func (a *App) migrate(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if err := a.envError(); err != nil {
+		return err
+	}
 	switch sub {
 	case "up", "down", "status", "version":
 	default:
@@ -336,6 +343,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(a.Stderr, "wimd serve: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
+	}
+	if err := a.envError(); err != nil {
+		return err
 	}
 	logger, err := a.logger(c.db)
 	if err != nil {

@@ -202,3 +202,13 @@ func TestUsageAndHelp(t *testing.T) {
 		}
 	}
 }
+
+// A malformed environment value stops wimd with a message naming it.
+func TestBadEnvironmentValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env["WIMRO_PARALLEL"] = "eight"
+	if code := b.app(nil).Run(t.Context(), []string{"serve"}); code != 1 || !strings.Contains(b.stderr.String(), "WIMRO_PARALLEL") {
+		t.Fatalf("exit %d: %s", code, b.stderr.String())
+	}
+}
