@@ -266,3 +266,10 @@ func (s *Store) DueAccounts(ctx context.Context) ([]string, error) {
 	return getIDs(ctx, s, "vim_wim_actions", `SELECT DISTINCT wim_account_id AS id FROM vim_wim_actions
 		WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL AND run_after <= now() AND wim_account_id IS NOT NULL`)
 }
+
+// ExtendClaims renews the lease of every claim owner holds. A live process
+// calls it more often than the lease lasts, so only the claims of a dead
+// (or partitioned) process expire and are swept.
+func (s *Store) ExtendClaims(ctx context.Context, owner string, lease time.Duration) (int64, error) {
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claim_expires_at = now() + $2::interval WHERE claimed_by = $1`, owner, lease)
+}

@@ -141,3 +141,20 @@ func TestSweepAndRelease(t *testing.T) {
 		t.Fatalf("claimed %d actions before their run_after", len(again))
 	}
 }
+
+// A live owner renews its leases, so the sweep leaves its claims alone.
+func TestExtendClaims(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	got, _ := b.db.ClaimActions(b.ctx, acct, "alive", time.Millisecond, 10, nil)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d", len(got))
+	}
+	if n, err := b.db.ExtendClaims(b.ctx, "alive", time.Minute); err != nil || n != 2 {
+		t.Fatalf("extended %d, %v", n, err)
+	}
+	if n, err := b.db.SweepExpiredClaims(b.ctx); err != nil || n != 0 {
+		t.Fatalf("swept %d renewed claims, %v", n, err)
+	}
+}

@@ -22,9 +22,9 @@ import (
 type Options struct {
 	Owner      string        // claim owner; default host:pid:random
 	Parallel   int           // links run at once per account; default 8
-	Lease      time.Duration // claim lease; default 5 min
+	Lease      time.Duration // claim lease, renewed while this process lives; default 30 s
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
-	SweepEvery time.Duration // expired-claim sweep interval; default Lease/2
+	SweepEvery time.Duration // expired-claim sweep and lease renewal interval; default Lease/3
 	Policy     actions.Policy
 }
 
@@ -37,13 +37,13 @@ func (o Options) withDefaults() Options {
 		o.Parallel = 8
 	}
 	if o.Lease <= 0 {
-		o.Lease = 5 * time.Minute
+		o.Lease = 30 * time.Second
 	}
 	if o.Poll <= 0 {
 		o.Poll = 5 * time.Second
 	}
 	if o.SweepEvery <= 0 {
-		o.SweepEvery = o.Lease / 2
+		o.SweepEvery = o.Lease / 3
 	}
 	return o
 }
@@ -348,10 +348,15 @@ func (s *Supervisor) reloadAll() {
 	s.requestPoll()
 }
 
+// sweep renews this process's leases and returns expired claims (of dead
+// processes) to the queue.
 func (s *Supervisor) sweep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
 	for {
+		if _, err := s.db.ExtendClaims(s.ctx, s.opts.Owner, s.opts.Lease); err != nil && s.ctx.Err() == nil {
+			s.logger.Error("renew claim leases", slog.Any("error", err))
+		}
 		if n, err := s.db.SweepExpiredClaims(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.logger.Error("sweep expired claims", slog.Any("error", err))
 		} else if n > 0 {

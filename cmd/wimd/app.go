@@ -333,8 +333,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /healthz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
-	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 5*time.Minute),
-		"how long a claimed action stays with this process before another may take it over (env WIMRO_CLAIM_LEASE)")
+	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
+		"claim lease, renewed while this process lives: how soon another process takes over the actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
