@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for goose
 
+	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
@@ -323,6 +324,7 @@ type serveConfig struct {
 	secretKeyFile string
 	parallel      int
 	claimLease    time.Duration
+	refresh       time.Duration
 }
 
 func (a *App) serve(ctx context.Context, args []string) error {
@@ -335,6 +337,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
 		"claim lease, renewed while this process lives: how soon another process takes over the actions of a dead one (env WIMRO_CLAIM_LEASE)")
+	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
+		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
@@ -392,7 +396,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	registry := connectors.NewRegistry()
 	fake.Register(registry)
 	failing.Register(registry)
-	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease})
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
+		Policy: actions.Policy{Refresh: c.refresh}})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/pgtest"
+)
+
+// e2eCase is one connector type driven through wimd: the WIM it registers,
+// the mapping info of each datacenter's endpoint, and how to count the
+// services on its controller.
+type e2eCase struct {
+	wimType       string
+	url           string
+	accountConfig map[string]any
+	user          string
+	password      string
+	mappingInfo   func(dc int) map[string]any
+	services      func() int
+}
+
+// api is a small JSON client of a running wimd.
+type api struct {
+	t    *testing.T
+	addr string
+}
+
+func (c api) call(method, path string, body any) map[string]any {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+c.addr+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		c.t.Fatalf("%s %s = %d: %s", method, path, resp.StatusCode, raw)
+	}
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+// waitAction waits until every task of an instance action is DONE.
+func (c api) waitAction(path string, tasks int) map[string]any {
+	c.t.Helper()
+	var last map[string]any
+	eventually.Until(c.t, 60*time.Second, "every task DONE at "+path, func() (bool, string) {
+		last = c.call("GET", path, nil)["actions"].([]any)[0].(map[string]any)
+		list, _ := last["vim_wim_actions"].([]any)
+		all := len(list) == tasks
+		var st []any
+		for _, x := range list {
+			m := x.(map[string]any)
+			st = append(st, m["status"], m["error_msg"])
+			all = all && m["status"] == "DONE"
+		}
+		return all, fmt.Sprint(st)
+	})
+	return last
+}
+
+// runE2E creates an instance of two VLDs across two datacenters through
+// the REST API of an in-process wimd, waits for its WAN links to be ACTIVE
+// on the controller, deletes it, and waits for the services to be gone.
+func runE2E(t *testing.T, c e2eCase) {
+	t.Helper()
+	b := setup(t)
+	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
+	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("wimd exit %d", code)
+		}
+	}()
+	a := api{t: t, addr: addr}
+	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
+	var mappings []any
+	for i, dc := range []string{"dcA", "dcB"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
+		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": fmt.Sprintf("ep-%d", i),
+			"wan_service_mapping_info": c.mappingInfo(i)}
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
+	}
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": c.wimType, "wim_url": c.url,
+		"config": map[string]any{"wim_port_mapping": mappings}}})
+	acct := map[string]any{"config": c.accountConfig}
+	if c.user != "" {
+		acct["user"], acct["password"] = c.user, c.password
+	}
+	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": acct})
+
+	var nets []any
+	for v := range 2 {
+		vld := uuid.NewString()
+		for i, dc := range []string{"dcA", "dcB"} {
+			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
+				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
+		}
+	}
+	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	id := inst["uuid"].(string)
+	created := a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, inst["action_id"]), 2)
+	if created["number_done"] != 2.0 || created["number_failed"] != 0.0 {
+		t.Fatalf("create counters: %v", created)
+	}
+	eventually.Until(t, 60*time.Second, "links ACTIVE", func() (bool, string) {
+		links := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
+		var st []any
+		ok := len(links) == 2
+		for _, l := range links {
+			m := l.(map[string]any)
+			st = append(st, m["status"], m["error_msg"])
+			ok = ok && m["status"] == "ACTIVE"
+		}
+		return ok, fmt.Sprint(st)
+	})
+	if n := c.services(); n != 2 {
+		t.Fatalf("%d services on the controller, want 2", n)
+	}
+	del := a.call("DELETE", "/openmano/t0/instances/"+id, nil)
+	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, del["action_id"]), 2)
+	if n := c.services(); n != 0 {
+		t.Fatalf("%d services left on the controller", n)
+	}
+}
+
+func TestE2EFake(t *testing.T) {
+	t.Parallel()
+	url := "http://fake-" + uuid.NewString()
+	ctrl := fake.ControllerFor(url)
+	t.Cleanup(ctrl.Reset)
+	runE2E(t, e2eCase{wimType: "fake", url: url, accountConfig: map[string]any{"build_polls": 1},
+		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} },
+		services:    ctrl.Count})
+}
