@@ -21,6 +21,7 @@ import (
 
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/dynpac"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
@@ -393,9 +394,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	eng := engine.New(db, box, logger)
 
-	registry := connectors.NewRegistry()
-	fake.Register(registry)
-	failing.Register(registry)
+	registry := newRegistry()
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
 		Policy: actions.Policy{Refresh: c.refresh}})
 	if err := sup.Start(ctx); err != nil {
@@ -424,6 +423,15 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	return a.runHTTP(ctx, ln, api.Handler(), logger)
+}
+
+// newRegistry lists every connector this build of wimd speaks.
+func newRegistry() *connectors.Registry {
+	r := connectors.NewRegistry()
+	fake.Register(r)
+	failing.Register(r)
+	dynpac.Register(r)
+	return r
 }
 
 // runHTTP serves until ctx ends, then shuts down gracefully.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors/fake"
+	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
@@ -154,4 +156,16 @@ func TestE2EFake(t *testing.T) {
 	runE2E(t, e2eCase{wimType: "fake", url: url, accountConfig: map[string]any{"build_polls": 1},
 		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} },
 		services:    ctrl.Count})
+}
+
+func TestE2EDynPaC(t *testing.T) {
+	t.Parallel()
+	emu := dynpacemu.New(dynpacemu.Options{User: "admin", Password: "s3cret", BuildPolls: 1})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	runE2E(t, e2eCase{wimType: "dynpac", url: srv.URL, user: "admin", password: "s3cret",
+		mappingInfo: func(dc int) map[string]any {
+			return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
+		},
+		services: emu.Count})
 }

@@ -1,0 +1,587 @@
+// Package dynpac provides WIM type "dynpac": a connector for DynPaC, the
+// Dynamic Path Computation framework (an ONOS application), through its
+// bespoke REST API (connectors.md §5, osm-ro-wim.md §6.5):
+//
+//	GET    {url}/checkCredentials       HTTP basic auth (cfg.User, cfg.Password)
+//	GET    {url}/checkConnectivity      liveness probe
+//	POST   {url}/service/create         form body body=<json>; the reply body is the new uuid
+//	GET    {url}/service/status/{uuid}
+//	DELETE {url}/service/delete/{uuid}
+//	DELETE {url}/service/clearAll
+//
+// A non-2xx reply carries {code, description}; both end up in the error
+// text ("Reason: <code>. Description: <description>.").
+//
+// Only ELINE with exactly two dot1q points is supported. Each point's
+// MappingInfo (the port mapping's wan_service_mapping_info, or, when the
+// point carries none, the WIM's port mapping for its endpoint) must give
+// wan_switch_dpid and wan_switch_port; wan_vlan is the point's VLAN.
+// EditService is not supported (Permanent "Unsupported feature").
+//
+// # Idempotency (documented limitation)
+//
+// DynPaC chooses the service uuid and keeps no client data, and it has no
+// route that lists services, so a create cannot be looked up by key on the
+// controller. The connector does what the API allows: it keeps a
+// process-wide map (per controller URL) from service key to the uuid the
+// controller returned, creates of one key are serialised, and a create
+// whose key is in the map adopts the service after checking that it still
+// exists on the controller. What remains non-idempotent: a create whose
+// reply was lost (connection dropped or timeout after the controller
+// acted), or a retry in another process (wimd restarted between the
+// controller's reply and the database write), makes a second service and
+// the first one leaks. ListServices lists the services of the map that
+// still exist on the controller (with their keys); services created before
+// the process started are not listed. ClearAll uses DynPaC's clearAll,
+// which deletes every service on the controller, including ones wimro did
+// not create.
+//
+// Settings (account config, then WIM config):
+//
+//	timeout_ms            per-request timeout (30000)
+//	ca_file               PEM file of CA certificates to trust
+//	insecure_skip_verify  do not verify the controller's TLS certificate (false)
+//	bearer_token          bearer token, used when cfg.User is empty
+//	bandwidth             bandwidth sent with every create (100, as OSM)
+//	backup                ask for a backup path (false, as OSM)
+package dynpac
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// Type is the WIM type this package registers.
+const Type = "dynpac"
+
+// Register adds the dynpac connector to r under Type.
+func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+
+const maxReply = 1 << 20
+
+// Factory builds a dynpac connector. It contacts nothing; invalid settings
+// are Permanent errors.
+func Factory(cfg connectors.Config) (connectors.Connector, error) {
+	base := strings.TrimRight(cfg.URL, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: wim_url %q is not an http(s) URL", cfg.URL)
+	}
+	timeoutMS, err := cfg.IntSetting("timeout_ms", 30000)
+	if err != nil {
+		return nil, err
+	}
+	if timeoutMS <= 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"timeout_ms\" must be positive, got %d", timeoutMS)
+	}
+	caFile, err := cfg.StringSetting("ca_file", "")
+	if err != nil {
+		return nil, err
+	}
+	insecure, err := cfg.BoolSetting("insecure_skip_verify", false)
+	if err != nil {
+		return nil, err
+	}
+	token, err := cfg.StringSetting("bearer_token", "")
+	if err != nil {
+		return nil, err
+	}
+	bandwidth, err := cfg.IntSetting("bandwidth", 100)
+	if err != nil {
+		return nil, err
+	}
+	if bandwidth <= 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"bandwidth\" must be positive, got %d", bandwidth)
+	}
+	backup, err := cfg.BoolSetting("backup", false)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" || insecure {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // operator's explicit choice
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"ca_file\": %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"ca_file\": %s holds no PEM certificate", caFile)
+			}
+			tlsCfg.RootCAs = pool
+		}
+		tr.TLSClientConfig = tlsCfg
+	}
+	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
+	for _, m := range cfg.PortMappings {
+		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
+	}
+	return &connector{
+		base:      base,
+		client:    &http.Client{Transport: tr},
+		timeout:   time.Duration(timeoutMS) * time.Millisecond,
+		user:      cfg.User,
+		password:  cfg.Password,
+		token:     token,
+		bandwidth: bandwidth,
+		backup:    backup,
+		mappings:  mappings,
+		known:     knownFor(base),
+		log:       cfg.Log(),
+	}, nil
+}
+
+type connector struct {
+	base      string
+	client    *http.Client
+	timeout   time.Duration
+	user      string
+	password  string
+	token     string
+	bandwidth int
+	backup    bool
+	mappings  map[string]map[string]any // endpoint id → wan_service_mapping_info
+	known     *known
+	log       *slog.Logger
+}
+
+// known is the process-wide memory of the services created on one
+// controller: service key → uuid, and a lock per key so that creates of
+// one key do not race.
+type known struct {
+	mu    sync.Mutex
+	byKey map[string]string
+	locks map[string]chan struct{}
+}
+
+var (
+	knownMu  sync.Mutex
+	knownAll = make(map[string]*known)
+)
+
+func knownFor(base string) *known {
+	knownMu.Lock()
+	defer knownMu.Unlock()
+	k := knownAll[base]
+	if k == nil {
+		k = &known{byKey: make(map[string]string), locks: make(map[string]chan struct{})}
+		knownAll[base] = k
+	}
+	return k
+}
+
+// lock takes the create lock of key, giving up when ctx is done.
+func (k *known) lock(ctx context.Context, key string) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	ch := k.locks[key]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		k.locks[key] = ch
+	}
+	k.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (k *known) get(key string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	id, ok := k.byKey[key]
+	return id, ok
+}
+
+func (k *known) set(key, id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.byKey[key] = id
+}
+
+// forgetID drops id from the map.
+func (k *known) forgetID(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, v := range k.byKey {
+		if v == id {
+			delete(k.byKey, key)
+		}
+	}
+}
+
+func (k *known) snapshot() map[string]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[string]string, len(k.byKey))
+	for key, id := range k.byKey {
+		out[key] = id
+	}
+	return out
+}
+
+func (k *known) clear() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	clear(k.byKey)
+}
+
+// reply is a controller reply read in full.
+type reply struct {
+	status int
+	body   []byte
+}
+
+// do sends one request with the per-request timeout and classifies
+// transport failures. Every reply, whatever its status, is returned for the
+// caller to judge. Every request carries the account's credentials (basic
+// auth with cfg.User/cfg.Password, or the bearer token); DynPaC checks them
+// on checkCredentials.
+func (c *connector) do(ctx context.Context, op, method, path string, body io.Reader, contentType string) (reply, error) {
+	if err := ctx.Err(); err != nil {
+		return reply{}, connectors.Errorf(connectors.KindRetryable, "dynpac %s: %w", op, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return reply{}, connectors.Errorf(connectors.KindPermanent, "dynpac %s: building the request: %w", op, err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json, text/plain")
+	switch {
+	case c.user != "":
+		req.SetBasicAuth(c.user, c.password)
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return reply{}, connectors.Errorf(connectors.KindOf(err), "dynpac %s: %s %s: %w", op, method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	if err != nil {
+		return reply{}, connectors.Errorf(connectors.KindOf(err), "dynpac %s: reading the reply: %w", op, err)
+	}
+	return reply{status: resp.StatusCode, body: b}, nil
+}
+
+// ok reports a 2xx reply.
+func (r reply) ok() bool { return r.status >= 200 && r.status <= 299 }
+
+// httpError turns a non-2xx reply into a classified error carrying DynPaC's
+// {code, description}, or the raw body when it is not that JSON.
+func (r reply) httpError(op string) error {
+	var e struct {
+		Code        any    `json:"code"`
+		Description string `json:"description"`
+	}
+	detail := ""
+	if json.Unmarshal(r.body, &e) == nil && (e.Code != nil || e.Description != "") {
+		detail = fmt.Sprintf("Reason: %v. Description: %s.", e.Code, e.Description)
+	} else if s := strings.TrimSpace(string(r.body)); s != "" {
+		if len(s) > 512 {
+			s = s[:512] + "…"
+		}
+		detail = s
+	}
+	if detail == "" {
+		return connectors.HTTPError(r.status, "dynpac %s: HTTP %d %s", op, r.status, http.StatusText(r.status))
+	}
+	return connectors.HTTPError(r.status, "dynpac %s: HTTP %d: %s", op, r.status, detail)
+}
+
+func (c *connector) CheckCredentials(ctx context.Context) error {
+	r, err := c.do(ctx, "check credentials", http.MethodGet, "/checkCredentials", nil, "")
+	if err != nil {
+		return err
+	}
+	if !r.ok() {
+		return r.httpError("check credentials (Failed while authenticating)")
+	}
+	return nil
+}
+
+// point is one connection point as DynPaC takes it.
+type point struct {
+	WANSwitchDPID string `json:"wan_switch_dpid"`
+	WANSwitchPort any    `json:"wan_switch_port"`
+	WANVLAN       int    `json:"wan_vlan"`
+}
+
+// createBody is the JSON sent in the form field "body".
+type createBody struct {
+	ConnectionPoints []point `json:"connection_points"`
+	Bandwidth        int     `json:"bandwidth"`
+	ServiceType      string  `json:"service_type"`
+	Backup           bool    `json:"backup"`
+}
+
+// toPoints checks the input against DynPaC's rules and builds the points.
+func (c *connector) toPoints(t connectors.ServiceType, points []connectors.ConnectionPoint) ([]point, error) {
+	if err := connectors.ValidatePoints(t, points); err != nil {
+		return nil, err
+	}
+	if t != connectors.ServiceELINE {
+		return nil, connectors.Errorf(connectors.KindPermanent, `dynpac: unexpected service type %s: only ELINE ("L2") is accepted`, t)
+	}
+	out := make([]point, len(points))
+	for i, p := range points {
+		if p.Encapsulation != connectors.EncapDot1Q {
+			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): encapsulation %q is not supported, only dot1q", i, p.ServiceEndpointID, p.Encapsulation)
+		}
+		info := p.MappingInfo
+		if info == nil {
+			info = c.mappings[p.ServiceEndpointID]
+		}
+		if info == nil {
+			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
+		}
+		dpid, _ := info["wan_switch_dpid"].(string)
+		if dpid == "" {
+			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): wan_service_mapping_info has no wan_switch_dpid", i, p.ServiceEndpointID)
+		}
+		port := info["wan_switch_port"]
+		switch v := port.(type) {
+		case string:
+			if v == "" {
+				port = nil
+			}
+		case float64, int, int64, json.Number:
+		default:
+			port = nil
+		}
+		if port == nil {
+			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): wan_service_mapping_info has no valid wan_switch_port", i, p.ServiceEndpointID)
+		}
+		out[i] = point{WANSwitchDPID: dpid, WANSwitchPort: port, WANVLAN: p.VLAN}
+	}
+	return out, nil
+}
+
+func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	if key == "" {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac: a service key is required")
+	}
+	dp, err := c.toPoints(t, points)
+	if err != nil {
+		return "", nil, err
+	}
+	unlock, err := c.known.lock(ctx, key)
+	if err != nil {
+		return "", nil, connectors.Errorf(connectors.KindRetryable, "dynpac create: %w", err)
+	}
+	defer unlock()
+
+	// Adopt a service this process already created for key, if the
+	// controller still has it.
+	if id, ok := c.known.get(key); ok {
+		_, err := c.GetServiceStatus(ctx, id, nil)
+		switch {
+		case err == nil:
+			c.log.Debug("dynpac service adopted", "service_id", id, "service_key", key)
+			return id, c.connInfo(key, dp), nil
+		case connectors.IsNotFound(err):
+			c.known.forgetID(id)
+		default:
+			return "", nil, err
+		}
+	}
+
+	js, err := json.Marshal(createBody{ConnectionPoints: dp, Bandwidth: c.bandwidth, ServiceType: "L2", Backup: c.backup})
+	if err != nil {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: encoding the request: %w", err)
+	}
+	form := url.Values{"body": {string(js)}}.Encode()
+	r, err := c.do(ctx, "create", http.MethodPost, "/service/create", strings.NewReader(form), "application/x-www-form-urlencoded")
+	if err != nil {
+		return "", nil, err
+	}
+	if !r.ok() {
+		return "", nil, r.httpError("create")
+	}
+	id := strings.Trim(strings.TrimSpace(string(r.body)), `"`)
+	if id == "" || strings.ContainsAny(id, "/ \t\r\n?#") {
+		// The controller may have acted; nothing can be adopted without an id.
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: the controller replied %d with no usable service id (%q)", r.status, truncate(string(r.body)))
+	}
+	c.known.set(key, id)
+	c.log.Debug("dynpac service created", "service_id", id, "service_key", key)
+	return id, c.connInfo(key, dp), nil
+}
+
+func (c *connector) connInfo(key string, dp []point) map[string]any {
+	pts := make([]any, len(dp))
+	for i, p := range dp {
+		pts[i] = map[string]any{"wan_switch_dpid": p.WANSwitchDPID, "wan_switch_port": p.WANSwitchPort, "wan_vlan": p.WANVLAN}
+	}
+	return map[string]any{"service_key": key, "connection_points": pts, "bandwidth": c.bandwidth, "backup": c.backup}
+}
+
+func truncate(s string) string {
+	if len(s) > 128 {
+		return s[:128] + "…"
+	}
+	return s
+}
+
+func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
+	if id == "" {
+		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "dynpac status: empty service id")
+	}
+	r, err := c.do(ctx, "status", http.MethodGet, "/service/status/"+url.PathEscape(id), nil, "")
+	if err != nil {
+		return connectors.ServiceStatus{}, err
+	}
+	if !r.ok() {
+		return connectors.ServiceStatus{}, r.httpError("status of " + id)
+	}
+	return parseStatus(r.body), nil
+}
+
+// parseStatus reads a 200 status reply: a JSON object with wim_status or
+// status, a JSON string, or a bare status word. A reply with no status is
+// ACTIVE (the service exists and DynPaC reports nothing wrong).
+func parseStatus(body []byte) connectors.ServiceStatus {
+	trimmed := strings.TrimSpace(string(body))
+	var raw string
+	var info map[string]any
+	var obj map[string]any
+	var str string
+	switch {
+	case trimmed == "":
+	case json.Unmarshal(body, &obj) == nil && obj != nil:
+		info = obj
+		for _, k := range []string{"wim_status", "status", "state"} {
+			if s, ok := obj[k].(string); ok && s != "" {
+				raw = s
+				break
+			}
+		}
+	case json.Unmarshal(body, &str) == nil:
+		raw = str
+	default:
+		raw = trimmed
+	}
+	st := connectors.ServiceStatus{Status: connectors.StatusActive, Info: info}
+	if raw == "" {
+		return st
+	}
+	if st.Info == nil {
+		st.Info = map[string]any{"status": raw}
+	}
+	switch strings.ToUpper(strings.TrimSpace(raw)) {
+	case "ACTIVE", "UP", "OK", "ESTABLISHED", "RUNNING", "INSTALLED", "ENABLED":
+		st.Status = connectors.StatusActive
+	case "BUILD", "BUILDING", "PENDING", "CREATING", "SCHEDULED", "RESERVED", "INSTALLING", "PROVISIONING":
+		st.Status, st.Message = connectors.StatusBuild, "DynPaC status "+raw
+	case "INACTIVE", "UNKNOWN":
+		st.Status, st.Message = connectors.StatusInactive, "DynPaC status "+raw
+	case "DOWN", "DISABLED", "DEGRADED":
+		st.Status, st.Message = connectors.StatusDown, "DynPaC status "+raw
+	case "ERROR", "FAILED", "FAILURE", "REJECTED":
+		st.Status, st.Message = connectors.StatusError, "DynPaC status "+raw
+	default:
+		st.Status, st.Message = connectors.StatusInactive, fmt.Sprintf("unknown DynPaC status %q", truncate(raw))
+	}
+	return st
+}
+
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, connectors.Errorf(connectors.KindRetryable, "dynpac edit: %w", err)
+	}
+	return nil, connectors.HTTPError(http.StatusNotImplemented, "dynpac edit of %s: Unsupported feature", id)
+}
+
+func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
+	if id == "" {
+		return nil
+	}
+	r, err := c.do(ctx, "delete", http.MethodDelete, "/service/delete/"+url.PathEscape(id), nil, "")
+	if err != nil {
+		return err
+	}
+	if !r.ok() && r.status != http.StatusNotFound && r.status != http.StatusGone {
+		return r.httpError("delete of " + id)
+	}
+	c.known.forgetID(id)
+	return nil
+}
+
+// ListServices lists the services this process created on the controller
+// that still exist there (DynPaC has no list route). It probes the
+// controller first, so an unreachable controller is an error even when
+// nothing is known.
+func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
+	r, err := c.do(ctx, "list", http.MethodGet, "/checkConnectivity", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	if !r.ok() {
+		return nil, r.httpError("list (checkConnectivity)")
+	}
+	snap := c.known.snapshot()
+	keys := make([]string, 0, len(snap))
+	for k := range snap {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return snap[keys[i]] < snap[keys[j]] })
+	out := make([]connectors.Service, 0, len(keys))
+	for _, key := range keys {
+		id := snap[key]
+		st, err := c.GetServiceStatus(ctx, id, nil)
+		if connectors.IsNotFound(err) {
+			c.known.forgetID(id)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		info := map[string]any{"status": string(st.Status)}
+		if st.Message != "" {
+			info["message"] = st.Message
+		}
+		out = append(out, connectors.Service{ID: id, Key: key, Info: info})
+	}
+	return out, nil
+}
+
+// ClearAll deletes every service on the controller (DynPaC's clearAll
+// cannot tell wimro's services from others).
+func (c *connector) ClearAll(ctx context.Context) error {
+	r, err := c.do(ctx, "clear all", http.MethodDelete, "/service/clearAll", nil, "")
+	if err != nil {
+		return err
+	}
+	if !r.ok() {
+		return r.httpError("clear all")
+	}
+	c.known.clear()
+	c.log.Debug("dynpac services cleared", "deleted", truncate(strings.TrimSpace(string(r.body))))
+	return nil
+}
+
+var _ connectors.Connector = (*connector)(nil)

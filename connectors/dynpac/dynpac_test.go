@@ -1,0 +1,566 @@
+package dynpac_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/dynpac"
+	emu "github.com/wimro/wimro/internal/emulators/dynpac"
+)
+
+const (
+	user     = "admin"
+	password = "s3cret"
+)
+
+// points returns valid ELINE points: two WAN switch ports, VLAN 100+i.
+func points(i int) []connectors.ConnectionPoint {
+	return []connectors.ConnectionPoint{
+		{
+			ServiceEndpointID: "dcA",
+			Encapsulation:     connectors.EncapDot1Q,
+			VLAN:              100 + i,
+			MappingInfo:       map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "00:00:00:00:00:00:01:00", "wan_switch_port": float64(1)},
+		},
+		{
+			ServiceEndpointID: "dcB",
+			Encapsulation:     connectors.EncapDot1Q,
+			VLAN:              200 + i,
+			MappingInfo:       map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "00:00:00:00:00:00:02:00", "wan_switch_port": "2"},
+		},
+	}
+}
+
+// server starts an emulator on its own server.
+func server(t *testing.T, opts emu.Options) (*emu.Emulator, *httptest.Server) {
+	t.Helper()
+	e := emu.New(opts)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return e, srv
+}
+
+func build(t *testing.T, cfg connectors.Config) connectors.Connector {
+	t.Helper()
+	cfg.Type = dynpac.Type
+	r := connectors.NewRegistry()
+	dynpac.Register(r)
+	c, err := r.New(cfg)
+	if err != nil {
+		t.Fatalf("building the connector: %v", err)
+	}
+	return c
+}
+
+// setup returns a connector on a fresh emulator requiring user/password.
+func setup(t *testing.T, opts emu.Options, account map[string]any) (connectors.Connector, *emu.Emulator) {
+	t.Helper()
+	opts.User, opts.Password = user, password
+	e, srv := server(t, opts)
+	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account}), e
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, conformance.Harness{
+		New: func(t *testing.T) connectors.Connector {
+			c, _ := setup(t, emu.Options{BuildPolls: 2}, nil)
+			return c
+		},
+		Points:          points,
+		EditUnsupported: true,
+		ServerChosenIDs: true,
+		MaxStatusPolls:  5,
+		Unreachable: func(t *testing.T) connectors.Connector {
+			srv := httptest.NewServer(http.NotFoundHandler())
+			srv.Close()
+			return build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: map[string]any{"timeout_ms": 5000}})
+		},
+		BadCredentials: func(t *testing.T) connectors.Connector {
+			_, srv := server(t, emu.Options{User: user, Password: password})
+			return build(t, connectors.Config{URL: srv.URL, User: user, Password: "wrong"})
+		},
+	})
+}
+
+func TestCreateRequest(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"bandwidth": 250, "backup": true})
+	id, connInfo, err := c.CreateService(t.Context(), "key-1", connectors.ServiceELINE, points(3))
+	if err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("requests = %+v, want one POST", reqs)
+	}
+	r := reqs[0]
+	if r.Method != http.MethodPost || r.Path != "/service/create" || r.ContentType != "application/x-www-form-urlencoded" {
+		t.Fatalf("request = %s %s (%s), want POST /service/create form", r.Method, r.Path, r.ContentType)
+	}
+	if !strings.HasPrefix(r.Body, "body=") {
+		t.Errorf("raw body %q does not start with body=", r.Body)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.FormBody), &got); err != nil {
+		t.Fatalf("form body %q: %v", r.FormBody, err)
+	}
+	want := map[string]any{
+		"connection_points": []any{
+			map[string]any{"wan_switch_dpid": "00:00:00:00:00:00:01:00", "wan_switch_port": float64(1), "wan_vlan": float64(103)},
+			map[string]any{"wan_switch_dpid": "00:00:00:00:00:00:02:00", "wan_switch_port": "2", "wan_vlan": float64(203)},
+		},
+		"bandwidth":    float64(250),
+		"service_type": "L2",
+		"backup":       true,
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("create body\n got %s\nwant %s", g, w)
+	}
+	if s, ok := e.Service(id); !ok || s.ServiceType != "L2" || s.ConnectionPoints[1].WANVLAN != 203 {
+		t.Errorf("emulator service %s = %+v, %v", id, s, ok)
+	}
+	if connInfo["service_key"] != "key-1" {
+		t.Errorf("connInfo = %v, want service_key key-1", connInfo)
+	}
+
+	// The other routes.
+	if _, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClearAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reqs = e.Requests()[1:]
+	wantReqs := []string{"GET /service/status/" + id, "DELETE /service/delete/" + id, "DELETE /service/clearAll", "GET /checkCredentials"}
+	if len(reqs) != len(wantReqs) {
+		t.Fatalf("requests = %+v, want %v", reqs, wantReqs)
+	}
+	for i, w := range wantReqs {
+		if g := reqs[i].Method + " " + reqs[i].Path; g != w {
+			t.Errorf("request %d = %s, want %s", i, g, w)
+		}
+	}
+	if cc := reqs[3]; !cc.HasAuth || cc.User != user || cc.Status != http.StatusOK {
+		t.Errorf("checkCredentials request = %+v, want basic auth as %s and 200", cc, user)
+	}
+}
+
+func TestCreateRetryAdopts(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, nil)
+	id1, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id1 != id2 || e.Count() != 1 {
+		t.Fatalf("retried create gave %s then %s, %d services; want adoption", id1, id2, e.Count())
+	}
+	// A service deleted behind the connector's back is created again.
+	if !deleteOnController(t, e, id1) {
+		t.Fatal("could not delete on the emulator")
+	}
+	id3, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id3 == id1 || e.Count() != 1 {
+		t.Fatalf("create after the service vanished gave %s (old %s), %d services", id3, id1, e.Count())
+	}
+	list, err := c.ListServices(t.Context())
+	if err != nil || len(list) != 1 || list[0].ID != id3 || list[0].Key != "k" {
+		t.Fatalf("ListServices = %+v, %v; want only %s with key k", list, err, id3)
+	}
+}
+
+// deleteOnController removes id through a second client (another tool).
+func deleteOnController(t *testing.T, e *emu.Emulator, id string) bool {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodDelete, "/service/delete/"+id, nil)
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, req)
+	return w.Code == http.StatusOK
+}
+
+func TestStatusMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		format, set string
+		want        connectors.Status
+	}{
+		{emu.FormatJSON, "", connectors.StatusActive},
+		{emu.FormatWIMStatus, "", connectors.StatusActive},
+		{emu.FormatRaw, "", connectors.StatusActive},
+		{emu.FormatEmpty, "", connectors.StatusActive},
+		{emu.FormatJSON, "DOWN", connectors.StatusDown},
+		{emu.FormatWIMStatus, "ERROR", connectors.StatusError},
+		{emu.FormatRaw, "FAILED", connectors.StatusError},
+		{emu.FormatJSON, "BUILDING", connectors.StatusBuild},
+		{emu.FormatJSON, "SOMETHING_NEW", connectors.StatusInactive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format+"/"+tt.set, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{StatusFormat: tt.format}, nil)
+			id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.set != "" {
+				e.SetStatus(id, tt.set)
+			}
+			st, err := c.GetServiceStatus(t.Context(), id, ci)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != tt.want {
+				t.Fatalf("status = %s (%s), want %s", st.Status, st.Message, tt.want)
+			}
+			if tt.want != connectors.StatusActive && st.Message == "" {
+				t.Errorf("status %s has no message", st.Status)
+			}
+		})
+	}
+}
+
+func TestBuildThenActive(t *testing.T) {
+	t.Parallel()
+	c, _ := setup(t, emu.Options{BuildPolls: 2}, nil)
+	id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []connectors.Status{connectors.StatusBuild, connectors.StatusBuild, connectors.StatusActive, connectors.StatusActive} {
+		st, err := c.GetServiceStatus(t.Context(), id, ci)
+		if err != nil || st.Status != want {
+			t.Fatalf("status call %d = %s, %v; want %s", i, st.Status, err, want)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		status   int
+		kind     connectors.Kind
+		contains string
+	}{
+		{"400 is permanent with the controller's message", 400, connectors.KindPermanent, "Description: injected failure"},
+		{"500 is retryable", 500, connectors.KindRetryable, "Reason: INJECTED"},
+		{"503 is retryable", 503, connectors.KindRetryable, "503"},
+		{"429 is retryable", 429, connectors.KindRetryable, "429"},
+		{"401 is unauthorized", 401, connectors.KindUnauthorized, "401"},
+		{"403 is unauthorized", 403, connectors.KindUnauthorized, "403"},
+		{"409 is permanent", 409, connectors.KindPermanent, "409"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			e.FailNext(1, tt.status)
+			_, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+			if err == nil {
+				t.Fatal("CreateService succeeded, want an error")
+			}
+			if k := connectors.KindOf(err); k != tt.kind {
+				t.Errorf("error %q has kind %s, want %s", err, k, tt.kind)
+			}
+			if !strings.Contains(err.Error(), tt.contains) {
+				t.Errorf("error %q does not contain %q", err, tt.contains)
+			}
+			if e.Count() != 0 {
+				t.Errorf("a failed create left %d services", e.Count())
+			}
+		})
+	}
+}
+
+func TestControllerValidationMessage(t *testing.T) {
+	t.Parallel()
+	// A mapping whose port the connector accepts but the emulator refuses
+	// (negative port) shows the 400 path with DynPaC's own text.
+	c, e := setup(t, emu.Options{}, nil)
+	p := points(0)
+	p[0].MappingInfo = map[string]any{"wan_switch_dpid": "x", "wan_switch_port": float64(-1)}
+	_, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, p)
+	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "wan_switch_port") {
+		t.Fatalf("error = %v (kind %s), want Permanent naming wan_switch_port", err, connectors.KindOf(err))
+	}
+	if reqs := e.Requests(); len(reqs) != 1 || reqs[0].Status != http.StatusBadRequest {
+		t.Fatalf("requests = %+v, want one 400", reqs)
+	}
+}
+
+func TestMalformedReplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		call    func(c connectors.Connector) error
+		kind    connectors.Kind
+	}{
+		{
+			name: "create 200 with empty body",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+			},
+			call: func(c connectors.Connector) error {
+				_, _, err := c.CreateService(context.Background(), "k", connectors.ServiceELINE, points(0))
+				return err
+			},
+			kind: connectors.KindPermanent,
+		},
+		{
+			name: "error reply that is not JSON",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "<html>proxy error</html>", http.StatusBadGateway)
+			},
+			call: func(c connectors.Connector) error {
+				_, err := c.GetServiceStatus(context.Background(), "x", nil)
+				return err
+			},
+			kind: connectors.KindRetryable,
+		},
+		{
+			name: "reply cut short",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "100")
+				w.WriteHeader(http.StatusOK)
+				_, _ = w.Write([]byte(`{"status":`))
+			},
+			call: func(c connectors.Connector) error {
+				_, err := c.GetServiceStatus(context.Background(), "x", nil)
+				return err
+			},
+			kind: connectors.KindRetryable,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tt.handler)
+			t.Cleanup(srv.Close)
+			c := build(t, connectors.Config{URL: srv.URL})
+			err := tt.call(c)
+			if err == nil {
+				t.Fatal("call succeeded, want an error")
+			}
+			if k := connectors.KindOf(err); k != tt.kind {
+				t.Fatalf("error %q has kind %s, want %s", err, k, tt.kind)
+			}
+		})
+	}
+}
+
+func TestTimeoutIsRetryable(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"timeout_ms": 50})
+	e.Delay(time.Minute) // ends when the client gives up
+	_, err := c.GetServiceStatus(t.Context(), "x", nil)
+	if !connectors.Retryable(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v (kind %s), want Retryable deadline exceeded", err, connectors.KindOf(err))
+	}
+}
+
+func TestDeleteUnknownAndStatusUnknown(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, nil)
+	if err := c.DeleteService(t.Context(), "nope", nil); err != nil {
+		t.Fatalf("DeleteService(unknown) = %v", err)
+	}
+	_, err := c.GetServiceStatus(t.Context(), "nope", nil)
+	if !connectors.IsNotFound(err) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("status of unknown = %v, want NotFound with the controller's text", err)
+	}
+	if reqs := e.Requests(); reqs[0].Status != http.StatusNotFound {
+		t.Fatalf("delete reply = %d, want 404 (emulator)", reqs[0].Status)
+	}
+}
+
+func TestInvalidInputNeverSent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		typ    connectors.ServiceType
+		change func(p []connectors.ConnectionPoint)
+	}{
+		{"ELAN", connectors.ServiceELAN, func(p []connectors.ConnectionPoint) {}},
+		{"untagged point", connectors.ServiceELINE, func(p []connectors.ConnectionPoint) {
+			p[0].Encapsulation, p[0].VLAN = connectors.EncapNone, 0
+		}},
+		{"no mapping", connectors.ServiceELINE, func(p []connectors.ConnectionPoint) { p[1].MappingInfo = nil }},
+		{"no dpid", connectors.ServiceELINE, func(p []connectors.ConnectionPoint) {
+			p[1].MappingInfo = map[string]any{"wan_switch_port": 1.0}
+		}},
+		{"no port", connectors.ServiceELINE, func(p []connectors.ConnectionPoint) {
+			p[1].MappingInfo = map[string]any{"wan_switch_dpid": "d"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			p := points(0)
+			tt.change(p)
+			_, _, err := c.CreateService(t.Context(), "k", tt.typ, p)
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+				t.Fatalf("error = %v, want Permanent", err)
+			}
+			if n := len(e.Requests()); n != 0 {
+				t.Fatalf("%d requests sent for invalid input", n)
+			}
+		})
+	}
+}
+
+func TestMappingFromPortMappings(t *testing.T) {
+	t.Parallel()
+	e, srv := server(t, emu.Options{})
+	c := build(t, connectors.Config{URL: srv.URL, PortMappings: []wimro.PortMapping{
+		{WANServiceEndpointID: "dcB", WANServiceMappingInfo: map[string]any{"wan_switch_dpid": "pm-dpid", "wan_switch_port": 7.0}},
+	}})
+	p := points(0)
+	p[1].MappingInfo = nil
+	id, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := e.Service(id)
+	if s.ConnectionPoints[1].WANSwitchDPID != "pm-dpid" {
+		t.Fatalf("point 1 = %+v, want the port mapping's dpid", s.ConnectionPoints[1])
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+	}))
+	t.Cleanup(srv.Close)
+	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"bearer_token": "tok"}})
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got != "Bearer tok" {
+		t.Fatalf("Authorization = %q", got)
+	}
+}
+
+func TestFactoryErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a cert"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  connectors.Config
+	}{
+		{"bad url", connectors.Config{URL: "ftp://x"}},
+		{"no url", connectors.Config{}},
+		{"timeout not a number", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}},
+		{"negative timeout", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": -1}}},
+		{"ca file missing", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": filepath.Join(dir, "none")}}},
+		{"ca file not PEM", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": notPEM}}},
+		{"insecure not bool", connectors.Config{URL: "https://x", WIMConfig: map[string]any{"insecure_skip_verify": "maybe"}}},
+		{"bandwidth zero", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"bandwidth": 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := dynpac.Factory(tt.cfg)
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+				t.Fatalf("Factory error = %v, want Permanent", err)
+			}
+		})
+	}
+}
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	e := emu.New(emu.Options{})
+	srv := httptest.NewTLSServer(e)
+	t.Cleanup(srv.Close)
+	strict := build(t, connectors.Config{URL: srv.URL})
+	if err := strict.CheckCredentials(t.Context()); err == nil || connectors.Retryable(err) {
+		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)
+	}
+	insecure := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true}})
+	if err := insecure.CheckCredentials(t.Context()); err != nil {
+		t.Fatalf("insecure_skip_verify: %v", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSecretsNotLogged(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, srv := server(t, emu.Options{User: user, Password: password})
+	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, Logger: logger})
+	id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.FailNext(1, http.StatusInternalServerError)
+	_, statusErr := c.GetServiceStatus(t.Context(), id, ci)
+	bad := build(t, connectors.Config{URL: srv.URL, User: user, Password: "wrong-" + password, Logger: logger})
+	credErr := bad.CheckCredentials(t.Context())
+	if !connectors.IsUnauthorized(credErr) {
+		t.Fatalf("bad credentials: %v", credErr)
+	}
+	mu.Lock()
+	logged := buf.String()
+	mu.Unlock()
+	for _, s := range []string{logged, statusErr.Error(), credErr.Error()} {
+		if strings.Contains(s, password) {
+			t.Fatalf("the password leaked: %s", s)
+		}
+	}
+	if !strings.Contains(logged, "dynpac service created") {
+		t.Fatalf("debug log = %q, want the create line", logged)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
