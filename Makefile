@@ -9,9 +9,11 @@ LDFLAGS := -X main.version=$(VERSION)
 all: build
 
 # deps installs what the daemon and the tests need on this machine:
-# PostgreSQL server binaries (Debian's postgresql package) when missing.
+# PostgreSQL server binaries (Debian's postgresql package) and yanglint
+# (libyang2-tools, for the RFC 8466 body validation) when missing.
 deps:
 	@scripts/ensure-postgres.sh
+	@scripts/ensure-yanglint.sh
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
