@@ -183,16 +183,23 @@ func prepareDir(dir string, cred *syscall.Credential) error {
 	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 		return fmt.Errorf("pglocal: chown data dir: %w", err)
 	}
-	// Every parent must be traversable by the postgres user.
+	// Every parent must be traversable by the postgres user. Temporary
+	// folders (ours, or a test's) are opened up; anything else is the
+	// operator's to decide, so it is an error naming the folder.
+	tmp := filepath.Clean(os.TempDir())
 	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
 		if err != nil {
 			return err
 		}
-		if st.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
-				return fmt.Errorf("pglocal: the postgres user cannot reach %s (mode %v): %w", dir, st.Mode().Perm(), err)
-			}
+		if st.Mode().Perm()&0o001 != 0 {
+			continue
+		}
+		if !strings.HasPrefix(p, tmp+string(filepath.Separator)) {
+			return fmt.Errorf("pglocal: PostgreSQL runs as the postgres user, which cannot enter %s (mode %v) to reach %s: choose a data folder it can reach (--data-dir / WIMRO_DATA_DIR), or chmod o+x %s", p, st.Mode().Perm(), dir, p)
+		}
+		if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
+			return fmt.Errorf("pglocal: open %s to the postgres user: %w", p, err)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for goose
 
 	"github.com/wimro/wimro/internal/pglocal"
 	"github.com/wimro/wimro/migrations"
@@ -258,5 +258,3 @@ func withDatabase(u, name string) string {
 	parsed.Path = "/" + name
 	return parsed.String()
 }
-
-var _ = stdlib.GetDefaultDriver // registers the "pgx" database/sql driver
