@@ -76,6 +76,10 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	case "migrate":
 		err = a.migrate(ctx, args[1:])
 	case "version", "--version":
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
+			fmt.Fprint(a.Stdout, "Usage: wimd version\n\nPrints the version of this wimd build.\n")
+			break
+		}
 		fmt.Fprintf(a.Stdout, "wimd %s\n", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(a.Stdout, usage)

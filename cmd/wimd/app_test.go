@@ -191,6 +191,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"migrate", "sideways"}, 2, "unknown subcommand"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"version"}, 0, "wimd "},
+		{[]string{"version", "--help"}, 0, "Usage: wimd version"},
 		{[]string{"serve", "extra"}, 2, "unexpected argument"},
 	}
 	for _, c := range cases {
