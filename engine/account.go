@@ -208,21 +208,29 @@ func (e *Engine) checkReuse(a wimro.WIMAccount, in AccountInput) error {
 		name, a.UUID, strings.Join(differ, ", "))
 }
 
-// attachedAccounts returns the distinct accounts attaching wim to the
-// tenant (or to any tenant), 404 when there is none.
-func attachedAccounts(ctx context.Context, s *persistence.Store, w wimro.WIM, t *wimro.Tenant) ([]persistence.AttachedAccount, error) {
+// attachedAccounts resolves the WIM and the tenant (or "any") and returns
+// the accounts attaching them, 404 when there is none.
+func (e *Engine) attachedAccounts(ctx context.Context, s *persistence.Store, tenantRef, wimRef string) (wimro.WIM, []persistence.AttachedAccount, error) {
+	t, err := e.tenantFilter(ctx, s, tenantRef)
+	if err != nil {
+		return wimro.WIM{}, nil, err
+	}
+	w, err := s.GetWIM(ctx, wimRef)
+	if err != nil {
+		return wimro.WIM{}, nil, err
+	}
 	att, err := s.ListAttachedAccounts(ctx, w.UUID, tenantID(t))
 	if err != nil {
-		return nil, err
+		return wimro.WIM{}, nil, err
 	}
 	if len(att) == 0 {
 		crit := "wim_id=" + w.UUID
 		if t != nil {
 			crit += " nfvo_tenant_id=" + t.UUID
 		}
-		return nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wim_accounts - `%s`", crit)
+		return wimro.WIM{}, nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wim_accounts - `%s`", crit)
 	}
-	return att, nil
+	return w, att, nil
 }
 
 // UpdateAccounts edits the account attaching the WIM to the tenant, or with
@@ -238,15 +246,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 	}
 	var out []AccountShort
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := e.tenantFilter(ctx, s, tenantRef)
-		if err != nil {
-			return err
-		}
-		w, err := s.GetWIM(ctx, wimRef)
-		if err != nil {
-			return err
-		}
-		att, err := attachedAccounts(ctx, s, w, t)
+		_, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
 		}
@@ -290,15 +290,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (string, error) {
 	var lines []string
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := e.tenantFilter(ctx, s, tenantRef)
-		if err != nil {
-			return err
-		}
-		w, err := s.GetWIM(ctx, wimRef)
-		if err != nil {
-			return err
-		}
-		att, err := attachedAccounts(ctx, s, w, t)
+		w, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
 		}
