@@ -43,6 +43,10 @@ type Config struct {
 	// Logger is the parent logger; nil discards. Use Log, which adds the
 	// account and connector attributes.
 	Logger *slog.Logger
+
+	// Locker, when set, serialises read-modify-write changes on the
+	// controller with the other processes sharing it (see MutationLock).
+	Locker Locker
 }
 
 const masked = "********"

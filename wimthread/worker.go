@@ -110,6 +110,9 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 		WIMID: wim.UUID, WIMName: wim.Name, Type: wim.Type, URL: wim.URL, WIMConfig: wim.Config,
 		AccountID: a.UUID, AccountName: deref(a.Name), User: deref(a.User), Password: password,
 		AccountConfig: a.Config, PortMappings: mappings, Logger: w.log,
+		// Connectors that read-modify-write shared controller state
+		// serialise with the other wimd processes through the database.
+		Locker: w.s.db,
 	}
 	conn, err := w.s.registry.New(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/wimro/wimro/connectors/dynpac"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/connectors/tapi"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/internal/pglocal"
@@ -435,6 +436,7 @@ func newRegistry() *connectors.Registry {
 	fake.Register(r)
 	failing.Register(r)
 	dynpac.Register(r)
+	tapi.Register(r)
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wimro/wimro/connectors/fake"
 	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
+	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
@@ -166,6 +167,29 @@ func TestE2EDynPaC(t *testing.T) {
 	runE2E(t, e2eCase{wimType: "dynpac", url: srv.URL, user: "admin", password: "s3cret",
 		mappingInfo: func(dc int) map[string]any {
 			return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
+		},
+		services: emu.Count})
+}
+
+// TestE2ETAPI maps each datacenter's VLANs to per-VLAN SIPs, as TAPI 2.1.x
+// controllers expose them.
+func TestE2ETAPI(t *testing.T) {
+	t.Parallel()
+	ports := []string{"R1-eth0", "R2-eth0"}
+	var sips []tapiemu.SIP
+	for dc, port := range ports {
+		sips = append(sips, tapiemu.VLANSIPs(port, 100+dc, 110+dc)...)
+	}
+	emu := tapiemu.New(tapiemu.Options{SIPs: sips, BuildPolls: 1, User: "admin", Password: "s3cret"})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	runE2E(t, e2eCase{wimType: "tapi", url: srv.URL, user: "admin", password: "s3cret",
+		mappingInfo: func(dc int) map[string]any {
+			bySIP := map[string]any{}
+			for _, v := range []int{100 + dc, 110 + dc} {
+				bySIP[fmt.Sprint(v)] = tapiemu.VLANSIPUUID(ports[dc], v)
+			}
+			return map[string]any{"mapping_type": "tapi-sip", "sips": bySIP}
 		},
 		services: emu.Count})
 }

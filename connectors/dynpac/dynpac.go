@@ -48,21 +48,17 @@ package dynpac
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/rest"
 )
 
 // Type is the WIM type this package registers.
@@ -71,32 +67,10 @@ const Type = "dynpac"
 // Register adds the dynpac connector to r under Type.
 func Register(r *connectors.Registry) { r.Register(Type, Factory) }
 
-const maxReply = 1 << 20
-
 // Factory builds a dynpac connector. It contacts nothing; invalid settings
 // are Permanent errors.
 func Factory(cfg connectors.Config) (connectors.Connector, error) {
-	base := strings.TrimRight(cfg.URL, "/")
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: wim_url %q is not an http(s) URL", cfg.URL)
-	}
-	timeoutMS, err := cfg.IntSetting("timeout_ms", 30000)
-	if err != nil {
-		return nil, err
-	}
-	if timeoutMS <= 0 {
-		return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"timeout_ms\" must be positive, got %d", timeoutMS)
-	}
-	caFile, err := cfg.StringSetting("ca_file", "")
-	if err != nil {
-		return nil, err
-	}
-	insecure, err := cfg.BoolSetting("insecure_skip_verify", false)
-	if err != nil {
-		return nil, err
-	}
-	token, err := cfg.StringSetting("bearer_token", "")
+	client, err := rest.New(Type, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -111,48 +85,22 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if caFile != "" || insecure {
-		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // operator's explicit choice
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"ca_file\": %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: config \"ca_file\": %s holds no PEM certificate", caFile)
-			}
-			tlsCfg.RootCAs = pool
-		}
-		tr.TLSClientConfig = tlsCfg
-	}
 	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
 	for _, m := range cfg.PortMappings {
 		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
 	}
 	return &connector{
-		base:      base,
-		client:    &http.Client{Transport: tr},
-		timeout:   time.Duration(timeoutMS) * time.Millisecond,
-		user:      cfg.User,
-		password:  cfg.Password,
-		token:     token,
+		client:    client,
 		bandwidth: bandwidth,
 		backup:    backup,
 		mappings:  mappings,
-		known:     knownFor(base),
+		known:     knownFor(client.Base()),
 		log:       cfg.Log(),
 	}, nil
 }
 
 type connector struct {
-	base      string
-	client    *http.Client
-	timeout   time.Duration
-	user      string
-	password  string
-	token     string
+	client    *rest.Client
 	bandwidth int
 	backup    bool
 	mappings  map[string]map[string]any // endpoint id → wan_service_mapping_info
@@ -166,7 +114,7 @@ type connector struct {
 type known struct {
 	mu    sync.Mutex
 	byKey map[string]string
-	locks map[string]chan struct{}
+	locks connectors.MemLocker
 }
 
 var (
@@ -179,30 +127,10 @@ func knownFor(base string) *known {
 	defer knownMu.Unlock()
 	k := knownAll[base]
 	if k == nil {
-		k = &known{byKey: make(map[string]string), locks: make(map[string]chan struct{})}
+		k = &known{byKey: make(map[string]string)}
 		knownAll[base] = k
 	}
 	return k
-}
-
-// lock takes the create lock of key, giving up when ctx is done.
-func (k *known) lock(ctx context.Context, key string) (unlock func(), err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	k.mu.Lock()
-	ch := k.locks[key]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		k.locks[key] = ch
-	}
-	k.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 func (k *known) get(key string) (string, bool) {
@@ -245,81 +173,38 @@ func (k *known) clear() {
 	clear(k.byKey)
 }
 
-// reply is a controller reply read in full.
-type reply struct {
-	status int
-	body   []byte
+// do sends one request. Every request carries the account's credentials
+// (basic auth with cfg.User/cfg.Password, or the bearer token); DynPaC
+// checks them on checkCredentials.
+func (c *connector) do(ctx context.Context, op, method, path string, body string, contentType string) (rest.Reply, error) {
+	req := rest.Request{Method: method, Path: path, ContentType: contentType, Accept: "application/json, text/plain"}
+	if body != "" {
+		req.Body = []byte(body)
+	}
+	return c.client.Do(ctx, op, req)
 }
-
-// do sends one request with the per-request timeout and classifies
-// transport failures. Every reply, whatever its status, is returned for the
-// caller to judge. Every request carries the account's credentials (basic
-// auth with cfg.User/cfg.Password, or the bearer token); DynPaC checks them
-// on checkCredentials.
-func (c *connector) do(ctx context.Context, op, method, path string, body io.Reader, contentType string) (reply, error) {
-	if err := ctx.Err(); err != nil {
-		return reply{}, connectors.Errorf(connectors.KindRetryable, "dynpac %s: %w", op, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return reply{}, connectors.Errorf(connectors.KindPermanent, "dynpac %s: building the request: %w", op, err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.Header.Set("Accept", "application/json, text/plain")
-	switch {
-	case c.user != "":
-		req.SetBasicAuth(c.user, c.password)
-	case c.token != "":
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return reply{}, connectors.Errorf(connectors.KindOf(err), "dynpac %s: %s %s: %w", op, method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
-	if err != nil {
-		return reply{}, connectors.Errorf(connectors.KindOf(err), "dynpac %s: reading the reply: %w", op, err)
-	}
-	return reply{status: resp.StatusCode, body: b}, nil
-}
-
-// ok reports a 2xx reply.
-func (r reply) ok() bool { return r.status >= 200 && r.status <= 299 }
 
 // httpError turns a non-2xx reply into a classified error carrying DynPaC's
 // {code, description}, or the raw body when it is not that JSON.
-func (r reply) httpError(op string) error {
+func (c *connector) httpError(op string, r rest.Reply) error {
 	var e struct {
 		Code        any    `json:"code"`
 		Description string `json:"description"`
 	}
 	detail := ""
-	if json.Unmarshal(r.body, &e) == nil && (e.Code != nil || e.Description != "") {
+	if json.Unmarshal(r.Body, &e) == nil && (e.Code != nil || e.Description != "") {
 		detail = fmt.Sprintf("Reason: %v. Description: %s.", e.Code, e.Description)
-	} else if s := strings.TrimSpace(string(r.body)); s != "" {
-		if len(s) > 512 {
-			s = s[:512] + "…"
-		}
-		detail = s
 	}
-	if detail == "" {
-		return connectors.HTTPError(r.status, "dynpac %s: HTTP %d %s", op, r.status, http.StatusText(r.status))
-	}
-	return connectors.HTTPError(r.status, "dynpac %s: HTTP %d: %s", op, r.status, detail)
+	return c.client.Error(op, r, detail)
 }
 
 func (c *connector) CheckCredentials(ctx context.Context) error {
-	r, err := c.do(ctx, "check credentials", http.MethodGet, "/checkCredentials", nil, "")
+	r, err := c.do(ctx, "check credentials", http.MethodGet, "/checkCredentials", "", "")
 	if err != nil {
 		return err
 	}
-	if !r.ok() {
-		return r.httpError("check credentials (Failed while authenticating)")
+	if !r.OK() {
+		return c.httpError("check credentials (Failed while authenticating)", r)
 	}
 	return nil
 }
@@ -389,7 +274,7 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 	if err != nil {
 		return "", nil, err
 	}
-	unlock, err := c.known.lock(ctx, key)
+	unlock, err := c.known.locks.Lock(ctx, key)
 	if err != nil {
 		return "", nil, connectors.Errorf(connectors.KindRetryable, "dynpac create: %w", err)
 	}
@@ -415,17 +300,17 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: encoding the request: %w", err)
 	}
 	form := url.Values{"body": {string(js)}}.Encode()
-	r, err := c.do(ctx, "create", http.MethodPost, "/service/create", strings.NewReader(form), "application/x-www-form-urlencoded")
+	r, err := c.do(ctx, "create", http.MethodPost, "/service/create", form, "application/x-www-form-urlencoded")
 	if err != nil {
 		return "", nil, err
 	}
-	if !r.ok() {
-		return "", nil, r.httpError("create")
+	if !r.OK() {
+		return "", nil, c.httpError("create", r)
 	}
-	id := strings.Trim(strings.TrimSpace(string(r.body)), `"`)
+	id := strings.Trim(strings.TrimSpace(string(r.Body)), `"`)
 	if id == "" || strings.ContainsAny(id, "/ \t\r\n?#") {
 		// The controller may have acted; nothing can be adopted without an id.
-		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: the controller replied %d with no usable service id (%q)", r.status, truncate(string(r.body)))
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: the controller replied %d with no usable service id (%q)", r.Status, truncate(string(r.Body)))
 	}
 	c.known.set(key, id)
 	c.log.Debug("dynpac service created", "service_id", id, "service_key", key)
@@ -451,14 +336,14 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[strin
 	if id == "" {
 		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "dynpac status: empty service id")
 	}
-	r, err := c.do(ctx, "status", http.MethodGet, "/service/status/"+url.PathEscape(id), nil, "")
+	r, err := c.do(ctx, "status", http.MethodGet, "/service/status/"+url.PathEscape(id), "", "")
 	if err != nil {
 		return connectors.ServiceStatus{}, err
 	}
-	if !r.ok() {
-		return connectors.ServiceStatus{}, r.httpError("status of " + id)
+	if !r.OK() {
+		return connectors.ServiceStatus{}, c.httpError("status of "+id, r)
 	}
-	return parseStatus(r.body), nil
+	return parseStatus(r.Body), nil
 }
 
 // parseStatus reads a 200 status reply: a JSON object with wim_status or
@@ -520,12 +405,12 @@ func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]a
 	if id == "" {
 		return nil
 	}
-	r, err := c.do(ctx, "delete", http.MethodDelete, "/service/delete/"+url.PathEscape(id), nil, "")
+	r, err := c.do(ctx, "delete", http.MethodDelete, "/service/delete/"+url.PathEscape(id), "", "")
 	if err != nil {
 		return err
 	}
-	if !r.ok() && r.status != http.StatusNotFound && r.status != http.StatusGone {
-		return r.httpError("delete of " + id)
+	if !r.OK() && r.Status != http.StatusNotFound && r.Status != http.StatusGone {
+		return c.httpError("delete of "+id, r)
 	}
 	c.known.forgetID(id)
 	return nil
@@ -536,12 +421,12 @@ func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]a
 // controller first, so an unreachable controller is an error even when
 // nothing is known.
 func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
-	r, err := c.do(ctx, "list", http.MethodGet, "/checkConnectivity", nil, "")
+	r, err := c.do(ctx, "list", http.MethodGet, "/checkConnectivity", "", "")
 	if err != nil {
 		return nil, err
 	}
-	if !r.ok() {
-		return nil, r.httpError("list (checkConnectivity)")
+	if !r.OK() {
+		return nil, c.httpError("list (checkConnectivity)", r)
 	}
 	snap := c.known.snapshot()
 	keys := make([]string, 0, len(snap))
@@ -572,15 +457,15 @@ func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, err
 // ClearAll deletes every service on the controller (DynPaC's clearAll
 // cannot tell wimro's services from others).
 func (c *connector) ClearAll(ctx context.Context) error {
-	r, err := c.do(ctx, "clear all", http.MethodDelete, "/service/clearAll", nil, "")
+	r, err := c.do(ctx, "clear all", http.MethodDelete, "/service/clearAll", "", "")
 	if err != nil {
 		return err
 	}
-	if !r.ok() {
-		return r.httpError("clear all")
+	if !r.OK() {
+		return c.httpError("clear all", r)
 	}
 	c.known.clear()
-	c.log.Debug("dynpac services cleared", "deleted", truncate(strings.TrimSpace(string(r.body))))
+	c.log.Debug("dynpac services cleared", "deleted", truncate(strings.TrimSpace(string(r.Body))))
 	return nil
 }
 

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -471,25 +469,18 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
+// TestFactoryErrors checks dynpac's own settings; the shared ones
+// (URL, timeout, TLS, token) are tested in connectors/rest.
 func TestFactoryErrors(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(notPEM, []byte("not a cert"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name string
 		cfg  connectors.Config
 	}{
 		{"bad url", connectors.Config{URL: "ftp://x"}},
-		{"no url", connectors.Config{}},
-		{"timeout not a number", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}},
-		{"negative timeout", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": -1}}},
-		{"ca file missing", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": filepath.Join(dir, "none")}}},
-		{"ca file not PEM", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": notPEM}}},
-		{"insecure not bool", connectors.Config{URL: "https://x", WIMConfig: map[string]any{"insecure_skip_verify": "maybe"}}},
 		{"bandwidth zero", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"bandwidth": 0}}},
+		{"bandwidth not a number", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"bandwidth": "lots"}}},
+		{"backup not bool", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"backup": "sometimes"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -499,21 +490,6 @@ func TestFactoryErrors(t *testing.T) {
 				t.Fatalf("Factory error = %v, want Permanent", err)
 			}
 		})
-	}
-}
-
-func TestTLS(t *testing.T) {
-	t.Parallel()
-	e := emu.New(emu.Options{})
-	srv := httptest.NewTLSServer(e)
-	t.Cleanup(srv.Close)
-	strict := build(t, connectors.Config{URL: srv.URL})
-	if err := strict.CheckCredentials(t.Context()); err == nil || connectors.Retryable(err) {
-		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)
-	}
-	insecure := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true}})
-	if err := insecure.CheckCredentials(t.Context()); err != nil {
-		t.Fatalf("insecure_skip_verify: %v", err)
 	}
 }
 

@@ -1,0 +1,245 @@
+// Package rest is the HTTP client the controller connectors share: one
+// place that turns a connectors.Config into an http.Client (per-request
+// timeout, TLS with an optional CA file or no verification, basic or bearer
+// auth), sends a request, reads the reply in full, and classifies transport
+// failures and HTTP statuses into connectors.Error kinds. The RESTCONF
+// helpers (media type, key escaping, ietf-restconf:errors bodies) live here
+// too, for the ietfl2vpn and tapi connectors.
+//
+// Connector settings read from the account config, then the WIM config:
+//
+//	timeout_ms            per-request timeout (default 30000)
+//	ca_file               PEM file of CA certificates to trust
+//	insecure_skip_verify  do not verify the controller's TLS certificate (false)
+//	bearer_token          bearer token, sent when the account has no user
+//
+// The password and the token never appear in an error or a log line.
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// MaxReply bounds the bytes read from one reply; a controller answering
+// more is cut short (the connectors only read small documents).
+const MaxReply = 4 << 20
+
+// DefaultTimeout is the per-request timeout when timeout_ms is not set.
+const DefaultTimeout = 30 * time.Second
+
+// Client sends requests to one controller. It is safe for concurrent use.
+type Client struct {
+	// Name prefixes every error message (the connector's type).
+	name     string
+	base     string
+	http     *http.Client
+	timeout  time.Duration
+	user     string
+	password string
+	token    string
+}
+
+// New builds the client for cfg, named name in its errors. It contacts
+// nothing; a URL that is not http(s) and invalid settings are Permanent
+// errors naming the setting.
+func New(name string, cfg connectors.Config) (*Client, error) {
+	base := strings.TrimRight(cfg.URL, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: wim_url %q is not an http(s) URL", name, redact(cfg.URL))
+	}
+	timeoutMS, err := cfg.IntSetting("timeout_ms", int(DefaultTimeout/time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	if timeoutMS <= 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"timeout_ms\" must be positive, got %d", name, timeoutMS)
+	}
+	caFile, err := cfg.StringSetting("ca_file", "")
+	if err != nil {
+		return nil, err
+	}
+	insecure, err := cfg.BoolSetting("insecure_skip_verify", false)
+	if err != nil {
+		return nil, err
+	}
+	token, err := cfg.StringSetting("bearer_token", "")
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" || insecure {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // the operator's explicit choice
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"ca_file\": %w", name, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"ca_file\": %s holds no PEM certificate", name, caFile)
+			}
+			tlsCfg.RootCAs = pool
+		}
+		tr.TLSClientConfig = tlsCfg
+	}
+	return &Client{
+		name:     name,
+		base:     base,
+		http:     &http.Client{Transport: tr},
+		timeout:  time.Duration(timeoutMS) * time.Millisecond,
+		user:     cfg.User,
+		password: cfg.Password,
+		token:    token,
+	}, nil
+}
+
+// Base returns the controller's base URL, without a trailing slash.
+func (c *Client) Base() string { return c.base }
+
+// Request is one request to the controller.
+type Request struct {
+	Method string
+	// Path is appended to the base URL; it must be escaped already.
+	Path string
+	// Body is sent as is; JSON sets it from a value.
+	Body        []byte
+	ContentType string
+	// Accept defaults to application/json.
+	Accept string
+}
+
+// Reply is a controller reply read in full.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// OK reports a 2xx reply.
+func (r Reply) OK() bool { return r.Status >= 200 && r.Status <= 299 }
+
+// Do sends req with the per-request timeout and the account's credentials
+// (basic auth when the account has a user, else the bearer token, if any).
+// Every reply, whatever its status, is returned for the caller to judge;
+// the error is for a request that got no complete reply, classified by
+// connectors.KindOf (Retryable for timeouts, refused or reset
+// connections and a cancelled ctx). op names the operation in messages.
+func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %w", c.name, op, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.Method, c.base+req.Path, body)
+	if err != nil {
+		return Reply{}, connectors.Errorf(connectors.KindPermanent, "%s %s: building the request: %w", c.name, op, err)
+	}
+	if req.ContentType != "" {
+		hr.Header.Set("Content-Type", req.ContentType)
+	}
+	accept := req.Accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	hr.Header.Set("Accept", accept)
+	switch {
+	case c.user != "":
+		hr.SetBasicAuth(c.user, c.password)
+	case c.token != "":
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return Reply{}, connectors.Errorf(connectors.KindOf(err), "%s %s: %s %s: %w", c.name, op, req.Method, req.Path, stripURL(err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxReply))
+	if err != nil {
+		return Reply{}, connectors.Errorf(connectors.KindOf(err), "%s %s: reading the reply: %w", c.name, op, err)
+	}
+	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// JSON sends in (nil for no body) as JSON with the given content type
+// ("application/json" when empty) and returns the reply.
+func (c *Client) JSON(ctx context.Context, op, method, path, contentType string, in any) (Reply, error) {
+	req := Request{Method: method, Path: path, Accept: contentType}
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return Reply{}, connectors.Errorf(connectors.KindPermanent, "%s %s: encoding the request: %w", c.name, op, err)
+		}
+		req.Body = b
+		req.ContentType = contentType
+		if req.ContentType == "" {
+			req.ContentType = "application/json"
+		}
+	}
+	return c.Do(ctx, op, req)
+}
+
+// Decode unmarshals a reply body into out, with a Permanent error naming op
+// when the controller sent something that is not the expected JSON.
+func (c *Client) Decode(op string, r Reply, out any) error {
+	if err := json.Unmarshal(r.Body, out); err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d with a body that is not the expected JSON (%s): %v", c.name, op, r.Status, Snippet(r.Body), err)
+	}
+	return nil
+}
+
+// Error returns the classified error for a non-2xx reply: its kind comes
+// from connectors.KindForStatus, and its text carries detail, or the start
+// of the body when detail is empty.
+func (c *Client) Error(op string, r Reply, detail string) error {
+	if detail == "" {
+		detail = Snippet(r.Body)
+	}
+	if detail == "" {
+		return connectors.HTTPError(r.Status, "%s %s: HTTP %d %s", c.name, op, r.Status, http.StatusText(r.Status))
+	}
+	return connectors.HTTPError(r.Status, "%s %s: HTTP %d: %s", c.name, op, r.Status, detail)
+}
+
+// Snippet returns the start of a body for an error message.
+func Snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 512 {
+		s = s[:512] + "…"
+	}
+	return s
+}
+
+// stripURL keeps a *url.Error's cause without the URL, which may carry
+// credentials in its user info and is already named by the path.
+func stripURL(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}
+
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,286 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/rest"
+)
+
+// recorder is a server that records the last request and answers status
+// with body.
+type recorder struct {
+	srv    *httptest.Server
+	got    chan *http.Request
+	bodies chan string
+}
+
+func setup(t *testing.T, status int, body string) *recorder {
+	t.Helper()
+	r := &recorder{got: make(chan *http.Request, 16), bodies: make(chan string, 16)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b := new(bytes.Buffer)
+		_, _ = b.ReadFrom(req.Body)
+		r.got <- req
+		r.bodies <- b.String()
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func client(t *testing.T, cfg connectors.Config) *rest.Client {
+	t.Helper()
+	c, err := rest.New("test", cfg)
+	if err != nil {
+		t.Fatalf("rest.New: %v", err)
+	}
+	return c
+}
+
+func TestDoSendsAuthAndBody(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		cfg      connectors.Config
+		wantAuth string
+	}{
+		{"basic", connectors.Config{User: "u", Password: "p"}, "Basic dTpw"},
+		{"bearer", connectors.Config{AccountConfig: map[string]any{"bearer_token": "tok"}}, "Bearer tok"},
+		{"basic wins over bearer", connectors.Config{User: "u", Password: "p", WIMConfig: map[string]any{"bearer_token": "tok"}}, "Basic dTpw"},
+		{"none", connectors.Config{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := setup(t, http.StatusCreated, `{"ok":true}`)
+			tt.cfg.URL = r.srv.URL + "/base/"
+			c := client(t, tt.cfg)
+			rep, err := c.JSON(t.Context(), "create", http.MethodPost, "/x", rest.MediaYANGJSON, map[string]int{"a": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() || rep.Status != http.StatusCreated || string(rep.Body) != `{"ok":true}` {
+				t.Fatalf("reply = %d %q", rep.Status, rep.Body)
+			}
+			req := <-r.got
+			if req.URL.Path != "/base/x" || req.Method != http.MethodPost {
+				t.Errorf("request = %s %s, want POST /base/x", req.Method, req.URL.Path)
+			}
+			if got := req.Header.Get("Authorization"); got != tt.wantAuth {
+				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
+			}
+			if ct := req.Header.Get("Content-Type"); ct != rest.MediaYANGJSON {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if b := <-r.bodies; b != `{"a":1}` {
+				t.Errorf("body = %q", b)
+			}
+		})
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status int
+		body   string
+		kind   connectors.Kind
+		text   string
+	}{
+		{http.StatusBadRequest, `bad vlan`, connectors.KindPermanent, "HTTP 400: bad vlan"},
+		{http.StatusUnauthorized, ``, connectors.KindUnauthorized, "HTTP 401 Unauthorized"},
+		{http.StatusNotFound, ``, connectors.KindNotFound, "HTTP 404"},
+		{http.StatusServiceUnavailable, `busy`, connectors.KindRetryable, "busy"},
+		{http.StatusNotImplemented, ``, connectors.KindPermanent, "HTTP 501"},
+	}
+	for _, tt := range tests {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			t.Parallel()
+			r := setup(t, tt.status, tt.body)
+			c := client(t, connectors.Config{URL: r.srv.URL})
+			rep, err := c.Do(t.Context(), "op", rest.Request{Method: http.MethodGet, Path: "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() {
+				t.Fatalf("status %d is OK", rep.Status)
+			}
+			e := c.Error("op", rep, "")
+			if connectors.KindOf(e) != tt.kind || !strings.Contains(e.Error(), tt.text) || !strings.HasPrefix(e.Error(), "test op: ") {
+				t.Fatalf("error = %q (kind %s), want kind %s containing %q", e, connectors.KindOf(e), tt.kind, tt.text)
+			}
+		})
+	}
+}
+
+func TestTransportFailures(t *testing.T) {
+	t.Parallel()
+	t.Run("unreachable", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		c := client(t, connectors.Config{URL: "http://user:hunter2@" + strings.TrimPrefix(srv.URL, "http://")})
+		_, err := c.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"})
+		if !connectors.Retryable(err) {
+			t.Fatalf("error = %v, want Retryable", err)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("error leaks the URL password: %v", err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(release) })
+		c := client(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"timeout_ms": 50}})
+		_, err := c.Do(t.Context(), "slow", rest.Request{Method: http.MethodGet, Path: "/"})
+		if !connectors.Retryable(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("error = %v, want a Retryable deadline error", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
+		r := setup(t, 200, "")
+		c := client(t, connectors.Config{URL: r.srv.URL})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := c.Do(ctx, "op", rest.Request{Method: http.MethodGet, Path: "/"})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error = %v, want context.Canceled", err)
+		}
+		select {
+		case <-r.got:
+			t.Fatal("a request was sent with a cancelled context")
+		default:
+		}
+	})
+}
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	c := client(t, connectors.Config{URL: "http://x"})
+	var out struct{ A int }
+	if err := c.Decode("get", rest.Reply{Status: 200, Body: []byte(`{"A":3}`)}, &out); err != nil || out.A != 3 {
+		t.Fatalf("Decode = %v, %+v", err, out)
+	}
+	err := c.Decode("get", rest.Reply{Status: 200, Body: []byte(`<html>`)}, &out)
+	if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "<html>") {
+		t.Fatalf("Decode of HTML = %v, want a Permanent error quoting the body", err)
+	}
+}
+
+func TestNewRejectsBadSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a cert"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  connectors.Config
+		want string
+	}{
+		{"no url", connectors.Config{}, "wim_url"},
+		{"not http", connectors.Config{URL: "ftp://x"}, "wim_url"},
+		{"timeout text", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}, "timeout_ms"},
+		{"timeout negative", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"timeout_ms": -1}}, "timeout_ms"},
+		{"ca missing", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": filepath.Join(dir, "none")}}, "ca_file"},
+		{"ca not pem", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": notPEM}}, "ca_file"},
+		{"insecure not bool", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"insecure_skip_verify": "maybe"}}, "insecure_skip_verify"},
+		{"token not string", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"bearer_token": 5}}, "bearer_token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := rest.New("test", tt.cfg)
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New error = %v, want a Permanent error naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	strict := client(t, connectors.Config{URL: srv.URL})
+	if _, err := strict.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"}); err == nil || connectors.Retryable(err) {
+		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)
+	}
+	insecure := client(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true}})
+	if _, err := insecure.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"}); err != nil {
+		t.Fatalf("insecure_skip_verify: %v", err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	writeCert(t, caFile, srv)
+	trusted := client(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"ca_file": caFile}})
+	if _, err := trusted.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"}); err != nil {
+		t.Fatalf("ca_file: %v", err)
+	}
+}
+
+func TestEscapeKey(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"wimro-1a2b":   "wimro-1a2b",
+		"a,b":          "a%2Cb",
+		"a/b c":        "a%2Fb%20c",
+		"x=y'~._":      "x%3Dy%27~._",
+		"é":            "%C3%A9",
+		"of:0011/1":    "of%3A0011%2F1",
+		"":             "",
+		"%already%20x": "%25already%2520x",
+	} {
+		if got := rest.EscapeKey(in); got != want {
+			t.Errorf("EscapeKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRESTCONFErrors(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"ietf-restconf:errors":{"error":[{"error-type":"application","error-tag":"data-exists","error-path":"/a:b","error-message":"exists"},{"error-type":"protocol","error-tag":"invalid-value"}]}}`)
+	if got := rest.RESTCONFDetail(body); got != "data-exists: exists (at /a:b); invalid-value" {
+		t.Errorf("RESTCONFDetail = %q", got)
+	}
+	if !rest.HasRESTCONFTag(body, "invalid-value") || rest.HasRESTCONFTag(body, "data-missing") {
+		t.Error("HasRESTCONFTag is wrong")
+	}
+	if got := rest.RESTCONFDetail([]byte(`{"errors":{"error":[{"error-tag":"data-missing"}]}}`)); got != "data-missing" {
+		t.Errorf("unqualified errors: %q", got)
+	}
+	for _, b := range []string{``, `not json`, `{"code":400}`, `{"ietf-restconf:errors":"x"}`} {
+		if got := rest.ParseRESTCONFErrors([]byte(b)); got != nil {
+			t.Errorf("ParseRESTCONFErrors(%q) = %+v, want nil", b, got)
+		}
+	}
+}
+
+// writeCert writes the test server's certificate as PEM.
+func writeCert(t *testing.T, path string, srv *httptest.Server) {
+	t.Helper()
+	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
