@@ -1,0 +1,623 @@
+// Package tapi provides WIM type "tapi": a connector for ONF Transport API
+// (TAPI 2.1.x and later) connectivity services over RESTCONF
+// (connectors.md §4, osm-ro-wim.md §6). It speaks the paths and
+// module-qualified names of OSM's tapi connector and of its mock server,
+// so it works wherever OSM's does:
+//
+//	GET    {url}/restconf/data/tapi-common:context/service-interface-point
+//	POST   {url}/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context
+//	         {"tapi-connectivity:connectivity-service": [{…}]}          (create, "data")
+//	POST   {url}/restconf/operations/tapi-connectivity:create-connectivity-service
+//	         {"tapi-connectivity:input": {…}}                             (create, "rpc")
+//	GET    {url}/restconf/data/…/connectivity-context/connectivity-service[=<uuid>]
+//	POST   {url}/restconf/operations/tapi-connectivity:delete-connectivity-service
+//	DELETE {url}/restconf/data/…/connectivity-context/connectivity-service=<uuid>
+//
+// Bodies are RFC 7951 JSON sent as application/yang-data+json; error
+// replies' ietf-restconf:errors end up in the error text.
+//
+// # Service
+//
+// Every service is BIDIRECTIONAL, POINT_TO_POINT_CONNECTIVITY for an ELINE.
+// An ELAN becomes MULTIPOINT_CONNECTIVITY only when the setting multipoint
+// is true (whether a controller can realise it is implementation-specific);
+// otherwise it is refused. requested-capacity is capacity_value
+// capacity_unit (1 GBPS, as OSM), the value a string (uint64 in RFC 7951).
+// Each end-point carries local-id (the service endpoint id, suffixed with
+// ".<vlan>" when one endpoint appears twice), the SIP uuid, and the SIP's
+// layer-protocol-name and first supported layer-protocol-qualifier (OSM's
+// choice). Before a create the SIP list is read: an unknown SIP, or a
+// unidirectional (photonic INPUT/OUTPUT) one, is a Permanent error and
+// nothing is created.
+//
+// # VLANs and port mappings
+//
+// TAPI 2.1.x has no VLAN leaf on a connectivity-service end-point, so a VLAN
+// is expressed by the SIP: controllers expose one SIP per port and VLAN.
+// A point's MappingInfo (the port mapping's wan_service_mapping_info, or,
+// when the point carries none, cfg.PortMappings' entry for its endpoint;
+// neither is a Permanent error naming the endpoint) says which SIP to use:
+//
+//	"sips": {"100": "<sip>", "101": "<sip>"}  SIP per VLAN (dot1q points)
+//	"sip": "<sip>"                            the untagged SIP; with
+//	"vlan": 100                               the VLAN that "sip" carries (dot1q)
+//
+// A dot1q point takes sips[VLAN], else "sip" when "vlan" equals its VLAN,
+// else it is refused (Permanent): the tag is never dropped silently. An
+// untagged point takes "sip" when it carries no "vlan"; a mapping with only
+// "sips" has no untagged SIP and is refused; a mapping with none of these
+// keys uses the endpoint id as the SIP, as OSM does. OSM's photonic pairs
+// (sip_input/sip_output, two unidirectional services) are not supported.
+//
+// # Idempotency
+//
+// The service uuid is derived from the key: the key itself when it is a
+// UUID (wimro's keys are WAN link uuids), else a UUIDv5 of it under a fixed
+// namespace. Every service is also named {"value-name": "wimro-service-key",
+// "value": key}: ListServices and ClearAll only touch services so named
+// (never other tenants'), and it lets create adopt when the server chose the
+// uuid.
+//
+// With create_mode "data" (default, as OSM) the POST carries the derived
+// uuid; a retry gets 409 (data-exists), and the connector reads the
+// service and adopts it when it has the same SIPs (else Permanent). With
+// create_mode "rpc" the server picks the uuid (TAPI 2.1.x RPC), so the
+// connector lists the services first, under a lock per key
+// (connectors.Config.MutationLock), and adopts the one named with the key,
+// which also covers a create whose reply was lost. What remains: two
+// creates of one key at the same time in processes that share no Locker,
+// or a server that lists a new service only some time after creating it,
+// can make a second service.
+//
+// EditService is not supported (Permanent): TAPI's
+// update-connectivity-service RPC is not used by OSM and its support
+// varies, and delete-then-create under the same uuid could lose the
+// service half-way.
+//
+// Delete uses delete_mode: "rpc-uuid" (default; OSM and the newest model,
+// input {"uuid": …}), "rpc-service-id-or-name" (TAPI 2.1.1/2.1.3, input
+// {"service-id-or-name": …}) or "data" (DELETE on the data node). 404 (or a
+// data-missing error) is success.
+//
+// # Status
+//
+// lifecycle-state PLANNED and POTENTIAL_* → BUILD; INSTALLED with
+// operational-state ENABLED → ACTIVE, with DISABLED → DOWN; PENDING_REMOVAL
+// → DOWN; anything else INACTIVE (ask again). Info carries the raw
+// states. A service the controller does not have is a NotFound error; a 404
+// on the entry is checked against the list first, for servers that only
+// serve the list (OSM's mock).
+//
+// CheckCredentials reads the SIP list, then checks that every SIP named by
+// cfg.PortMappings exists ("SIP not found: …", Permanent).
+//
+// Settings (account config, then WIM config), besides connectors/rest's
+// timeout_ms, ca_file, insecure_skip_verify and bearer_token:
+//
+//	create_mode     "data" (default) or "rpc"
+//	delete_mode     "rpc-uuid" (default), "rpc-service-id-or-name" or "data"
+//	capacity_value  requested capacity, a positive integer (1)
+//	capacity_unit   its unit: GBPS (default), MBPS, KBPS, TBPS, GB, MB, KB, TB, GHz, MHz
+//	multipoint      allow ELAN as MULTIPOINT_CONNECTIVITY (false)
+package tapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/rest"
+)
+
+// Type is the WIM type this package registers.
+const Type = "tapi"
+
+// Register adds the tapi connector to r under Type.
+func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+
+// Values of the create_mode and delete_mode settings.
+const (
+	CreateData        = "data"
+	CreateRPC         = "rpc"
+	DeleteRPCUUID     = "rpc-uuid"
+	DeleteRPCIDOrName = "rpc-service-id-or-name"
+	DeleteData        = "data"
+)
+
+// KeyName is the value-name of the name entry that carries the service key
+// on every service the connector creates.
+const KeyName = "wimro-service-key"
+
+const (
+	directionBoth       = "BIDIRECTIONAL"
+	typePointToPoint    = "POINT_TO_POINT_CONNECTIVITY"
+	typeMultipoint      = "MULTIPOINT_CONNECTIVITY"
+	sipListPath         = "/restconf/data/tapi-common:context/service-interface-point"
+	connectivityContext = "/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context"
+	servicesPath        = connectivityContext + "/connectivity-service"
+	createRPCPath       = "/restconf/operations/tapi-connectivity:create-connectivity-service"
+	deleteRPCPath       = "/restconf/operations/tapi-connectivity:delete-connectivity-service"
+)
+
+// keyNamespace is the UUIDv5 namespace of service uuids derived from keys
+// that are not UUIDs. Changing it would orphan existing services.
+var keyNamespace = uuid.MustParse("62831c7d-8912-4a7e-843c-6a6fd6ae3a30")
+
+// ServiceUUID returns the service uuid the connector uses for key: the key
+// when it is a UUID, else a UUIDv5 of it.
+func ServiceUUID(key string) string {
+	if u, err := uuid.Parse(key); err == nil {
+		return u.String()
+	}
+	return uuid.NewSHA1(keyNamespace, []byte(key)).String()
+}
+
+var capacityUnits = []string{"GBPS", "MBPS", "KBPS", "TBPS", "GB", "MB", "KB", "TB", "GHz", "MHz"}
+
+type connector struct {
+	rc         *rest.Client
+	lock       func(ctx context.Context, name string) (func(), error)
+	lockPrefix string // names the create lock of a key on this controller
+	createMode string
+	deleteMode string
+	capacity   capacity
+	multipoint bool
+	mappings   map[string]map[string]any // endpoint id → wan_service_mapping_info
+	ordered    []string                  // endpoint ids of mappings, sorted
+	log        *slog.Logger
+}
+
+// Factory builds a tapi connector. It contacts nothing; invalid settings
+// are Permanent errors naming the setting.
+func Factory(cfg connectors.Config) (connectors.Connector, error) {
+	rc, err := rest.New(Type, cfg)
+	if err != nil {
+		return nil, err
+	}
+	createMode, err := oneOf(cfg, "create_mode", CreateData, CreateRPC)
+	if err != nil {
+		return nil, err
+	}
+	deleteMode, err := oneOf(cfg, "delete_mode", DeleteRPCUUID, DeleteRPCIDOrName, DeleteData)
+	if err != nil {
+		return nil, err
+	}
+	value, err := cfg.IntSetting("capacity_value", 1)
+	if err != nil {
+		return nil, err
+	}
+	if value <= 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "tapi: config \"capacity_value\" must be positive, got %d", value)
+	}
+	unit, err := oneOf(cfg, "capacity_unit", capacityUnits...)
+	if err != nil {
+		return nil, err
+	}
+	multipoint, err := cfg.BoolSetting("multipoint", false)
+	if err != nil {
+		return nil, err
+	}
+	c := &connector{
+		rc:         rc,
+		lock:       cfg.MutationLock,
+		lockPrefix: "tapi " + redacted(rc.Base()) + " service key ",
+		createMode: createMode,
+		deleteMode: deleteMode,
+		capacity:   capacity{TotalSize: totalSize{Value: strconv.Itoa(value), Unit: unit}},
+		multipoint: multipoint,
+		mappings:   make(map[string]map[string]any, len(cfg.PortMappings)),
+		log:        cfg.Log(),
+	}
+	for _, m := range cfg.PortMappings {
+		c.mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
+		c.ordered = append(c.ordered, m.WANServiceEndpointID)
+	}
+	slices.Sort(c.ordered)
+	return c, nil
+}
+
+// redacted hides a password in the URL's user info: lock names may end up
+// in error messages.
+func redacted(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// oneOf reads a string setting that must be one of allowed (the first is
+// the default).
+func oneOf(cfg connectors.Config, key string, allowed ...string) (string, error) {
+	v, err := cfg.StringSetting(key, allowed[0])
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(allowed, v) {
+		return "", connectors.Errorf(connectors.KindPermanent, "tapi: config %q: want one of %s, got %q", key, strings.Join(allowed, ", "), v)
+	}
+	return v, nil
+}
+
+// fail is the classified error of a non-2xx reply, with the RESTCONF
+// error text when the body has one.
+func (c *connector) fail(op string, r rest.Reply) error {
+	return c.rc.Error(op, r, rest.RESTCONFDetail(r.Body))
+}
+
+func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
+	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
+}
+
+// sipList reads the controller's SIPs, by uuid.
+func (c *connector) sipList(ctx context.Context, op string) (map[string]sip, error) {
+	r, err := c.get(ctx, op, sipListPath)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == http.StatusNotFound {
+		// No SIP list means no TAPI context at this URL: a configuration
+		// problem, not a missing service.
+		e := connectors.Errorf(connectors.KindPermanent, "tapi %s: GET %s: HTTP 404: no TAPI context at this URL", op, sipListPath)
+		e.Status = r.Status
+		return nil, e
+	}
+	if !r.OK() {
+		return nil, c.fail(op, r)
+	}
+	var list []sip
+	if _, err := c.member(op, r, "tapi-common", "service-interface-point", &list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]sip, len(list))
+	for _, s := range list {
+		out[s.UUID] = s
+	}
+	return out, nil
+}
+
+func (c *connector) CheckCredentials(ctx context.Context) error {
+	sips, err := c.sipList(ctx, "check credentials")
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, ep := range c.ordered {
+		m, err := parseMapping(c.mappings[ep])
+		if err != nil {
+			return connectors.Errorf(connectors.KindPermanent, "tapi check credentials: port mapping of %s: %s", ep, err)
+		}
+		for _, s := range m.named(ep) {
+			if _, ok := sips[s]; !ok {
+				missing = append(missing, fmt.Sprintf("%s (port mapping of %s)", s, ep))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return connectors.Errorf(connectors.KindPermanent, "tapi check credentials: SIP not found: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// plan checks the request and resolves each point to its SIP, without
+// talking to the controller. It returns the service type and the
+// end-points with local-id and SIP set.
+func (c *connector) plan(t connectors.ServiceType, points []connectors.ConnectionPoint) (string, []endPoint, error) {
+	if err := connectors.ValidatePoints(t, points); err != nil {
+		return "", nil, err
+	}
+	serviceType := typePointToPoint
+	if t == connectors.ServiceELAN {
+		if !c.multipoint {
+			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: ELAN (MULTIPOINT_CONNECTIVITY) is disabled; set config \"multipoint\" to true if the controller supports it")
+		}
+		serviceType = typeMultipoint
+	}
+	seen := make(map[string]int, len(points))
+	for _, p := range points {
+		seen[p.ServiceEndpointID]++
+	}
+	eps := make([]endPoint, len(points))
+	for i, p := range points {
+		info := p.MappingInfo
+		if info == nil {
+			info = c.mappings[p.ServiceEndpointID]
+		}
+		if info == nil {
+			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
+		}
+		m, err := parseMapping(info)
+		if err == nil {
+			eps[i].SIP.UUID, err = m.sipFor(p)
+		}
+		if err != nil {
+			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: connection point %d (%s): wan_service_mapping_info: %s", i, p.ServiceEndpointID, err)
+		}
+		eps[i].LocalID = p.ServiceEndpointID
+		if seen[p.ServiceEndpointID] > 1 {
+			eps[i].LocalID += "." + strconv.Itoa(p.VLAN)
+		}
+	}
+	return serviceType, eps, nil
+}
+
+// describe completes the end-points from the controller's SIP list.
+func (c *connector) describe(ctx context.Context, eps []endPoint) error {
+	sips, err := c.sipList(ctx, "create (SIP list)")
+	if err != nil {
+		return err
+	}
+	for i := range eps {
+		s, ok := sips[eps[i].SIP.UUID]
+		switch {
+		case !ok:
+			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP not found: %s (end-point %s)", eps[i].SIP.UUID, eps[i].LocalID)
+		case s.Direction == "INPUT" || s.Direction == "OUTPUT":
+			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s is unidirectional (%s); a bidirectional service needs a BIDIRECTIONAL SIP", s.UUID, s.Direction)
+		case s.LayerProtocolName == "":
+			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s has no layer-protocol-name", s.UUID)
+		}
+		eps[i].LayerProtocolName = s.LayerProtocolName
+		if len(s.Qualifiers) > 0 {
+			eps[i].LayerProtocolQualifier = s.Qualifiers[0]
+		}
+	}
+	return nil
+}
+
+func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	if key == "" {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: a service key is required")
+	}
+	serviceType, eps, err := c.plan(t, points)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := c.describe(ctx, eps); err != nil {
+		return "", nil, err
+	}
+	want := service{
+		Name:                  []nameValue{{ValueName: KeyName, Value: key}},
+		EndPoint:              eps,
+		ConnectivityDirection: directionBoth,
+		ServiceType:           serviceType,
+		RequestedCapacity:     &c.capacity,
+	}
+	var id string
+	if c.createMode == CreateRPC {
+		id, err = c.createRPC(ctx, key, want)
+	} else {
+		want.UUID = ServiceUUID(key)
+		id, err = c.createData(ctx, key, want)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	sips := make([]any, len(eps))
+	for i, ep := range eps {
+		sips[i] = ep.SIP.UUID
+	}
+	return id, map[string]any{"service_uuid": id, "service_key": key, "create_mode": c.createMode, "sips": sips}, nil
+}
+
+// adoptable checks that an existing service is the one asked for: named
+// with key (or not named by wimro at all) and on the same SIPs.
+func adoptable(have, want service, key string) error {
+	if k := have.key(); k != "" && k != key {
+		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with service key %q, not %q", have.UUID, k, key)
+	}
+	if h, w := have.sips(), want.sips(); !slices.Equal(h, w) {
+		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with other end-points (SIPs %s, want %s); delete it first", have.UUID, strings.Join(h, ", "), strings.Join(w, ", "))
+	}
+	return nil
+}
+
+func (c *connector) createData(ctx context.Context, key string, want service) (string, error) {
+	body := map[string]any{"tapi-connectivity:connectivity-service": []service{want}}
+	r, err := c.rc.JSON(ctx, "create", http.MethodPost, connectivityContext, rest.MediaYANGJSON, body)
+	if err != nil {
+		return "", err
+	}
+	if r.OK() {
+		c.log.Debug("tapi service created", "service_id", want.UUID, "service_key", key)
+		return want.UUID, nil
+	}
+	exists := rest.HasRESTCONFTag(r.Body, "data-exists") ||
+		r.Status == http.StatusConflict && len(rest.ParseRESTCONFErrors(r.Body)) == 0
+	if !exists {
+		return "", c.fail("create", r)
+	}
+	// The uuid is taken: most likely by our own earlier attempt.
+	have, err := c.read(ctx, "create (read existing)", want.UUID)
+	if connectors.IsNotFound(err) {
+		// Deleted between the two requests: a retry can create it.
+		return "", connectors.Errorf(connectors.KindRetryable, "tapi create: service %s existed a moment ago and is gone now: %w", want.UUID, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := adoptable(have, want, key); err != nil {
+		return "", err
+	}
+	c.log.Debug("tapi service adopted", "service_id", want.UUID, "service_key", key)
+	return want.UUID, nil
+}
+
+func (c *connector) createRPC(ctx context.Context, key string, want service) (string, error) {
+	unlock, err := c.lock(ctx, c.lockPrefix+key)
+	if err != nil {
+		return "", connectors.Errorf(connectors.KindOf(err), "tapi create: %w", err)
+	}
+	defer unlock()
+	list, err := c.services(ctx, "create (look-up by key)")
+	if err != nil {
+		return "", err
+	}
+	for _, have := range list {
+		if have.key() != key {
+			continue
+		}
+		if err := adoptable(have, want, key); err != nil {
+			return "", err
+		}
+		c.log.Debug("tapi service adopted", "service_id", have.UUID, "service_key", key)
+		return have.UUID, nil
+	}
+	r, err := c.rc.JSON(ctx, "create", http.MethodPost, createRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": want})
+	if err != nil {
+		return "", err
+	}
+	if !r.OK() {
+		return "", c.fail("create", r)
+	}
+	var out struct {
+		Service struct {
+			UUID string `json:"uuid"`
+		} `json:"service"`
+	}
+	if _, err := c.member("create", r, "tapi-connectivity", "output", &out); err != nil {
+		return "", err
+	}
+	if out.Service.UUID == "" {
+		// A retry will find the service by its name, if it was made.
+		return "", connectors.Errorf(connectors.KindPermanent, "tapi create: the controller replied %d without output/service/uuid (%s)", r.Status, rest.Snippet(r.Body))
+	}
+	c.log.Debug("tapi service created", "service_id", out.Service.UUID, "service_key", key)
+	return out.Service.UUID, nil
+}
+
+// read returns one service; a service the controller does not have is a
+// NotFound error. A 404 on the entry is double-checked in the list, since
+// some servers (OSM's mock among them) only serve the whole list.
+func (c *connector) read(ctx context.Context, op, id string) (service, error) {
+	r, err := c.get(ctx, op, servicesPath+"="+rest.EscapeKey(id))
+	if err != nil {
+		return service{}, err
+	}
+	if r.Status == http.StatusNotFound {
+		list, lerr := c.services(ctx, op+" (list)")
+		if lerr != nil {
+			return service{}, lerr
+		}
+		if i := slices.IndexFunc(list, func(s service) bool { return s.UUID == id }); i >= 0 {
+			return list[i], nil
+		}
+		return service{}, c.fail(op+" of "+id, r)
+	}
+	if !r.OK() {
+		return service{}, c.fail(op+" of "+id, r)
+	}
+	list, err := c.serviceList(op, r)
+	if err != nil {
+		return service{}, err
+	}
+	if len(list) == 0 {
+		return service{}, connectors.Errorf(connectors.KindNotFound, "tapi %s: the controller answered %d with no service %s", op, r.Status, id)
+	}
+	return list[0], nil
+}
+
+// services lists every connectivity service on the controller. RESTCONF
+// servers answer 404 for an empty list.
+func (c *connector) services(ctx context.Context, op string) ([]service, error) {
+	r, err := c.get(ctx, op, servicesPath)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == http.StatusNotFound || r.Status == http.StatusNoContent {
+		return nil, nil
+	}
+	if !r.OK() {
+		return nil, c.fail(op, r)
+	}
+	return c.serviceList(op, r)
+}
+
+func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
+	if id == "" {
+		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "tapi status: empty service id")
+	}
+	s, err := c.read(ctx, "status", id)
+	if err != nil {
+		return connectors.ServiceStatus{}, err
+	}
+	return status(s), nil
+}
+
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, _ []connectors.ConnectionPoint) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, connectors.Errorf(connectors.KindRetryable, "tapi edit: %w", err)
+	}
+	return nil, connectors.Errorf(connectors.KindPermanent, "tapi edit of %s: not supported (delete the WAN link and create it again)", id)
+}
+
+func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
+	if id == "" {
+		return nil
+	}
+	var r rest.Reply
+	var err error
+	switch c.deleteMode {
+	case DeleteData:
+		r, err = c.rc.Do(ctx, "delete", rest.Request{Method: http.MethodDelete, Path: servicesPath + "=" + rest.EscapeKey(id), Accept: rest.MediaYANGJSON})
+	case DeleteRPCIDOrName:
+		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"service-id-or-name": id}})
+	default:
+		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"uuid": id}})
+	}
+	if err != nil {
+		return err
+	}
+	if !r.OK() && r.Status != http.StatusNotFound && !rest.HasRESTCONFTag(r.Body, "data-missing") {
+		return c.fail("delete of "+id, r)
+	}
+	c.log.Debug("tapi service deleted", "service_id", id, "status", r.Status)
+	return nil
+}
+
+func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
+	list, err := c.services(ctx, "list")
+	if err != nil {
+		return nil, err
+	}
+	var out []connectors.Service
+	for _, s := range list {
+		key := s.key()
+		if key == "" {
+			continue // not wimro's
+		}
+		info := s.states()
+		info["service-type"] = s.ServiceType
+		sips := make([]any, 0, len(s.EndPoint))
+		for _, u := range s.sips() {
+			sips = append(sips, u)
+		}
+		info["sips"] = sips
+		out = append(out, connectors.Service{ID: s.UUID, Key: key, Info: info})
+	}
+	slices.SortFunc(out, func(a, b connectors.Service) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// ClearAll deletes every service named with a wimro service key.
+func (c *connector) ClearAll(ctx context.Context) error {
+	list, err := c.ListServices(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if err := c.DeleteService(ctx, s.ID, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ connectors.Connector = (*connector)(nil)

@@ -1,0 +1,1017 @@
+package tapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/tapi"
+	emu "github.com/wimro/wimro/internal/emulators/tapi"
+)
+
+const (
+	user                 = "tapi-admin"
+	password             = "pa55-w0rd-tapi"
+	portA                = "R1-eth0"
+	portB                = "R2-eth0"
+	firstVLAN, vlanCount = 100, 32
+)
+
+// seededSIPs are OSM's mock SIPs plus one SIP per port and VLAN
+// 100..131 on both DSR ports.
+func seededSIPs() []emu.SIP {
+	vlans := make([]int, vlanCount)
+	for i := range vlans {
+		vlans[i] = firstVLAN + i
+	}
+	return append(emu.OSMSIPs(), append(emu.VLANSIPs(portA, vlans...), emu.VLANSIPs(portB, vlans...)...)...)
+}
+
+// vlanMapping is the wan_service_mapping_info of a port whose VLANs each
+// have their SIP.
+func vlanMapping(port string) map[string]any {
+	sips := make(map[string]any, vlanCount)
+	for v := firstVLAN; v < firstVLAN+vlanCount; v++ {
+		sips[strconv.Itoa(v)] = emu.VLANSIPUUID(port, v)
+	}
+	return map[string]any{"sips": sips}
+}
+
+func dot1q(endpoint, port string, vlan int) connectors.ConnectionPoint {
+	return connectors.ConnectionPoint{ServiceEndpointID: endpoint, Encapsulation: connectors.EncapDot1Q, VLAN: vlan, MappingInfo: vlanMapping(port)}
+}
+
+// points gives an ELINE between the two ports on VLAN 100+i.
+func points(i int) []connectors.ConnectionPoint {
+	return []connectors.ConnectionPoint{dot1q("dc1", portA, firstVLAN+i), dot1q("dc2", portB, firstVLAN+i)}
+}
+
+func build(t *testing.T, cfg connectors.Config) connectors.Connector {
+	t.Helper()
+	cfg.Type = tapi.Type
+	r := connectors.NewRegistry()
+	tapi.Register(r)
+	c, err := r.New(cfg)
+	if err != nil {
+		t.Fatalf("building the connector: %v", err)
+	}
+	return c
+}
+
+// serve mounts h on a test server closed at cleanup.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// setup returns a connector, with the account settings given, on a fresh
+// emulator that requires basic auth and holds the seeded SIPs unless
+// opts names others.
+func setup(t *testing.T, opts emu.Options, account map[string]any) (connectors.Connector, *emu.Emulator) {
+	t.Helper()
+	if opts.SIPs == nil {
+		opts.SIPs = seededSIPs()
+	}
+	opts.User, opts.Password = user, password
+	e := emu.New(opts)
+	srv := serve(t, e)
+	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account}), e
+}
+
+// paths returns "METHOD path" of the emulator's requests.
+func paths(e *emu.Emulator) []string {
+	var out []string
+	for _, r := range e.Requests() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	variants := []struct {
+		name    string
+		opts    emu.Options
+		account map[string]any
+	}{
+		{"data create, uuid delete", emu.Options{Version: emu.Version24}, nil},
+		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}},
+		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data"}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			conformance.Run(t, conformance.Harness{
+				New: func(t *testing.T) connectors.Connector {
+					opts := v.opts
+					opts.BuildPolls = 2
+					c, _ := setup(t, opts, v.account)
+					return c
+				},
+				Points:          points,
+				EditUnsupported: true,
+				MaxStatusPolls:  4,
+				Unreachable: func(t *testing.T) connectors.Connector {
+					srv := httptest.NewServer(http.NotFoundHandler())
+					srv.Close()
+					return build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: v.account})
+				},
+				BadCredentials: func(t *testing.T) connectors.Connector {
+					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password}))
+					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password})
+				},
+			})
+		})
+	}
+}
+
+// decodeJSON turns a JSON text into plain values for comparison.
+func decodeJSON(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%q is not JSON: %v", s, err)
+	}
+	return v
+}
+
+func endPointJSON(localID, sip string) map[string]any {
+	return map[string]any{
+		"local-id":                 localID,
+		"layer-protocol-name":      "DSR",
+		"layer-protocol-qualifier": emu.QualifierDSR,
+		"service-interface-point":  map[string]any{"service-interface-point-uuid": sip},
+	}
+}
+
+func TestCreateRequest(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"capacity_value": "10", "capacity_unit": "MBPS"})
+	key := uuid.NewString()
+	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(3))
+	if err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	if id != key {
+		t.Errorf("service id = %s, want the key %s (a UUID)", id, key)
+	}
+	want := []string{"GET " + emu.SIPsPath, "POST " + emu.ConnectivityPath}
+	if got := paths(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+	post := e.Requests()[1]
+	if post.ContentType != "application/yang-data+json" || post.User != user {
+		t.Errorf("POST content type %q, user %q", post.ContentType, post.User)
+	}
+	wantBody := map[string]any{"tapi-connectivity:connectivity-service": []any{map[string]any{
+		"uuid":                   key,
+		"name":                   []any{map[string]any{"value-name": tapi.KeyName, "value": key}},
+		"connectivity-direction": "BIDIRECTIONAL",
+		"service-type":           "POINT_TO_POINT_CONNECTIVITY",
+		"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "10", "unit": "MBPS"}},
+		"end-point":              []any{endPointJSON("dc1", "R1-eth0.103"), endPointJSON("dc2", "R2-eth0.103")},
+	}}}
+	if got := decodeJSON(t, post.Body); !reflect.DeepEqual(got, decodeJSON(t, mustJSON(t, wantBody))) {
+		t.Errorf("create body\n got %s\nwant %s", post.Body, mustJSON(t, wantBody))
+	}
+	wantInfo := map[string]any{"service_uuid": key, "service_key": key, "create_mode": "data", "sips": []any{"R1-eth0.103", "R2-eth0.103"}}
+	if !reflect.DeepEqual(connInfo, wantInfo) {
+		t.Errorf("connInfo = %v, want %v", connInfo, wantInfo)
+	}
+	if s, ok := e.Service(id); !ok || s.Via != "data" || s.CapacityValue != "10" {
+		t.Errorf("emulator service = %+v, %v", s, ok)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestServiceUUID(t *testing.T) {
+	t.Parallel()
+	u := uuid.New()
+	tests := []struct {
+		key, want string
+	}{
+		{u.String(), u.String()},
+		{strings.ToUpper(u.String()), u.String()},
+		{"wimro-link-1", uuid.NewSHA1(uuid.MustParse("62831c7d-8912-4a7e-843c-6a6fd6ae3a30"), []byte("wimro-link-1")).String()},
+	}
+	for _, tt := range tests {
+		if got := tapi.ServiceUUID(tt.key); got != tt.want {
+			t.Errorf("ServiceUUID(%q) = %s, want %s", tt.key, got, tt.want)
+		}
+	}
+	if a, b := tapi.ServiceUUID("k1"), tapi.ServiceUUID("k2"); a == b || uuid.MustParse(a).Version() != 5 {
+		t.Errorf("derived uuids %s, %s: want distinct version-5 uuids", a, b)
+	}
+
+	// A key that is not a UUID still gives a service the controller takes.
+	c, e := setup(t, emu.Options{}, nil)
+	id, _, err := c.CreateService(t.Context(), "wimro-link-1", connectors.ServiceELINE, points(0))
+	if err != nil || id != tests[2].want || e.Count() != 1 {
+		t.Fatalf("CreateService(non-UUID key) = %s, %v (%d services), want %s", id, err, e.Count(), tests[2].want)
+	}
+}
+
+// seed adds a service on the given SIPs, named with key when key is set.
+func seed(t *testing.T, e *emu.Emulator, id, key string, sips ...string) {
+	t.Helper()
+	s := emu.Service{UUID: id, ServiceType: "POINT_TO_POINT_CONNECTIVITY", ConnectivityDirection: "BIDIRECTIONAL"}
+	if key != "" {
+		s.Names = []emu.Name{{ValueName: tapi.KeyName, Value: key}}
+	}
+	for i, sip := range sips {
+		s.EndPoints = append(s.EndPoints, emu.EndPoint{LocalID: "ep" + strconv.Itoa(i), LayerProtocolName: "DSR", SIP: sip})
+	}
+	if err := e.AddService(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDataCreateConflict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		seedKey  func(key string) string
+		sips     []string
+		adopt    bool
+		contains string
+	}{
+		{"same key and SIPs: adopted", func(k string) string { return k }, []string{"R2-eth0.100", "R1-eth0.100"}, true, ""},
+		{"no wimro name, same SIPs: adopted", func(string) string { return "" }, []string{"R1-eth0.100", "R2-eth0.100"}, true, ""},
+		{"other SIPs: refused", func(k string) string { return k }, []string{"R1-eth0.100", "R2-eth0.101"}, false, "other end-points"},
+		{"other key: refused", func(string) string { return "someone-else" }, []string{"R1-eth0.100", "R2-eth0.100"}, false, `service key "someone-else"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			key := uuid.NewString()
+			seed(t, e, key, tt.seedKey(key), tt.sips...)
+			id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+			want := []string{"GET " + emu.SIPsPath, "POST " + emu.ConnectivityPath, "GET " + emu.ServicesPath + "=" + key}
+			if got := paths(e); !reflect.DeepEqual(got, want) {
+				t.Fatalf("requests = %v, want %v", got, want)
+			}
+			if tt.adopt {
+				if err != nil || id != key {
+					t.Fatalf("CreateService = %s, %v; want to adopt %s", id, err, key)
+				}
+			} else if connectors.KindOf(err) != connectors.KindPermanent || err == nil || !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("CreateService error = %v, want Permanent containing %q", err, tt.contains)
+			}
+			if e.Count() != 1 {
+				t.Fatalf("%d services, want the seeded one only", e.Count())
+			}
+		})
+	}
+}
+
+func TestRPCCreate(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc"})
+	key := uuid.NewString()
+	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+	if err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	if id == key || e.Count() != 1 {
+		t.Fatalf("id = %s (key %s), %d services: want one service with a server-chosen uuid", id, key, e.Count())
+	}
+	if connInfo["create_mode"] != "rpc" || connInfo["service_uuid"] != id {
+		t.Errorf("connInfo = %v", connInfo)
+	}
+	want := []string{"GET " + emu.SIPsPath, "GET " + emu.ServicesPath, "POST " + emu.CreateRPCPath}
+	if got := paths(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests = %v, want %v", got, want)
+	}
+	wantInput := map[string]any{"tapi-connectivity:input": map[string]any{
+		"name":                   []any{map[string]any{"value-name": tapi.KeyName, "value": key}},
+		"connectivity-direction": "BIDIRECTIONAL",
+		"service-type":           "POINT_TO_POINT_CONNECTIVITY",
+		"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "1", "unit": "GBPS"}},
+		"end-point":              []any{endPointJSON("dc1", "R1-eth0.101"), endPointJSON("dc2", "R2-eth0.101")},
+	}}
+	if got := decodeJSON(t, e.Requests()[2].Body); !reflect.DeepEqual(got, decodeJSON(t, mustJSON(t, wantInput))) {
+		t.Errorf("RPC input\n got %s\nwant %s", e.Requests()[2].Body, mustJSON(t, wantInput))
+	}
+
+	// A retry finds the service by its name and sends no second RPC.
+	again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+	if err != nil || again != id {
+		t.Fatalf("retried create = %s, %v; want %s", again, err, id)
+	}
+	if got := paths(e)[3:]; !reflect.DeepEqual(got, want[:2]) {
+		t.Fatalf("retry requests = %v, want %v", got, want[:2])
+	}
+	// The same key with other points cannot adopt.
+	_, _, err = c.CreateService(t.Context(), key, connectors.ServiceELINE, points(2))
+	if connectors.KindOf(err) != connectors.KindPermanent || err == nil || !strings.Contains(err.Error(), "other end-points") {
+		t.Fatalf("create with other points = %v, want Permanent", err)
+	}
+	if e.Count() != 1 {
+		t.Fatalf("%d services, want 1", e.Count())
+	}
+}
+
+func TestRPCCreateAdoptsServiceNamedByKey(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"create_mode": "rpc"})
+	key, existing := "link-7", uuid.NewString()
+	seed(t, e, uuid.NewString(), "", "R1-eth0.100", "R2-eth0.100") // another tenant's
+	seed(t, e, existing, key, "R1-eth0.100", "R2-eth0.100")
+	id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	if err != nil || id != existing {
+		t.Fatalf("CreateService = %s, %v; want to adopt %s", id, err, existing)
+	}
+	for _, r := range e.Requests() {
+		if r.Path == emu.CreateRPCPath {
+			t.Fatal("the create RPC was sent although a service carries the key")
+		}
+	}
+}
+
+func TestDeleteModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode, version string
+		ok            bool
+		request       string // METHOD path of the delete
+		body          string // the delete's input, when an RPC
+	}{
+		{"", emu.Version24, true, "POST " + emu.DeleteRPCPath, `{"tapi-connectivity:input":{"uuid":"%s"}}`},
+		{"rpc-uuid", emu.Version213, false, "POST " + emu.DeleteRPCPath, ""},
+		{"rpc-service-id-or-name", emu.Version213, true, "POST " + emu.DeleteRPCPath, `{"tapi-connectivity:input":{"service-id-or-name":"%s"}}`},
+		{"rpc-service-id-or-name", emu.Version24, false, "POST " + emu.DeleteRPCPath, ""},
+		{"data", emu.Version213, true, "DELETE " + emu.ServicesPath + "=%s", ""},
+		{"data", emu.Version24, true, "DELETE " + emu.ServicesPath + "=%s", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"@"+tt.version, func(t *testing.T) {
+			t.Parallel()
+			account := map[string]any{}
+			if tt.mode != "" {
+				account["delete_mode"] = tt.mode
+			}
+			c, e := setup(t, emu.Options{Version: tt.version}, account)
+			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.DeleteService(t.Context(), id, connInfo)
+			reqs := e.Requests()
+			last := reqs[len(reqs)-1]
+			if got, want := last.Method+" "+last.Path, strings.ReplaceAll(tt.request, "%s", id); got != want {
+				t.Errorf("delete request = %s, want %s", got, want)
+			}
+			if !tt.ok {
+				if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "unknown-element") {
+					t.Fatalf("delete with the wrong input for TAPI %s = %v, want Permanent unknown-element", tt.version, err)
+				}
+				if e.Count() != 1 {
+					t.Fatal("the refused delete removed the service")
+				}
+				return
+			}
+			if err != nil || e.Count() != 0 {
+				t.Fatalf("DeleteService = %v, %d services left", err, e.Count())
+			}
+			if tt.body != "" && last.Body != strings.ReplaceAll(tt.body, "%s", id) {
+				t.Errorf("delete input = %s", last.Body)
+			}
+			if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+				t.Fatalf("second delete (404) = %v, want success", err)
+			}
+			if last := e.Requests()[len(e.Requests())-1]; last.Status != http.StatusNotFound {
+				t.Fatalf("second delete answered %d, want 404 from the emulator", last.Status)
+			}
+		})
+	}
+}
+
+func TestStatusMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		lifecycle, operational string
+		want                   connectors.Status
+	}{
+		{"INSTALLED", "ENABLED", connectors.StatusActive},
+		{"INSTALLED", "DISABLED", connectors.StatusDown},
+		{"PLANNED", "DISABLED", connectors.StatusBuild},
+		{"POTENTIAL_AVAILABLE", "DISABLED", connectors.StatusBuild},
+		{"POTENTIAL_BUSY", "ENABLED", connectors.StatusBuild},
+		{"PENDING_REMOVAL", "ENABLED", connectors.StatusDown},
+		{"tapi-common:LIFECYCLE_STATE_INSTALLED", "tapi-common:OPERATIONAL_STATE_ENABLED", connectors.StatusActive},
+		{"", "ENABLED", connectors.StatusActive},
+		{"INSTALLED", "", connectors.StatusInactive},
+		{"RETIRED", "ENABLED", connectors.StatusInactive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lifecycle+"/"+tt.operational, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetLifecycleState(id, tt.lifecycle)
+			e.SetOperationalState(id, tt.operational)
+			st, err := c.GetServiceStatus(t.Context(), id, connInfo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != tt.want {
+				t.Fatalf("status = %s (%s), want %s", st.Status, st.Message, tt.want)
+			}
+			if (st.Status == connectors.StatusActive) == (st.Message != "") {
+				t.Errorf("status %s with message %q: only non-ACTIVE statuses explain themselves", st.Status, st.Message)
+			}
+			if st.Info["uuid"] != id || (tt.lifecycle != "" && st.Info["lifecycle-state"] != tt.lifecycle) {
+				t.Errorf("info = %v, want the raw states", st.Info)
+			}
+		})
+	}
+}
+
+func TestRefusedBeforeCreate(t *testing.T) {
+	t.Parallel()
+	untagged := func(endpoint string, info map[string]any) connectors.ConnectionPoint {
+		return connectors.ConnectionPoint{ServiceEndpointID: endpoint, Encapsulation: connectors.EncapNone, MappingInfo: info}
+	}
+	tests := []struct {
+		name     string
+		typ      connectors.ServiceType
+		points   []connectors.ConnectionPoint
+		requests []string // what may be sent before refusing
+		contains string
+	}{
+		{
+			name:     "unknown SIP",
+			points:   []connectors.ConnectionPoint{untagged("dc1", map[string]any{"sip": "R9-eth0"}), untagged("dc2", map[string]any{"sip": portB})},
+			requests: []string{"GET " + emu.SIPsPath},
+			contains: "SIP not found: R9-eth0",
+		},
+		{
+			name:     "photonic SIP",
+			points:   []connectors.ConnectionPoint{untagged("dc1", map[string]any{"sip": "R3-opt1-rx"}), untagged("dc2", map[string]any{"sip": portB})},
+			requests: []string{"GET " + emu.SIPsPath},
+			contains: "unidirectional (INPUT)",
+		},
+		{
+			name:     "dot1q VLAN without SIP",
+			points:   []connectors.ConnectionPoint{dot1q("dc1", portA, 100), dot1q("dc2", portB, 999)},
+			contains: "no SIP for VLAN 999",
+		},
+		{
+			name: "dot1q with an untagged SIP",
+			points: []connectors.ConnectionPoint{dot1q("dc1", portA, 100), {
+				ServiceEndpointID: "dc2", Encapsulation: connectors.EncapDot1Q, VLAN: 100, MappingInfo: map[string]any{"sip": portB},
+			}},
+			contains: "no SIP for VLAN 100",
+		},
+		{
+			name:     "untagged with per-VLAN SIPs only",
+			points:   []connectors.ConnectionPoint{untagged("dc1", vlanMapping(portA)), untagged("dc2", map[string]any{"sip": portB})},
+			contains: "only names per-VLAN SIPs",
+		},
+		{
+			name:     "untagged with a tagged SIP",
+			points:   []connectors.ConnectionPoint{untagged("dc1", map[string]any{"sip": "R1-eth0.100", "vlan": 100}), untagged("dc2", map[string]any{"sip": portB})},
+			contains: "carries VLAN 100",
+		},
+		{
+			name:     "no port mapping",
+			points:   []connectors.ConnectionPoint{dot1q("dc1", portA, 100), {ServiceEndpointID: "dc-unmapped", Encapsulation: connectors.EncapDot1Q, VLAN: 100}},
+			contains: `no port mapping for service endpoint "dc-unmapped"`,
+		},
+		{
+			name:     "photonic pair mapping",
+			points:   []connectors.ConnectionPoint{untagged("dc3", map[string]any{"sip_input": "R3-opt1-rx", "sip_output": "R3-opt1-tx"}), untagged("dc2", map[string]any{"sip": portB})},
+			contains: "photonic SIP pairs",
+		},
+		{
+			name:     "sips not an object",
+			points:   []connectors.ConnectionPoint{dot1q("dc1", portA, 100), {ServiceEndpointID: "dc2", Encapsulation: connectors.EncapDot1Q, VLAN: 100, MappingInfo: map[string]any{"sips": []any{"x"}}}},
+			contains: `"sips" must be an object`,
+		},
+		{
+			name:     "ELAN without multipoint",
+			typ:      connectors.ServiceELAN,
+			points:   append(points(0), dot1q("dc3", portA, 101)),
+			contains: `"multipoint"`,
+		},
+		{
+			name:     "empty key",
+			points:   points(0),
+			contains: "service key is required",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			typ, key := tt.typ, uuid.NewString()
+			if typ == "" {
+				typ = connectors.ServiceELINE
+			}
+			if tt.name == "empty key" {
+				key = ""
+			}
+			_, _, err := c.CreateService(t.Context(), key, typ, tt.points)
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("CreateService error = %v, want Permanent containing %q", err, tt.contains)
+			}
+			if got := paths(e); !reflect.DeepEqual(got, tt.requests) {
+				t.Fatalf("requests = %v, want %v", got, tt.requests)
+			}
+		})
+	}
+}
+
+func TestMultipoint(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"multipoint": true})
+	pts := append(points(0), dot1q("dc1", portA, 101))
+	id, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELAN, pts)
+	if err != nil {
+		t.Fatalf("CreateService(ELAN): %v", err)
+	}
+	s, _ := e.Service(id)
+	var local []string
+	for _, ep := range s.EndPoints {
+		local = append(local, ep.LocalID+"="+ep.SIP)
+	}
+	want := []string{"dc1.100=R1-eth0.100", "dc2=R2-eth0.100", "dc1.101=R1-eth0.101"}
+	if s.ServiceType != "MULTIPOINT_CONNECTIVITY" || !reflect.DeepEqual(local, want) {
+		t.Fatalf("service = %s %v, want MULTIPOINT_CONNECTIVITY %v", s.ServiceType, local, want)
+	}
+}
+
+func TestMappingRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		point  connectors.ConnectionPoint
+		wantIn string // the SIP the emulator's service gets for point 0
+	}{
+		{"untagged sip", connectors.ConnectionPoint{ServiceEndpointID: "dc1", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{"sip": portA}}, portA},
+		{"OSM rule: the endpoint id is the SIP", connectors.ConnectionPoint{ServiceEndpointID: portA, Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{}}, portA},
+		{"dot1q sip with its vlan", connectors.ConnectionPoint{ServiceEndpointID: "dc1", Encapsulation: connectors.EncapDot1Q, VLAN: 120, MappingInfo: map[string]any{"sip": "R1-eth0.120", "vlan": "120"}}, "R1-eth0.120"},
+		{"from the WIM's port mappings", connectors.ConnectionPoint{ServiceEndpointID: "pm-dc", Encapsulation: connectors.EncapDot1Q, VLAN: 107}, "R1-eth0.107"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := emu.New(emu.Options{SIPs: seededSIPs()})
+			srv := serve(t, e)
+			c := build(t, connectors.Config{URL: srv.URL, PortMappings: []wimro.PortMapping{
+				{WANServiceEndpointID: "pm-dc", WANServiceMappingInfo: vlanMapping(portA)},
+			}})
+			other := connectors.ConnectionPoint{ServiceEndpointID: "dc2", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{"sip": portB}}
+			id, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, []connectors.ConnectionPoint{tt.point, other})
+			if err != nil {
+				t.Fatalf("CreateService: %v", err)
+			}
+			if s, _ := e.Service(id); !reflect.DeepEqual(s.SIPs(), []string{tt.wantIn, portB}) {
+				t.Fatalf("service SIPs = %v, want [%s %s]", s.SIPs(), tt.wantIn, portB)
+			}
+		})
+	}
+}
+
+func TestCheckCredentials(t *testing.T) {
+	t.Parallel()
+	mapping := func(id string, info map[string]any) wimro.PortMapping {
+		return wimro.PortMapping{WANServiceEndpointID: id, WANServiceMappingInfo: info}
+	}
+	tests := []struct {
+		name     string
+		mappings []wimro.PortMapping
+		password string
+		kind     connectors.Kind
+		contains string
+	}{
+		{"no mappings", nil, password, 0, ""},
+		{"every SIP exists", []wimro.PortMapping{mapping("dc1", vlanMapping(portA)), mapping(portB, map[string]any{}), mapping("dc3", map[string]any{"sip": portA})}, password, 0, ""},
+		{"missing SIPs", []wimro.PortMapping{mapping("dc1", map[string]any{"sip": "R7"}), mapping("dc2", map[string]any{"sips": map[string]any{"5": "R8.5"}})}, password, connectors.KindPermanent, "SIP not found: R7 (port mapping of dc1), R8.5 (port mapping of dc2)"},
+		{"malformed mapping", []wimro.PortMapping{mapping("dc1", map[string]any{"sips": map[string]any{"x": "y"}})}, password, connectors.KindPermanent, `"sips" key "x"`},
+		{"bad password", nil, "wrong", connectors.KindUnauthorized, "401"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password})
+			srv := serve(t, e)
+			c := build(t, connectors.Config{URL: srv.URL, User: user, Password: tt.password, PortMappings: tt.mappings})
+			err := c.CheckCredentials(t.Context())
+			if tt.contains == "" {
+				if err != nil {
+					t.Fatalf("CheckCredentials: %v", err)
+				}
+			} else if err == nil || connectors.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("CheckCredentials error = %v, want %s containing %q", err, tt.kind, tt.contains)
+			}
+			if got := paths(e); !reflect.DeepEqual(got, []string{"GET " + emu.SIPsPath}) {
+				t.Fatalf("requests = %v, want only the SIP list", got)
+			}
+		})
+	}
+}
+
+func TestListAndClearOnlyWimro(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, nil)
+	foreign := uuid.NewString()
+	seed(t, e, foreign, "", "R1-eth0.130", "R2-eth0.130")
+	keys := []string{uuid.NewString(), uuid.NewString()}
+	for i, k := range keys {
+		if _, _, err := c.CreateService(t.Context(), k, connectors.ServiceELINE, points(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.ListServices(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range list {
+		got[s.ID] = s.Key
+		if _, err := json.Marshal(s.Info); err != nil || s.Info["service-type"] != "POINT_TO_POINT_CONNECTIVITY" {
+			t.Errorf("info of %s = %v", s.ID, s.Info)
+		}
+	}
+	if want := map[string]string{keys[0]: keys[0], keys[1]: keys[1]}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListServices = %v, want %v", got, want)
+	}
+	if err := c.ClearAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.Services(); len(left) != 1 || left[0].UUID != foreign {
+		t.Fatalf("after ClearAll the controller holds %+v, want only the foreign service", left)
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status int
+		kind   connectors.Kind
+	}{
+		{http.StatusBadRequest, connectors.KindPermanent},
+		{http.StatusUnauthorized, connectors.KindUnauthorized},
+		{http.StatusForbidden, connectors.KindUnauthorized},
+		{http.StatusTooManyRequests, connectors.KindRetryable},
+		{http.StatusInternalServerError, connectors.KindRetryable},
+		{http.StatusServiceUnavailable, connectors.KindRetryable},
+		{http.StatusNotImplemented, connectors.KindPermanent},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.FailNext(1, tt.status)
+			_, statusErr := c.GetServiceStatus(t.Context(), id, connInfo)
+			e.FailNext(1, tt.status)
+			deleteErr := c.DeleteService(t.Context(), id, connInfo)
+			for _, err := range []error{statusErr, deleteErr} {
+				if k := connectors.KindOf(err); err == nil || k != tt.kind {
+					t.Fatalf("error %v has kind %s, want %s", err, k, tt.kind)
+				}
+				if !strings.Contains(err.Error(), "injected failure") {
+					t.Errorf("error %q lacks the controller's RESTCONF message", err)
+				}
+			}
+			if e.Count() != 1 {
+				t.Fatal("a failed delete removed the service")
+			}
+		})
+	}
+}
+
+func TestMalformedReplies(t *testing.T) {
+	t.Parallel()
+	sipList := `{"tapi-common:service-interface-point":[{"uuid":"A","layer-protocol-name":"DSR","supported-layer-protocol-qualifier":["q"]},{"uuid":"B","layer-protocol-name":"DSR"}]}`
+	untagged := []connectors.ConnectionPoint{
+		{ServiceEndpointID: "A", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{}},
+		{ServiceEndpointID: "B", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{}},
+	}
+	create := func(c connectors.Connector) error {
+		_, _, err := c.CreateService(context.Background(), uuid.NewString(), connectors.ServiceELINE, untagged)
+		return err
+	}
+	status := func(c connectors.Connector) error {
+		_, err := c.GetServiceStatus(context.Background(), uuid.NewString(), nil)
+		return err
+	}
+	tests := []struct {
+		name    string
+		account map[string]any
+		replies map[string]string // path suffix → body of a 200
+		status  int               // of every reply, 200 when 0
+		call    func(c connectors.Connector) error
+		kind    connectors.Kind
+	}{
+		{"SIP list not JSON", nil, map[string]string{"service-interface-point": "<html>"}, 0, create, connectors.KindPermanent},
+		{"SIP list of another shape", nil, map[string]string{"service-interface-point": `{"sips":[]}`}, 0, create, connectors.KindPermanent},
+		{"status not JSON", nil, map[string]string{"": "oops"}, 0, status, connectors.KindPermanent},
+		{"status with an empty list", nil, map[string]string{"": `{"tapi-connectivity:connectivity-service":[]}`}, 0, status, connectors.KindNotFound},
+		{"RPC output without uuid", map[string]any{"create_mode": "rpc"}, map[string]string{
+			"service-interface-point":      sipList,
+			"/connectivity-service":        `{}`,
+			":create-connectivity-service": `{"tapi-connectivity:output":{"service":{}}}`,
+		}, 0, create, connectors.KindPermanent},
+		{"proxy error page", nil, map[string]string{"": "<html>bad gateway</html>"}, http.StatusBadGateway, status, connectors.KindRetryable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := tt.replies[""]
+				for suffix, b := range tt.replies {
+					if suffix != "" && strings.HasSuffix(r.URL.Path, suffix) {
+						body = b
+					}
+				}
+				if tt.status != 0 {
+					w.WriteHeader(tt.status)
+				}
+				_, _ = io.WriteString(w, body)
+			}))
+			c := build(t, connectors.Config{URL: srv.URL, AccountConfig: tt.account})
+			err := tt.call(c)
+			if err == nil || connectors.KindOf(err) != tt.kind {
+				t.Fatalf("error = %v (kind %s), want %s", err, connectors.KindOf(err), tt.kind)
+			}
+		})
+	}
+}
+
+func TestEmptyListAs404(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"ietf-restconf:errors":{"error":[{"error-type":"application","error-tag":"invalid-value"}]}}`)
+	}))
+	c := build(t, connectors.Config{URL: srv.URL})
+	list, err := c.ListServices(t.Context())
+	if err != nil || len(list) != 0 {
+		t.Fatalf("ListServices on an empty RESTCONF list = %v, %v; want none", list, err)
+	}
+	if err := c.CheckCredentials(t.Context()); connectors.KindOf(err) != connectors.KindPermanent || err == nil || !strings.Contains(err.Error(), "no TAPI context") {
+		t.Fatalf("CheckCredentials without a SIP list = %v, want Permanent", err)
+	}
+}
+
+// TestSlowControllerIsRetryable: every call gives up after timeout_ms
+// with a Retryable error, while the emulator holds each request until the
+// client leaves.
+func TestSlowControllerIsRetryable(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, map[string]any{"timeout_ms": 50})
+	e.Delay(time.Hour)
+	calls := map[string]func() error{
+		"status": func() error { _, err := c.GetServiceStatus(t.Context(), uuid.NewString(), nil); return err },
+		"create": func() error {
+			_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			return err
+		},
+		"delete": func() error { return c.DeleteService(t.Context(), uuid.NewString(), nil) },
+	}
+	for name, call := range calls {
+		if err := call(); !connectors.Retryable(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s on a slow controller: %v (kind %s), want a Retryable deadline", name, err, connectors.KindOf(err))
+		}
+	}
+	for _, r := range e.Requests() {
+		if r.Status != 499 {
+			t.Fatalf("request %s %s was served (%d) although the client had gone", r.Method, r.Path, r.Status)
+		}
+	}
+}
+
+func TestEditUnsupported(t *testing.T) {
+	t.Parallel()
+	c, e := setup(t, emu.Options{}, nil)
+	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(e.Requests())
+	_, err = c.EditService(t.Context(), id, connInfo, points(1))
+	if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("EditService = %v, want Permanent not supported", err)
+	}
+	if len(e.Requests()) != before {
+		t.Fatal("EditService talked to the controller")
+	}
+}
+
+func TestFactoryErrors(t *testing.T) {
+	t.Parallel()
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("no certificate here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		settings map[string]any
+		url      string
+		contains string
+	}{
+		{"not http", nil, "ftp://tapi", "wim_url"},
+		{"create_mode", map[string]any{"create_mode": "put"}, "", "create_mode"},
+		{"delete_mode", map[string]any{"delete_mode": "uuid"}, "", "delete_mode"},
+		{"delete_mode type", map[string]any{"delete_mode": 1}, "", "delete_mode"},
+		{"capacity_value zero", map[string]any{"capacity_value": 0}, "", "capacity_value"},
+		{"capacity_value text", map[string]any{"capacity_value": "fast"}, "", "capacity_value"},
+		{"capacity_unit", map[string]any{"capacity_unit": "gbps"}, "", "capacity_unit"},
+		{"multipoint", map[string]any{"multipoint": "sometimes"}, "", "multipoint"},
+		{"timeout_ms", map[string]any{"timeout_ms": -5}, "", "timeout_ms"},
+		{"ca_file", map[string]any{"ca_file": notPEM}, "", "ca_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := tt.url
+			if url == "" {
+				url = "https://tapi.example"
+			}
+			// The WIM config is read too when the account has nothing.
+			_, err := tapi.Factory(connectors.Config{URL: url, WIMConfig: tt.settings})
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("Factory error = %v, want Permanent naming %s", err, tt.contains)
+			}
+		})
+	}
+	if _, err := tapi.Factory(connectors.Config{URL: "http://x", WIMConfig: map[string]any{"create_mode": "put"}, AccountConfig: map[string]any{"create_mode": "rpc"}}); err != nil {
+		t.Fatalf("the account's setting should override the WIM's: %v", err)
+	}
+}
+
+// authRecorder records the Authorization headers the emulator receives.
+type authRecorder struct {
+	next http.Handler
+	mu   sync.Mutex
+	seen []string
+}
+
+func (a *authRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.seen = append(a.seen, r.Header.Get("Authorization"))
+	a.mu.Unlock()
+	a.next.ServeHTTP(w, r)
+}
+
+func TestTLSAndBearerToken(t *testing.T) {
+	t.Parallel()
+	rec := &authRecorder{next: emu.New(emu.Options{SIPs: seededSIPs()})}
+	srv := httptest.NewUnstartedServer(rec)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	strict := build(t, connectors.Config{URL: srv.URL})
+	if err := strict.CheckCredentials(t.Context()); err == nil || connectors.Retryable(err) {
+		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)
+	}
+	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true, "bearer_token": "tok-123"}})
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatalf("insecure_skip_verify: %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.seen) != 1 || rec.seen[0] != "Bearer tok-123" {
+		t.Fatalf("Authorization headers = %q, want one bearer token", rec.seen)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestSecretsNotLeaked(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const token = "bearer-secret-77"
+	e := emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password})
+	srv := serve(t, e)
+	account := map[string]any{"bearer_token": token, "create_mode": "rpc"}
+	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: account, Logger: logger})
+	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	e.FailNext(1, http.StatusInternalServerError)
+	_, err = c.GetServiceStatus(t.Context(), id, connInfo)
+	errs = append(errs, err)
+	bad := build(t, connectors.Config{URL: srv.URL, User: user, Password: "x" + password, AccountConfig: account, Logger: logger})
+	errs = append(errs, bad.CheckCredentials(t.Context()))
+	// A password in the URL's user info must not show either.
+	inURL := build(t, connectors.Config{URL: strings.Replace(srv.URL, "http://", "http://u:"+password+"@", 1), AccountConfig: account})
+	e.FailNext(1, http.StatusBadRequest)
+	_, _, err = inURL.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(1))
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err == nil {
+			t.Fatal("a call that should fail succeeded")
+		}
+		if s := err.Error(); strings.Contains(s, password) || strings.Contains(s, token) {
+			t.Fatalf("a secret leaked into the error %q", s)
+		}
+	}
+	logged := logs.String()
+	if !strings.Contains(logged, "tapi service created") {
+		t.Fatalf("debug log = %q, want the create line", logged)
+	}
+	if strings.Contains(logged, password) || strings.Contains(logged, token) {
+		t.Fatalf("a secret leaked into the log: %s", logged)
+	}
+}
+
+// listOnly hides the entry reads, like OSM's mock_tapi_handler, which only
+// serves the whole service list.
+type listOnly struct{ next http.Handler }
+
+func (l listOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/connectivity-service=") {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error": "Not found"}`)
+		return
+	}
+	l.next.ServeHTTP(w, r)
+}
+
+func TestOSMMockCompat(t *testing.T) {
+	t.Parallel()
+	e := emu.New(emu.Options{SIPs: emu.OSMSIPs()})
+	srv := serve(t, listOnly{e})
+	// OSM's mock port mappings: the endpoint id is the SIP, no mapping info.
+	c := build(t, connectors.Config{URL: srv.URL, User: "admin", Password: "admin", PortMappings: []wimro.PortMapping{
+		{WANServiceEndpointID: portA, WANServiceMappingInfo: map[string]any{}},
+		{WANServiceEndpointID: portB, WANServiceMappingInfo: map[string]any{}},
+	}})
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatalf("CheckCredentials: %v", err)
+	}
+	pts := []connectors.ConnectionPoint{
+		{ServiceEndpointID: portA, Encapsulation: connectors.EncapNone},
+		{ServiceEndpointID: portB, Encapsulation: connectors.EncapNone},
+	}
+	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, pts)
+	if err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	if st, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil || st.Status != connectors.StatusActive {
+		t.Fatalf("status through the list = %+v, %v; want ACTIVE", st, err)
+	}
+	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+		t.Fatalf("DeleteService: %v", err)
+	}
+	if _, err := c.GetServiceStatus(t.Context(), id, connInfo); !connectors.IsNotFound(err) {
+		t.Fatalf("status after delete = %v, want NotFound", err)
+	}
+}
