@@ -37,6 +37,11 @@ type Harness struct {
 	// (e.g. other VLANs), so that they can coexist. Required.
 	Points func(i int) []connectors.ConnectionPoint
 
+	// ELANPoints, if set, returns valid ELAN connection points (three or
+	// more) for the controller New builds, for connectors that support
+	// multipoint services; the ELAN case is skipped when it is nil.
+	ELANPoints func(i int) []connectors.ConnectionPoint
+
 	// EditUnsupported says EditService always fails with a Permanent
 	// error.
 	EditUnsupported bool
@@ -93,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteTwice", s.deleteTwice},
 		{"DeleteUnknown", s.deleteUnknown},
 		{"Edit", s.edit},
+		{"ELAN", s.elan},
 		{"ClearAll", s.clearAll},
 		{"InvalidInput", s.invalidInput},
 		{"CancelledContext", s.cancelledContext},
@@ -333,6 +339,38 @@ func (s *suite) edit(t *testing.T) {
 	_, err = c.EditService(t.Context(), uuid.NewString(), nil, s.h.Points(2))
 	if !connectors.IsNotFound(err) {
 		t.Fatalf("EditService(unknown) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
+	}
+}
+
+// elan runs a multipoint service through create, status, list and delete.
+func (s *suite) elan(t *testing.T) {
+	if s.h.ELANPoints == nil {
+		t.Skip("the connector does not support ELAN (no Harness.ELANPoints)")
+	}
+	c := s.h.New(t)
+	points := s.h.ELANPoints(0)
+	if len(points) < 3 {
+		t.Fatalf("Harness.ELANPoints(0) has %d points, want 3 or more", len(points))
+	}
+	key := newKey()
+	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELAN, points)
+	if err != nil {
+		t.Fatalf("CreateService(ELAN, %d points): %v", len(points), err)
+	}
+	mustJSON(t, "connInfo", connInfo)
+	s.waitActive(t, c, id, connInfo)
+	again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELAN, points)
+	if err != nil || (!s.h.ServerChosenIDs && again != id) {
+		t.Fatalf("creating the ELAN again = %s, %v; want %s (adopted)", again, err, id)
+	}
+	if _, ok := find(s.list(t, c), id); !ok {
+		t.Fatalf("ListServices does not list the ELAN %s", id)
+	}
+	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
+		t.Fatalf("DeleteService(ELAN): %v", err)
+	}
+	if services := s.list(t, c); len(services) != 0 {
+		t.Fatalf("after deleting the ELAN ListServices = %+v, want none", services)
 	}
 }
 

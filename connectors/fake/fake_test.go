@@ -64,6 +64,11 @@ func harness(accountConfig map[string]any) conformance.Harness {
 	return conformance.Harness{
 		New:    func(t *testing.T) connectors.Connector { return build(t, newConfig(t, accountConfig)) },
 		Points: points,
+		ELANPoints: func(i int) []connectors.ConnectionPoint {
+			third := points(i)[0]
+			third.VLAN += 50
+			return append(points(i), third)
+		},
 		Unreachable: func(t *testing.T) connectors.Connector {
 			cfg := newConfig(t, accountConfig)
 			fake.ControllerFor(cfg.URL).SetDown(true)

@@ -114,9 +114,9 @@ func TestConformance(t *testing.T) {
 		opts    emu.Options
 		account map[string]any
 	}{
-		{"data create, uuid delete", emu.Options{Version: emu.Version24}, nil},
-		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}},
-		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data"}},
+		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}},
+		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}},
+		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -128,7 +128,10 @@ func TestConformance(t *testing.T) {
 					c, _ := setup(t, opts, v.account)
 					return c
 				},
-				Points:          points,
+				Points: points,
+				ELANPoints: func(i int) []connectors.ConnectionPoint {
+					return append(points(i), dot1q("dc3", portA, firstVLAN+16+i))
+				},
 				EditUnsupported: true,
 				MaxStatusPolls:  4,
 				Unreachable: func(t *testing.T) connectors.Connector {
