@@ -24,6 +24,7 @@ import (
 	"github.com/wimro/wimro/connectors/dynpac"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/connectors/ietfl2vpn"
 	"github.com/wimro/wimro/connectors/tapi"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
@@ -437,6 +438,7 @@ func newRegistry() *connectors.Registry {
 	failing.Register(r)
 	dynpac.Register(r)
 	tapi.Register(r)
+	ietfl2vpn.Register(r)
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wimro/wimro/connectors/fake"
 	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
+	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
 	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -30,6 +31,9 @@ type e2eCase struct {
 	password      string
 	mappingInfo   func(dc int) map[string]any
 	services      func() int
+	// leftovers, if set, describes what else the delete must have removed
+	// from the controller (attachments, interfaces); "" when nothing is left.
+	leftovers func() string
 }
 
 // api is a small JSON client of a running wimd.
@@ -147,6 +151,11 @@ func runE2E(t *testing.T, c e2eCase) {
 	if n := c.services(); n != 0 {
 		t.Fatalf("%d services left on the controller", n)
 	}
+	if c.leftovers != nil {
+		if left := c.leftovers(); left != "" {
+			t.Fatalf("left on the controller after the delete: %s", left)
+		}
+	}
 }
 
 func TestE2EFake(t *testing.T) {
@@ -192,4 +201,25 @@ func TestE2ETAPI(t *testing.T) {
 			return map[string]any{"mapping_type": "tapi-sip", "sips": bySIP}
 		},
 		services: emu.Count})
+}
+
+// TestE2EIETFL2VPN runs against the strict RFC 8466 datastore: each
+// datacenter's endpoint is a device of a pre-provisioned site.
+func TestE2EIETFL2VPN(t *testing.T) {
+	t.Parallel()
+	sites := []string{"dc-a", "dc-b"}
+	emu := l2smemu.New(l2smemu.Options{Sites: []l2smemu.Site{{ID: sites[0]}, {ID: sites[1]}}, BuildPolls: 1, User: "admin", Password: "s3cret"})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	runE2E(t, e2eCase{wimType: "ietfl2vpn", url: srv.URL, user: "admin", password: "s3cret",
+		mappingInfo: func(dc int) map[string]any {
+			return map[string]any{"mapping_type": "l2sm-site", "site-id": sites[dc], "device-id": sites[dc] + "-pe"}
+		},
+		services: func() int { return len(emu.ServiceIDs()) },
+		leftovers: func() string {
+			if a := emu.Accesses(); len(a) > 0 {
+				return fmt.Sprintf("site-network-accesses %+v", a)
+			}
+			return ""
+		}})
 }

@@ -1,0 +1,848 @@
+// Package ietfl2vpn is an in-process emulator of a strict RESTCONF (RFC
+// 8040) server for the IETF L2VPN service model (RFC 8466, module
+// ietf-l2vpn-svc@2018-10-09), the controller that wimro's ietfl2vpn
+// connector drives (connectors.md §3). It is an http.Handler: mount it on
+// an httptest.Server and point a WIM at the server's URL.
+//
+// Resources, under Root (/restconf/data/ietf-l2vpn-svc:l2vpn-svc):
+//
+//	GET                 Root                                      the whole datastore
+//	GET, POST           /vpn-services                              POST: 201 + Location, 409 data-exists
+//	GET, PUT, DELETE    /vpn-services/vpn-service=<vpn-id>          PUT: 201 created, 204 replaced
+//	GET                 /sites, /sites/site=<site-id>               sites are seeded (Options.Sites), read-only
+//	GET, POST           /sites/site=<id>/site-network-accesses
+//	GET, PUT, DELETE    /sites/site=<id>/site-network-accesses/site-network-access=<network-access-id>
+//
+// Key values are percent-decoded (RFC 8040 §3.5.3). Request bodies are
+// application/yang-data+json (application/json is accepted too); replies
+// are application/yang-data+json, and every error is an
+// {"ietf-restconf:errors": {"error": [...]}} body with the RFC 8040
+// error-tag: unknown-element, missing-element, invalid-value (400),
+// data-missing with error-app-tag instance-required for an unresolved
+// leafref (400), access-denied (401), data-missing for an absent resource
+// (404), data-exists (409 on POST), in-use (409 on DELETE of a vpn-service
+// that a site-network-access still references), operation-not-supported
+// (405).
+//
+// Validation is strict, from a hand-written rule table of the part of RFC
+// 8466 a WIM uses (schema.go): the top-level member must be
+// module-qualified, unknown members are refused (RFC 8466 members outside
+// the table too, since the emulator could not check them), mandatory leaves (ce-vlan-preservation, ce-vlan-cos-preservation,
+// svc-mtu, cvlan-id, multicast-gp-port-mapping under feature bum) must be
+// there, identityrefs must name identities of the module (with or without
+// the "ietf-l2vpn-svc:" prefix; stored qualified), cvlan-id is a JSON number
+// in 1..4094, dot1q-vlan-tagged needs tagged-interface type dot1q, the
+// location-flavor choice must match the site's management type
+// (location-reference for customer-managed sites, device-reference for
+// provider- and co-managed ones) and name its location or device, and
+// vpn-attachment/vpn-id must name an existing vpn-service (require-instance).
+// Features follow Options.Features (default bearer-reference and dot1q).
+//
+// RFC 8466 has no operational status. Options.BuildPolls emulates the
+// TeraFlowSDN dialect instead: GET of a new vpn-service answers 504 that
+// many times before it answers 200. Dump returns the whole datastore as
+// one RFC 7951 document, for checking with yanglint.
+package ietfl2vpn
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Module is the YANG module the emulator serves.
+const Module = "ietf-l2vpn-svc"
+
+// Root is the path of the module's top container.
+const Root = "/restconf/data/" + Module + ":l2vpn-svc"
+
+// MediaType is RESTCONF's JSON media type.
+const MediaType = "application/yang-data+json"
+
+// DefaultFeatures are the ietf-l2vpn-svc features enabled when
+// Options.Features is nil.
+var DefaultFeatures = []string{"bearer-reference", "dot1q"}
+
+// Site is a pre-provisioned site.
+type Site struct {
+	ID string
+	// Management is the site's management type: "provider-managed"
+	// (default), "co-managed" or "customer-managed".
+	Management string
+	// Location is the id of the site's one location (default ID+"-loc").
+	Location string
+	// Device is the id of the site's one device (default ID+"-pe"); a
+	// customer-managed site has no devices (RFC 8466 "when").
+	Device string
+	// DefaultCEVLANID is default-ce-vlan-id (default 1).
+	DefaultCEVLANID int
+}
+
+// Options configure an Emulator.
+type Options struct {
+	// User and Password are the basic-auth credentials every request must
+	// carry; Token is a bearer token accepted as well. All empty: no auth.
+	User, Password, Token string
+	// Sites are the sites the datastore starts with.
+	Sites []Site
+	// Features are the enabled ietf-l2vpn-svc features (nil:
+	// DefaultFeatures). Members behind a disabled feature are unknown.
+	Features []string
+	// BuildPolls is how many GETs of a new vpn-service answer 504 before
+	// it answers 200 (TeraFlowSDN's "not active yet"; 0: never).
+	BuildPolls int
+	// RejectPUT makes every PUT answer 405, like servers that only create
+	// with POST.
+	RejectPUT bool
+}
+
+// Request is one request the emulator received.
+type Request struct {
+	Method string
+	// Path is the URL path as sent (percent-encoded).
+	Path        string
+	ContentType string
+	Body        string
+	// User is the basic-auth user, when the request carried one; Bearer
+	// reports a bearer token.
+	User   string
+	Bearer bool
+	// Status is the HTTP status of the reply (499 when the client gave up
+	// during a Delay).
+	Status int
+}
+
+// AccessRef names a site-network-access and the VPN it is attached to.
+type AccessRef struct {
+	Site, ID, VPNID string
+}
+
+type site struct {
+	Site
+	accesses map[string]map[string]any // network-access-id → entry
+}
+
+type failRule struct {
+	method, pathContains string
+	status               int
+}
+
+// Emulator is the in-memory L2SM datastore. It is safe for concurrent use.
+type Emulator struct {
+	opts  Options
+	check validator
+
+	mu       sync.Mutex
+	services map[string]map[string]any // vpn-id → entry
+	pending  map[string]int            // vpn-id → GETs left answering 504
+	sites    map[string]*site
+	requests []Request
+	failNext []int
+	failOn   []failRule
+	delay    time.Duration
+}
+
+// New returns an emulator holding the sites of opts and no vpn-service.
+func New(opts Options) *Emulator {
+	features := opts.Features
+	if features == nil {
+		features = DefaultFeatures
+	}
+	e := &Emulator{
+		opts:     opts,
+		check:    validator{features: make(map[string]bool, len(features))},
+		services: make(map[string]map[string]any),
+		pending:  make(map[string]int),
+		sites:    make(map[string]*site, len(opts.Sites)),
+	}
+	for _, f := range features {
+		e.check.features[f] = true
+	}
+	for _, s := range opts.Sites {
+		if s.Management == "" {
+			s.Management = "provider-managed"
+		}
+		if s.Location == "" {
+			s.Location = s.ID + "-loc"
+		}
+		if s.Device == "" && s.Management != "customer-managed" {
+			s.Device = s.ID + "-pe"
+		}
+		if s.Management == "customer-managed" {
+			s.Device = ""
+		}
+		if s.DefaultCEVLANID == 0 {
+			s.DefaultCEVLANID = 1
+		}
+		e.sites[s.ID] = &site{Site: s, accesses: make(map[string]map[string]any)}
+	}
+	return e
+}
+
+// FailNext makes the next n requests fail with status and an
+// ietf-restconf:errors body, without taking effect. Calls queue up.
+func (e *Emulator) FailNext(n, status int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for range n {
+		e.failNext = append(e.failNext, status)
+	}
+}
+
+// FailOn makes the next request with method whose decoded path contains
+// pathContains fail with status, without taking effect (once per call).
+// Tests use it to fail one given attachment.
+func (e *Emulator) FailOn(method, pathContains string, status int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failOn = append(e.failOn, failRule{method, pathContains, status})
+}
+
+// Delay makes every following request wait d before being handled (0
+// stops it). The wait ends early when the client gives up.
+func (e *Emulator) Delay(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.delay = d
+}
+
+// SetPending makes the next reads GETs of vpn-service id answer 504 (not
+// active yet). It reports whether the service exists.
+func (e *Emulator) SetPending(id string, reads int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.services[id] == nil {
+		return false
+	}
+	e.pending[id] = reads
+	return true
+}
+
+// RemoveAccess deletes a site-network-access behind the clients' back (a
+// fault, or another tool). It reports whether it existed.
+func (e *Emulator) RemoveAccess(siteID, id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sites[siteID]
+	if s == nil || s.accesses[id] == nil {
+		return false
+	}
+	delete(s.accesses, id)
+	return true
+}
+
+// Requests returns the requests received so far, oldest first.
+func (e *Emulator) Requests() []Request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.requests)
+}
+
+// ServiceIDs returns the vpn-ids, sorted.
+func (e *Emulator) ServiceIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.services))
+}
+
+// Service returns a copy of vpn-service id as stored (identities
+// module-qualified, numbers as json.Number).
+func (e *Emulator) Service(id string) (map[string]any, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.services[id]
+	if !ok {
+		return nil, false
+	}
+	return clone(s), true
+}
+
+// Accesses returns every site-network-access, sorted by site then id.
+func (e *Emulator) Accesses() []AccessRef {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []AccessRef
+	for _, sid := range slices.Sorted(maps.Keys(e.sites)) {
+		s := e.sites[sid]
+		for _, id := range slices.Sorted(maps.Keys(s.accesses)) {
+			out = append(out, AccessRef{Site: sid, ID: id, VPNID: attachedVPN(s.accesses[id])})
+		}
+	}
+	return out
+}
+
+// Access returns a copy of one site-network-access as stored.
+func (e *Emulator) Access(siteID, id string) (map[string]any, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sites[siteID]
+	if s == nil || s.accesses[id] == nil {
+		return nil, false
+	}
+	return clone(s.accesses[id]), true
+}
+
+// Dump returns the whole datastore, seeded sites included, as one RFC 7951
+// JSON document {"ietf-l2vpn-svc:l2vpn-svc": {...}}.
+func (e *Emulator) Dump() []byte {
+	e.mu.Lock()
+	doc := map[string]any{Module + ":l2vpn-svc": e.tree()}
+	e.mu.Unlock()
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	return b
+}
+
+// rcError is one RESTCONF error with its HTTP status.
+type rcError struct {
+	status           int
+	tag, appTag      string
+	path, msg        string
+	errType          string // "application" unless set
+	allow, authRealm string
+}
+
+func (r *rcError) body() map[string]any {
+	typ := r.errType
+	if typ == "" {
+		typ = "application"
+	}
+	item := map[string]any{"error-type": typ, "error-tag": r.tag, "error-message": r.msg}
+	if r.appTag != "" {
+		item["error-app-tag"] = r.appTag
+	}
+	if r.path != "" {
+		item["error-path"] = r.path
+	}
+	return map[string]any{"ietf-restconf:errors": map[string]any{"error": []any{item}}}
+}
+
+// reply is what a handler answers.
+type reply struct {
+	status   int
+	body     any
+	location string
+	err      *rcError
+}
+
+const maxBody = 1 << 20
+
+// ServeHTTP implements the RESTCONF server.
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	rec := Request{Method: r.Method, Path: r.URL.EscapedPath(), ContentType: r.Header.Get("Content-Type"), Body: string(body)}
+	if u, _, ok := r.BasicAuth(); ok {
+		rec.User = u
+	}
+	rec.Bearer = strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+
+	e.mu.Lock()
+	delay := e.delay
+	e.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			rec.Status = 499
+			e.log(rec)
+			return
+		case <-t.C:
+		}
+	}
+
+	var rep reply
+	if status, ok := e.injected(r); ok {
+		rep.err = &rcError{status: status, tag: tagFor(status), msg: "injected failure"}
+	} else if err := e.authenticate(r); err != nil {
+		rep.err = err
+	} else {
+		rep = e.route(r, body)
+	}
+	rec.Status = write(w, rep)
+	e.log(rec)
+}
+
+func (e *Emulator) log(rec Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requests = append(e.requests, rec)
+}
+
+// injected consumes a FailNext or FailOn that applies to r.
+func (e *Emulator) injected(r *http.Request) (int, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.failNext) > 0 {
+		status := e.failNext[0]
+		e.failNext = e.failNext[1:]
+		return status, true
+	}
+	for i, f := range e.failOn {
+		if f.method == r.Method && strings.Contains(r.URL.Path, f.pathContains) {
+			e.failOn = slices.Delete(e.failOn, i, i+1)
+			return f.status, true
+		}
+	}
+	return 0, false
+}
+
+// tagFor picks the RFC 8040 error-tag of an injected status.
+func tagFor(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound:
+		return "invalid-value"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return "access-denied"
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return "operation-not-supported"
+	case http.StatusConflict:
+		return "resource-denied"
+	}
+	return "operation-failed"
+}
+
+func (e *Emulator) authenticate(r *http.Request) *rcError {
+	o := e.opts
+	if o.User == "" && o.Token == "" {
+		return nil
+	}
+	if u, p, ok := r.BasicAuth(); ok && o.User != "" && u == o.User && p == o.Password {
+		return nil
+	}
+	if o.Token != "" && r.Header.Get("Authorization") == "Bearer "+o.Token {
+		return nil
+	}
+	return &rcError{status: http.StatusUnauthorized, tag: "access-denied", errType: "protocol", msg: "authentication failed", authRealm: "restconf"}
+}
+
+func write(w http.ResponseWriter, rep reply) int {
+	status, body := rep.status, rep.body
+	if rep.err != nil {
+		status, body = rep.err.status, rep.err.body()
+		if rep.err.allow != "" {
+			w.Header().Set("Allow", rep.err.allow)
+		}
+		if rep.err.authRealm != "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+rep.err.authRealm+`"`)
+		}
+	}
+	if rep.location != "" {
+		w.Header().Set("Location", rep.location)
+	}
+	if body == nil {
+		w.WriteHeader(status)
+		return status
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", MediaType)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return status
+}
+
+// resource is a parsed target URL.
+type resource struct {
+	kind        string // root, services, service, sites, site, accesses, access
+	path        string // the instance path, for error-path
+	site, entry string // decoded keys
+}
+
+// parse maps the escaped URL path onto a resource.
+func parse(escaped string) (resource, *rcError) {
+	notFound := &rcError{status: http.StatusNotFound, tag: "invalid-value", errType: "protocol", msg: "no such resource " + escaped}
+	rest, ok := strings.CutPrefix(escaped, Root)
+	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
+		return resource{}, notFound
+	}
+	var segs []string
+	if rest != "" {
+		segs = strings.Split(rest[1:], "/")
+	}
+	base := "/" + Module + ":l2vpn-svc"
+	keys := make([]string, 0, 2)
+	shape := make([]string, 0, len(segs))
+	for _, seg := range segs {
+		name, raw, keyed := strings.Cut(seg, "=")
+		shape = append(shape, name)
+		if !keyed {
+			continue
+		}
+		if strings.Contains(raw, ",") {
+			return resource{}, &rcError{status: http.StatusBadRequest, tag: "invalid-value", errType: "protocol", msg: "list " + name + " has one key, got " + raw}
+		}
+		key, err := url.PathUnescape(raw)
+		if err != nil {
+			return resource{}, &rcError{status: http.StatusBadRequest, tag: "invalid-value", errType: "protocol", msg: "bad key encoding " + raw}
+		}
+		keys = append(keys, key)
+		shape[len(shape)-1] += "="
+	}
+	res := resource{path: base}
+	switch strings.Join(shape, "/") {
+	case "":
+		res.kind = "root"
+	case "vpn-services":
+		res.kind, res.path = "services", base+"/vpn-services"
+	case "vpn-services/vpn-service=":
+		res.kind, res.entry = "service", keys[0]
+		res.path = entryPath(base+"/vpn-services/vpn-service", "vpn-id", keys[0])
+	case "sites":
+		res.kind, res.path = "sites", base+"/sites"
+	case "sites/site=":
+		res.kind, res.site = "site", keys[0]
+		res.path = sitePath(keys[0])
+	case "sites/site=/site-network-accesses":
+		res.kind, res.site = "accesses", keys[0]
+		res.path = sitePath(keys[0]) + "/site-network-accesses"
+	case "sites/site=/site-network-accesses/site-network-access=":
+		res.kind, res.site, res.entry = "access", keys[0], keys[1]
+		res.path = entryPath(sitePath(keys[0])+"/site-network-accesses/site-network-access", "network-access-id", keys[1])
+	default:
+		return resource{}, notFound
+	}
+	return res, nil
+}
+
+func sitePath(id string) string {
+	return entryPath("/"+Module+":l2vpn-svc/sites/site", "site-id", id)
+}
+
+// allowed lists the methods of each resource kind.
+var allowed = map[string][]string{
+	"root":     {http.MethodGet},
+	"services": {http.MethodGet, http.MethodPost},
+	"service":  {http.MethodGet, http.MethodPut, http.MethodDelete},
+	"sites":    {http.MethodGet},
+	"site":     {http.MethodGet},
+	"accesses": {http.MethodGet, http.MethodPost},
+	"access":   {http.MethodGet, http.MethodPut, http.MethodDelete},
+}
+
+func (e *Emulator) route(r *http.Request, body []byte) reply {
+	res, err := parse(r.URL.EscapedPath())
+	if err != nil {
+		return reply{err: err}
+	}
+	methods := allowed[res.kind]
+	if e.opts.RejectPUT {
+		methods = slices.DeleteFunc(slices.Clone(methods), func(m string) bool { return m == http.MethodPut })
+	}
+	if !slices.Contains(methods, r.Method) {
+		msg := r.Method + " is not supported on " + res.path
+		if res.kind == "sites" || res.kind == "site" {
+			msg += " (sites are provisioned by the operator)"
+		}
+		return reply{err: &rcError{status: http.StatusMethodNotAllowed, tag: "operation-not-supported", errType: "protocol", path: res.path, msg: msg, allow: strings.Join(methods, ", ")}}
+	}
+	var doc any
+	if r.Method == http.MethodPut || r.Method == http.MethodPost {
+		var err *rcError
+		if doc, err = decode(r, body); err != nil {
+			return reply{err: err}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if res.site != "" && e.sites[res.site] == nil {
+		return reply{err: missing(sitePath(res.site), "site "+res.site+" does not exist")}
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return e.get(res)
+	case http.MethodDelete:
+		return e.remove(res)
+	}
+	return e.store(r, res, doc)
+}
+
+// decode reads a write body: JSON of the RESTCONF media type.
+func decode(r *http.Request, body []byte) (any, *rcError) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (ct != MediaType && ct != "application/json") {
+		return nil, &rcError{status: http.StatusUnsupportedMediaType, tag: "invalid-value", errType: "protocol", msg: "Content-Type must be " + MediaType}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		return nil, &rcError{status: http.StatusBadRequest, tag: "malformed-message", errType: "protocol", msg: fmt.Sprintf("the body is not one JSON document: %v", err)}
+	}
+	return doc, nil
+}
+
+func missing(path, msg string) *rcError {
+	return &rcError{status: http.StatusNotFound, tag: "data-missing", path: path, msg: msg}
+}
+
+func (e *Emulator) get(res resource) reply {
+	ok := func(member string, v any) reply {
+		return reply{status: http.StatusOK, body: map[string]any{Module + ":" + member: v}}
+	}
+	switch res.kind {
+	case "root":
+		return ok("l2vpn-svc", e.tree())
+	case "services":
+		return ok("vpn-services", e.servicesTree())
+	case "service":
+		s := e.services[res.entry]
+		if s == nil {
+			return reply{err: missing(res.path, "vpn-service "+res.entry+" does not exist")}
+		}
+		if e.pending[res.entry] > 0 {
+			e.pending[res.entry]--
+			return reply{err: &rcError{status: http.StatusGatewayTimeout, tag: "operation-failed", path: res.path, msg: "vpn-service " + res.entry + " is not active yet"}}
+		}
+		return ok("vpn-service", []any{clone(s)})
+	case "sites":
+		return ok("sites", e.sitesTree())
+	case "site":
+		return ok("site", []any{e.siteTree(e.sites[res.site])})
+	case "accesses":
+		return ok("site-network-accesses", accessesTree(e.sites[res.site]))
+	}
+	a := e.sites[res.site].accesses[res.entry]
+	if a == nil {
+		return reply{err: missing(res.path, "site-network-access "+res.entry+" does not exist in site "+res.site)}
+	}
+	return ok("site-network-access", []any{clone(a)})
+}
+
+func (e *Emulator) remove(res resource) reply {
+	if res.kind == "service" {
+		if e.services[res.entry] == nil {
+			return reply{err: missing(res.path, "vpn-service "+res.entry+" does not exist")}
+		}
+		for _, sid := range slices.Sorted(maps.Keys(e.sites)) {
+			for _, aid := range slices.Sorted(maps.Keys(e.sites[sid].accesses)) {
+				if attachedVPN(e.sites[sid].accesses[aid]) == res.entry {
+					return reply{err: &rcError{status: http.StatusConflict, tag: "in-use", appTag: "instance-required", path: res.path,
+						msg: fmt.Sprintf("vpn-service %s is referenced by site-network-access %s of site %s", res.entry, aid, sid)}}
+				}
+			}
+		}
+		delete(e.services, res.entry)
+		delete(e.pending, res.entry)
+		return reply{status: http.StatusNoContent}
+	}
+	s := e.sites[res.site]
+	if s.accesses[res.entry] == nil {
+		return reply{err: missing(res.path, "site-network-access "+res.entry+" does not exist in site "+res.site)}
+	}
+	delete(s.accesses, res.entry)
+	return reply{status: http.StatusNoContent}
+}
+
+// store handles PUT on an entry and POST on a list's parent.
+func (e *Emulator) store(r *http.Request, res resource, doc any) reply {
+	schema, member, key := vpnServiceSchema, "vpn-service", "vpn-id"
+	listPath := "/" + Module + ":l2vpn-svc/vpn-services/vpn-service"
+	if res.kind == "accesses" || res.kind == "access" {
+		schema, member, key = accessSchema, "site-network-access", "network-access-id"
+		listPath = sitePath(res.site) + "/site-network-accesses/site-network-access"
+	}
+	entry, err := e.entry(doc, member, key, schema, listPath)
+	if err != nil {
+		return reply{err: err}
+	}
+	id := entry[key].(string)
+	if r.Method == http.MethodPut && id != res.entry {
+		return reply{err: invalid(entryPath(listPath, key, id)+"/"+key, fmt.Sprintf("the key %q in the body differs from the key %q in the URL", id, res.entry))}
+	}
+	if member == "site-network-access" {
+		if err := e.checkAccess(e.sites[res.site], entry, entryPath(listPath, key, id)); err != nil {
+			return reply{err: err}
+		}
+	}
+	table := e.services
+	if member == "site-network-access" {
+		table = e.sites[res.site].accesses
+	}
+	_, exists := table[id]
+	if r.Method == http.MethodPost && exists {
+		return reply{err: &rcError{status: http.StatusConflict, tag: "data-exists", path: entryPath(listPath, key, id), msg: member + " " + id + " already exists"}}
+	}
+	table[id] = entry
+	if member == "vpn-service" && !exists && e.opts.BuildPolls > 0 {
+		e.pending[id] = e.opts.BuildPolls
+	}
+	if exists {
+		return reply{status: http.StatusNoContent}
+	}
+	loc := ""
+	if r.Method == http.MethodPost {
+		loc = r.URL.EscapedPath() + "/" + member + "=" + url.PathEscape(id)
+	}
+	return reply{status: http.StatusCreated, location: loc}
+}
+
+// entry checks a write body {"ietf-l2vpn-svc:<member>": [ {...} ]} and
+// returns its one list entry, validated and normalised.
+func (e *Emulator) entry(doc any, member, key string, schema *node, listPath string) (map[string]any, *rcError) {
+	top, ok := doc.(map[string]any)
+	if !ok || len(top) != 1 {
+		return nil, &rcError{status: http.StatusBadRequest, tag: "malformed-message", errType: "protocol", msg: fmt.Sprintf("the body must be one JSON object with the single member %q", Module+":"+member)}
+	}
+	for name := range top {
+		if name != Module+":"+member {
+			msg := fmt.Sprintf("unknown top-level member %q, want %q", name, Module+":"+member)
+			if name == member {
+				msg = fmt.Sprintf("the top-level member %q must be module-qualified (%q, RFC 7951 §4)", name, Module+":"+member)
+			}
+			return nil, &rcError{status: http.StatusBadRequest, tag: "unknown-element", path: listPath, msg: msg}
+		}
+	}
+	list, ok := top[Module+":"+member].([]any)
+	if !ok || len(list) != 1 {
+		return nil, invalid(listPath, "the body must hold exactly one "+member+" entry, as a JSON array")
+	}
+	if err := e.check.check(schema, list, listPath); err != nil {
+		return nil, err
+	}
+	obj := list[0].(map[string]any)
+	if _, ok := obj[key].(string); !ok {
+		return nil, invalid(listPath+"/"+key, "the key "+key+" must be a string")
+	}
+	return obj, nil
+}
+
+// checkAccess applies the rules of a site-network-access that depend on
+// its site and on the vpn-services: the location-flavor choice (its case
+// must fit the site's management type and name an existing location or
+// device) and the vpn-attachment choice (vpn-id must exist).
+func (e *Emulator) checkAccess(s *site, a map[string]any, path string) *rcError {
+	loc, hasLoc := a["location-reference"].(string)
+	dev, hasDev := a["device-reference"].(string)
+	switch {
+	case hasLoc && hasDev:
+		return invalid(path, "location-reference and device-reference are two cases of the choice location-flavor: give one")
+	case !hasLoc && !hasDev:
+		return &rcError{status: http.StatusBadRequest, tag: "missing-element", path: path + "/location-flavor",
+			msg: "the mandatory choice location-flavor needs location-reference or device-reference"}
+	case hasLoc && s.Management != "customer-managed":
+		return invalid(path+"/location-reference", "location-reference applies only to a customer-managed site; site "+s.ID+" is "+s.Management+": use device-reference")
+	case hasDev && s.Management == "customer-managed":
+		return invalid(path+"/device-reference", "device-reference applies only to a provider- or co-managed site; site "+s.ID+" is customer-managed: use location-reference")
+	case hasLoc && loc != s.Location:
+		return leafref(path+"/location-reference", fmt.Sprintf("location %q does not exist in site %s", loc, s.ID))
+	case hasDev && dev != s.Device:
+		return leafref(path+"/device-reference", fmt.Sprintf("device %q does not exist in site %s", dev, s.ID))
+	}
+	att, _ := a["vpn-attachment"].(map[string]any)
+	vpn, hasVPN := att["vpn-id"].(string)
+	_, hasPolicy := att["vpn-policy-id"]
+	_, hasRole := att["site-role"]
+	switch {
+	case hasPolicy && (hasVPN || hasRole):
+		return invalid(path+"/vpn-attachment", "vpn-id/site-role and vpn-policy-id are two cases of the choice attachment-flavor: give one")
+	case hasPolicy:
+		return leafref(path+"/vpn-attachment/vpn-policy-id", "site "+s.ID+" has no vpn-policies")
+	case !hasVPN:
+		return &rcError{status: http.StatusBadRequest, tag: "missing-element", path: path + "/vpn-attachment/vpn-id",
+			msg: "the mandatory choice attachment-flavor needs vpn-attachment/vpn-id"}
+	case e.services[vpn] == nil:
+		return leafref(path+"/vpn-attachment/vpn-id", fmt.Sprintf("vpn-service %q does not exist (leafref with require-instance)", vpn))
+	}
+	return nil
+}
+
+// leafref is the error of an unresolved leafref (RFC 7950 §15.5).
+func leafref(path, msg string) *rcError {
+	return &rcError{status: http.StatusBadRequest, tag: "data-missing", appTag: "instance-required", path: path, msg: msg}
+}
+
+func attachedVPN(a map[string]any) string {
+	att, _ := a["vpn-attachment"].(map[string]any)
+	id, _ := att["vpn-id"].(string)
+	return id
+}
+
+// The tree builders assemble RFC 7951 JSON from the datastore; e.mu is
+// held.
+
+func (e *Emulator) tree() map[string]any {
+	return map[string]any{"vpn-services": e.servicesTree(), "sites": e.sitesTree()}
+}
+
+func (e *Emulator) servicesTree() map[string]any {
+	out := map[string]any{}
+	if len(e.services) > 0 {
+		list := make([]any, 0, len(e.services))
+		for _, id := range slices.Sorted(maps.Keys(e.services)) {
+			list = append(list, clone(e.services[id]))
+		}
+		out["vpn-service"] = list
+	}
+	return out
+}
+
+func (e *Emulator) sitesTree() map[string]any {
+	out := map[string]any{}
+	if len(e.sites) > 0 {
+		list := make([]any, 0, len(e.sites))
+		for _, id := range slices.Sorted(maps.Keys(e.sites)) {
+			list = append(list, e.siteTree(e.sites[id]))
+		}
+		out["site"] = list
+	}
+	return out
+}
+
+func (e *Emulator) siteTree(s *site) map[string]any {
+	out := map[string]any{
+		"site-id":            s.ID,
+		"management":         map[string]any{"type": Module + ":" + s.Management},
+		"locations":          map[string]any{"location": []any{map[string]any{"location-id": s.Location}}},
+		"default-ce-vlan-id": s.DefaultCEVLANID,
+	}
+	if s.Device != "" {
+		out["devices"] = map[string]any{"device": []any{map[string]any{"device-id": s.Device, "location": s.Location}}}
+	}
+	if len(s.accesses) > 0 {
+		out["site-network-accesses"] = accessesTree(s)
+	}
+	return out
+}
+
+func accessesTree(s *site) map[string]any {
+	out := map[string]any{}
+	if len(s.accesses) > 0 {
+		list := make([]any, 0, len(s.accesses))
+		for _, id := range slices.Sorted(maps.Keys(s.accesses)) {
+			list = append(list, clone(s.accesses[id]))
+		}
+		out["site-network-access"] = list
+	}
+	return out
+}
+
+// clone deep-copies decoded JSON.
+func clone[T any](v T) T {
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			m := make(map[string]any, len(x))
+			for k, c := range x {
+				m[k] = walk(c)
+			}
+			return m
+		case []any:
+			s := make([]any, len(x))
+			for i, c := range x {
+				s[i] = walk(c)
+			}
+			return s
+		}
+		return v
+	}
+	out, _ := walk(v).(T)
+	return out
+}
