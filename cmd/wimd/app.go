@@ -25,6 +25,7 @@ import (
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
+	"github.com/wimro/wimro/connectors/onos"
 	"github.com/wimro/wimro/connectors/tapi"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
@@ -439,6 +440,7 @@ func newRegistry() *connectors.Registry {
 	dynpac.Register(r)
 	tapi.Register(r)
 	ietfl2vpn.Register(r)
+	onos.Register(r)
 	return r
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/wimro/wimro/connectors/fake"
 	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
 	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	onosemu "github.com/wimro/wimro/internal/emulators/onos"
 	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -222,4 +223,29 @@ func TestE2EIETFL2VPN(t *testing.T) {
 			}
 			return ""
 		}})
+}
+
+// TestE2EONOS runs both type names of the ONOS VPLS connector; the VPLS
+// app's own state (not only the posted config) must hold the services.
+func TestE2EONOS(t *testing.T) {
+	t.Parallel()
+	for _, wimType := range []string{"onos", "onos_vpls"} {
+		t.Run(wimType, func(t *testing.T) {
+			t.Parallel()
+			emu := onosemu.New(onosemu.Options{User: "onos", Password: "rocks"})
+			srv := httptest.NewServer(emu)
+			t.Cleanup(srv.Close)
+			runE2E(t, e2eCase{wimType: wimType, url: srv.URL, user: "onos", password: "rocks",
+				mappingInfo: func(dc int) map[string]any {
+					return map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", dc+1), "switch_port": "1"}
+				},
+				services: func() int { return len(emu.AppVPLSs()) },
+				leftovers: func() string {
+					if ifs := emu.Interfaces(); len(ifs) > 0 {
+						return fmt.Sprintf("interfaces %+v", ifs)
+					}
+					return ""
+				}})
+		})
+	}
 }

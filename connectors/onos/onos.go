@@ -1,0 +1,389 @@
+// Package onos provides WIM types "onos" and "onos_vpls" (the same
+// connector): ONOS's VPLS application driven through the network
+// configuration REST API (connectors.md §2.1–2.3, osm-ro-wim.md §6 and
+// §9: OSM's onos_vpls plugin), with basic auth (ONOS's default is
+// onos/rocks). Every path is relative to {wim_url}/onos/v1 (a wim_url that
+// already ends with /onos/v1 is used as is):
+//
+//	GET  /applications/org.onosproject.vpls                 CheckCredentials: auth, and the app is ACTIVE
+//	GET  /network/configuration/ports                       the interfaces of every port (404 = none)
+//	POST /network/configuration/ports                       {subject: {"interfaces": [...]}} of the ports we change
+//	GET  /network/configuration/apps/org.onosproject.vpls/vpls   the VPLS list (404 = none)
+//	POST /network/configuration/apps/org.onosproject.vpls/vpls   the whole VPLS list, without lastUpdateTime
+//
+// ONOS errors are {"code", "message"}; their message ends up in the error
+// text. A 207 Multi-Status from netcfg (some config keys refused) is a
+// Permanent failure carrying ONOS's messages.
+//
+// # Objects
+//
+// The service id is the caller's key (the WAN link's uuid; any 1 to 128
+// letters, digits, '.', '_' or '-' starting with a letter or digit). The
+// service
+// is the VPLS named "wimro-<key>", with one interface per connection point
+// named "wimro-<key>-<i>" (i is the point's index), configured on the
+// point's port with the access VLAN as a string ("vlan": "100", as ONOS
+// writes it) for dot1q and no vlan for none. Interfaces are never shared
+// between services nor named after the endpoint, unlike OSM's: two services
+// on one port with different VLANs have interfaces of their own. The VPLS
+// encapsulation is the core transport encapsulation between the edge
+// ports, from the setting "encapsulation", never the access VLAN.
+//
+// A point's port comes from its MappingInfo (the port mapping's
+// wan_service_mapping_info; when the point carries none, the WIM's port
+// mapping for its endpoint): "switch_dpid" is the OpenFlow datapath id,
+// given as "of:<hex>", as hex digits, or as colon-separated hex bytes (up
+// to 16 digits, left-padded with zeros); "switch_port" is the OpenFlow
+// port number, a number or a decimal string in 1..4294967040. Anything
+// else is a Permanent error naming the point and the key, raised before
+// any request; so is a service whose two points land on the same port and
+// VLAN.
+//
+// # Idempotency and concurrency
+//
+// Create looks the VPLS and its interfaces up by name and brings them in
+// line with the request (create-or-replace), so a retried create adopts
+// the service. Every change of the network configuration is a
+// read-modify-write of one config key with no ETag, so create, edit,
+// delete and clear run under cfg.MutationLock("onos-vpls:<base URL>"):
+// goroutines of this process queue on it, and wimd's Locker (PostgreSQL
+// advisory locks) keeps other wimd processes out. Only the config keys
+// touched are posted (the ports we change, the VPLS list), other tenants'
+// interfaces and VPLSs are carried over untouched, and lastUpdateTime is
+// stripped from the VPLS config before every POST (the VPLS app ignores a
+// config that carries one). After writing, the connector reads both keys
+// again and re-applies what is missing (another controller client may
+// have written in between), at most 3 times, then fails Retryable. A
+// create of a new VPLS that fails after writing undoes what it added
+// itself (its entry, the interfaces that were not there), never by
+// re-posting an older tree; a failed edit, or create of an existing VPLS,
+// is left for the retry to converge. Delete finds the interfaces by their
+// name prefix on every port, so it needs no connInfo.
+//
+// The lock is keyed by the base URL: WIMs whose different URLs reach one
+// ONOS cluster are not serialised with each other (the verify step
+// repairs only the writer's own service).
+//
+// # Status
+//
+// The VPLS present with all its interfaces (in its VPLS entry and
+// configured on their ports with their VLAN) is ACTIVE; present with some
+// missing is DOWN, naming them; absent is a NotFound error. The expected
+// interfaces come from connInfo, or, without it, from the VPLS entry and
+// the interfaces bearing the service's prefix. ONOS keeps no other
+// per-VPLS state in netcfg, so there is no BUILD phase, and a deactivated
+// VPLS application is only reported by CheckCredentials. Info gives the
+// VPLS, its interfaces, its encapsulation and, once the VPLS app has
+// written the config back, its last_update_time.
+//
+// ListServices and ClearAll see only the VPLSs named "wimro-<key>"; ClearAll
+// removes them and their interfaces (interfaces left by a create that
+// crashed before writing its VPLS are removed by a delete of that key).
+//
+// # Settings (account config, then WIM config)
+//
+//	timeout_ms            per-request timeout (30000)
+//	ca_file               PEM file of CA certificates to trust
+//	insecure_skip_verify  do not verify the controller's TLS certificate (false)
+//	bearer_token          bearer token, used when the account has no user
+//	encapsulation         VPLS core encapsulation: NONE, VLAN or MPLS (NONE)
+package onos
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/rest"
+)
+
+// WIM types this package registers.
+const (
+	Type     = "onos"
+	TypeVPLS = "onos_vpls"
+)
+
+// Register adds the connector to r under Type and TypeVPLS.
+func Register(r *connectors.Registry) {
+	r.Register(Type, Factory)
+	r.Register(TypeVPLS, Factory)
+}
+
+const (
+	apiPath   = "/onos/v1"
+	vplsApp   = "org.onosproject.vpls"
+	appPath   = "/applications/" + vplsApp
+	portsPath = "/network/configuration/ports"
+	vplsPath  = "/network/configuration/apps/" + vplsApp + "/vpls"
+
+	// namePrefix marks the VPLSs and interfaces wimro owns.
+	namePrefix = "wimro-"
+	// maxAttempts bounds the write passes of one change; one more pass
+	// only verifies.
+	maxAttempts = 3
+)
+
+var encapsulations = map[string]bool{"NONE": true, "VLAN": true, "MPLS": true}
+
+// keyPattern is what a service key may look like: it becomes part of ONOS
+// object names, and ownership is read back from those names.
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+type connector struct {
+	cfg      connectors.Config // for MutationLock
+	rest     *rest.Client
+	encap    string
+	mappings map[string]map[string]any // endpoint id → wan_service_mapping_info
+	lockName string
+	log      *slog.Logger
+}
+
+// Factory builds an onos connector. It contacts nothing; invalid settings
+// are Permanent errors.
+func Factory(cfg connectors.Config) (connectors.Connector, error) {
+	base := strings.TrimRight(strings.TrimSpace(cfg.URL), "/")
+	if !strings.HasSuffix(base, apiPath) {
+		base += apiPath
+	}
+	restCfg := cfg
+	restCfg.URL = base
+	client, err := rest.New("onos", restCfg)
+	if err != nil {
+		return nil, err
+	}
+	encap, err := cfg.StringSetting("encapsulation", "NONE")
+	if err != nil {
+		return nil, err
+	}
+	encap = strings.ToUpper(strings.TrimSpace(encap))
+	if !encapsulations[encap] {
+		return nil, connectors.Errorf(connectors.KindPermanent, "onos: config \"encapsulation\" must be NONE, VLAN or MPLS, got %q", encap)
+	}
+	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
+	for _, m := range cfg.PortMappings {
+		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
+	}
+	return &connector{
+		cfg:      cfg,
+		rest:     client,
+		encap:    encap,
+		mappings: mappings,
+		lockName: "onos-vpls:" + lockURL(client.Base()),
+		log:      cfg.Log(),
+	}, nil
+}
+
+// lockURL is the base URL without user info: lock names may be logged or
+// hashed into database lock keys.
+func lockURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	u.User = nil
+	return u.String()
+}
+
+func vplsName(key string) string { return namePrefix + key }
+
+// keyOf returns the key of a VPLS name wimro made.
+func keyOf(name string) (string, bool) {
+	key, ok := strings.CutPrefix(name, namePrefix)
+	return key, ok && keyPattern.MatchString(key)
+}
+
+// lock takes the mutation lock of this controller.
+func (c *connector) lock(ctx context.Context) (func(), error) {
+	return c.cfg.MutationLock(ctx, c.lockName)
+}
+
+func (c *connector) CheckCredentials(ctx context.Context) error {
+	const op = "check credentials"
+	r, err := c.rest.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: appPath})
+	if err != nil {
+		return err
+	}
+	if r.Status == http.StatusNotFound {
+		return connectors.Errorf(connectors.KindPermanent, "onos %s: the VPLS application %s is not installed (%s)", op, vplsApp, onosDetail(r.Body))
+	}
+	if !r.OK() {
+		return c.fail(op, r)
+	}
+	var app struct {
+		State string `json:"state"`
+	}
+	if err := c.rest.Decode(op, r, &app); err != nil {
+		return err
+	}
+	if app.State != "ACTIVE" {
+		return connectors.Errorf(connectors.KindPermanent, "onos %s: VPLS application is not active (%s is %q); activate it on the controller", op, vplsApp, app.State)
+	}
+	return nil
+}
+
+func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	want, err := c.interfaces(key, t, points)
+	if err != nil {
+		return "", nil, err
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	existed, err := c.converge(ctx, key, want, false)
+	if err != nil {
+		return "", nil, err
+	}
+	c.log.Debug("onos VPLS in place", "service_id", key, "vpls", vplsName(key), "adopted", existed)
+	return key, c.connInfo(key, t, want), nil
+}
+
+func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+	// An ELINE stays an ELINE; without connInfo, VPLS's own rule (two
+	// points or more) applies.
+	t := connectors.ServiceELAN
+	if s, _ := connInfo["type"].(string); s == string(connectors.ServiceELINE) {
+		t = connectors.ServiceELINE
+	}
+	if !keyPattern.MatchString(id) {
+		if err := connectors.ValidatePoints(t, points); err != nil {
+			return nil, err
+		}
+		return nil, connectors.Errorf(connectors.KindNotFound, "onos edit: %q is not a service id of this connector", id)
+	}
+	want, err := c.interfaces(id, t, points)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := c.converge(ctx, id, want, true); err != nil {
+		return nil, err
+	}
+	c.log.Debug("onos VPLS edited", "service_id", id, "interfaces", len(want))
+	return c.connInfo(id, t, want), nil
+}
+
+func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
+	if !keyPattern.MatchString(id) {
+		// Nothing wimro made can have this id.
+		return nil
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := c.remove(ctx, []string{id}); err != nil {
+		return err
+	}
+	c.log.Debug("onos VPLS deleted", "service_id", id)
+	return nil
+}
+
+func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
+	doc, err := c.readVPLS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []connectors.Service
+	for _, e := range doc.entries() {
+		key, ok := keyOf(e.Name)
+		if !ok {
+			continue
+		}
+		out = append(out, connectors.Service{ID: key, Key: key, Info: e.info()})
+	}
+	return out, nil
+}
+
+// ClearAll removes every VPLS named wimro-<key> and the interfaces of
+// those keys, and nothing else.
+func (c *connector) ClearAll(ctx context.Context) error {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	doc, err := c.readVPLS(ctx)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for _, e := range doc.entries() {
+		if key, ok := keyOf(e.Name); ok {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := c.remove(ctx, keys); err != nil {
+		return err
+	}
+	c.log.Debug("onos VPLSs cleared", "deleted", len(keys))
+	return nil
+}
+
+func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (connectors.ServiceStatus, error) {
+	if !keyPattern.MatchString(id) {
+		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "onos status: %q is not a service id of this connector", id)
+	}
+	doc, err := c.readVPLS(ctx)
+	if err != nil {
+		return connectors.ServiceStatus{}, err
+	}
+	entry, ok := doc.find(vplsName(id))
+	if !ok {
+		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "onos status: VPLS %s not found", vplsName(id))
+	}
+	ports, err := c.readPorts(ctx)
+	if err != nil {
+		return connectors.ServiceStatus{}, err
+	}
+	st := status(id, entry, ports, expectedInterfaces(connInfo))
+	var updated any
+	if json.Unmarshal(doc.updated, &updated) == nil && updated != nil {
+		// Set when the VPLS app has applied the config and written it back.
+		st.Info["last_update_time"] = updated
+	}
+	return st, nil
+}
+
+// fail returns the classified error of a non-2xx (or 207) reply, with
+// ONOS's message.
+func (c *connector) fail(op string, r rest.Reply) error {
+	return c.rest.Error(op, r, onosDetail(r.Body))
+}
+
+// onosDetail returns the message of an ONOS error body {"code",
+// "message"}, where message is a string or, for 207, a list of strings; ""
+// for any other body.
+func onosDetail(body []byte) string {
+	var e struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(body, &e) != nil || len(e.Message) == 0 {
+		return ""
+	}
+	var one string
+	if json.Unmarshal(e.Message, &one) == nil {
+		return one
+	}
+	var many []string
+	if json.Unmarshal(e.Message, &many) == nil {
+		return strings.Join(many, "; ")
+	}
+	return ""
+}
+
+var _ connectors.Connector = (*connector)(nil)
