@@ -157,6 +157,9 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 				return err
 			}
 		} else {
+			if err := e.checkConnector(w, in.Config, "", "wim_account.config"); err != nil {
+				return err
+			}
 			created, err := s.CreateAccount(ctx, wimro.WIMAccount{
 				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: in.Config,
 			})
@@ -246,7 +249,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 	}
 	var out []AccountShort
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
-		_, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
+		w, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
 		}
@@ -266,6 +269,9 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 			}
 			if len(in.Config) > 0 {
 				merged := mergeConfig(a.Config, in.Config)
+				if err := e.checkConnector(w, merged, "", "wim_account.config"); err != nil {
+					return err
+				}
 				u.Config = &merged
 			}
 			up, err := s.UpdateAccount(ctx, a.UUID, u)

@@ -18,6 +18,7 @@ type Engine struct {
 	db     *persistence.DB
 	box    *secret.Box
 	logger *slog.Logger
+	check  ConnectorCheck
 }
 
 // New returns an engine over db. box seals account passwords at rest.

@@ -97,6 +97,9 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 	if err := in.apply(&w); err != nil {
 		return WIMView{}, err
 	}
+	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
+		return WIMView{}, err
+	}
 	var out WIMView
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		created, err := s.CreateWIM(ctx, w)
@@ -194,6 +197,9 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		if err := in.apply(&w); err != nil {
 			return err
 		}
+		if err := e.checkWIMAccounts(ctx, s, w); err != nil {
+			return err
+		}
 		updated, err := s.UpdateWIM(ctx, w)
 		if err != nil {
 			return err
@@ -251,4 +257,26 @@ func (e *Engine) DeleteWIM(ctx context.Context, wimRef string) (string, error) {
 		return nil
 	})
 	return msg, err
+}
+
+// checkWIMAccounts checks an edited WIM's connector settings alone and
+// with the config of each of its accounts, so that an edit cannot leave
+// an account with a connector that cannot be built.
+func (e *Engine) checkWIMAccounts(ctx context.Context, s *persistence.Store, w wimro.WIM) error {
+	if e.check == nil {
+		return nil
+	}
+	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
+		return err
+	}
+	accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
+	if err != nil {
+		return err
+	}
+	for _, a := range accts {
+		if err := e.checkConnector(w, a.Config, fmt.Sprintf("with the config of WIM account %s: ", a.UUID), "wim.config"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for goose
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/dynpac"
@@ -400,8 +402,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	eng := engine.New(db, box, logger)
-
 	registry := newRegistry()
+	eng.SetConnectorCheck(connectorCheck(registry))
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
 		Policy: actions.Policy{Refresh: c.refresh}})
 	if err := sup.Start(ctx); err != nil {
@@ -430,6 +432,20 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	return a.runHTTP(ctx, ln, api.Handler(), logger)
+}
+
+// connectorCheck validates connector settings when a WIM or an account is
+// written: it builds the connector (which contacts nothing) and reports
+// what its factory refused. Types without a connector pass (their
+// accounts get a failing connector).
+func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
+	return func(w wimro.WIM, accountConfig map[string]any) error {
+		if !slices.Contains(r.Types(), w.Type) {
+			return nil
+		}
+		_, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
+		return err
+	}
 }
 
 // newRegistry lists every connector this build of wimd speaks.

@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/wimro/wimro"
+)
+
+// ConnectorCheck validates the connector settings of a WIM (type, URL,
+// config) combined with one account's config, without contacting the
+// controller. wimd builds it from its connector registry, so that a bad
+// timeout_ms or wim_url is refused when the WIM or account is written,
+// with a 400 naming the field, rather than failing every action later. It
+// returns nil for a type no connector handles: such WIMs get a failing
+// connector, as in OSM.
+type ConnectorCheck func(w wimro.WIM, accountConfig map[string]any) error
+
+// SetConnectorCheck installs c; nil (the default) checks nothing. Call it
+// before serving requests.
+func (e *Engine) SetConnectorCheck(c ConnectorCheck) { e.check = c }
+
+// checkConnector runs the check and turns its refusal into an invalid
+// error on field (or on wim_url when that is what the connector refused).
+func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefix, field string) error {
+	if e.check == nil {
+		return nil
+	}
+	err := e.check(w, accountConfig)
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "wim_url") {
+		field = "wim.wim_url"
+	}
+	return wimro.FieldErrorf(field, "%s%s", prefix, err)
+}
