@@ -4,17 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/dynpac"
 	emu "github.com/wimro/wimro/internal/emulators/dynpac"
 )
@@ -51,17 +50,8 @@ func server(t *testing.T, opts emu.Options) (*emu.Emulator, *httptest.Server) {
 	return e, srv
 }
 
-func build(t *testing.T, cfg connectors.Config) connectors.Connector {
-	t.Helper()
-	cfg.Type = dynpac.Type
-	r := connectors.NewRegistry()
-	dynpac.Register(r)
-	c, err := r.New(cfg)
-	if err != nil {
-		t.Fatalf("building the connector: %v", err)
-	}
-	return c
-}
+// build makes the connector through a registry, as wimd does.
+var build = connectortest.Builder(dynpac.Type, dynpac.Register)
 
 // setup returns a connector on a fresh emulator requiring user/password.
 func setup(t *testing.T, opts emu.Options, account map[string]any) (connectors.Connector, *emu.Emulator) {
@@ -83,9 +73,7 @@ func TestConformance(t *testing.T) {
 		ServerChosenIDs: true,
 		MaxStatusPolls:  5,
 		Unreachable: func(t *testing.T) connectors.Connector {
-			srv := httptest.NewServer(http.NotFoundHandler())
-			srv.Close()
-			return build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: map[string]any{"timeout_ms": 5000}})
+			return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: map[string]any{"timeout_ms": 5000}})
 		},
 		BadCredentials: func(t *testing.T) connectors.Connector {
 			_, srv := server(t, emu.Options{User: user, Password: password})
@@ -125,7 +113,7 @@ func TestCreateRequest(t *testing.T) {
 		"service_type": "L2",
 		"backup":       true,
 	}
-	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+	if g, w := connectortest.MustJSON(t, got), connectortest.MustJSON(t, want); g != w {
 		t.Errorf("create body\n got %s\nwant %s", g, w)
 	}
 	if s, ok := e.Service(id); !ok || s.ServiceType != "L2" || s.ConnectionPoints[1].WANVLAN != 203 {
@@ -453,20 +441,11 @@ func TestMappingFromPortMappings(t *testing.T) {
 	}
 }
 
-func TestBearerToken(t *testing.T) {
+// TestTLSAndBearerToken: dynpac hands TLS and token settings to the
+// shared REST client.
+func TestTLSAndBearerToken(t *testing.T) {
 	t.Parallel()
-	var got string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Get("Authorization")
-	}))
-	t.Cleanup(srv.Close)
-	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"bearer_token": "tok"}})
-	if err := c.CheckCredentials(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got != "Bearer tok" {
-		t.Fatalf("Authorization = %q", got)
-	}
+	connectortest.CheckTransport(t, build, emu.New(emu.Options{}))
 }
 
 // TestFactoryErrors checks dynpac's own settings; the shared ones
@@ -493,24 +472,9 @@ func TestFactoryErrors(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestSecretsNotLogged(t *testing.T) {
 	t.Parallel()
-	var buf strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger, logs := connectortest.Logger(t)
 	e, srv := server(t, emu.Options{User: user, Password: password})
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, Logger: logger})
 	id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
@@ -524,19 +488,9 @@ func TestSecretsNotLogged(t *testing.T) {
 	if !connectors.IsUnauthorized(credErr) {
 		t.Fatalf("bad credentials: %v", credErr)
 	}
-	mu.Lock()
-	logged := buf.String()
-	mu.Unlock()
-	for _, s := range []string{logged, statusErr.Error(), credErr.Error()} {
-		if strings.Contains(s, password) {
-			t.Fatalf("the password leaked: %s", s)
-		}
-	}
+	logged := logs.String()
+	connectortest.NoSecret(t, password, []error{statusErr, credErr}, logged)
 	if !strings.Contains(logged, "dynpac service created") {
 		t.Fatalf("debug log = %q, want the create line", logged)
 	}
 }
-
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,11 +1,9 @@
 package fake_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/fake"
 )
 
@@ -51,14 +50,8 @@ func newConfig(t *testing.T, accountConfig map[string]any) connectors.Config {
 	}
 }
 
-func build(t *testing.T, cfg connectors.Config) connectors.Connector {
-	t.Helper()
-	c, err := fake.Factory(cfg)
-	if err != nil {
-		t.Fatalf("fake.Factory: %v", err)
-	}
-	return c
-}
+// build makes the connector through a registry, as wimd does.
+var build = connectortest.Builder(fake.Type, fake.Register)
 
 func harness(accountConfig map[string]any) conformance.Harness {
 	return conformance.Harness{
@@ -401,26 +394,24 @@ func TestResetAndCallCount(t *testing.T) {
 // attributes, and never the password.
 func TestLogging(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
+	logger, logs := connectortest.Logger(t)
 	cfg := newConfig(t, nil)
 	cfg.Password = "s3cret-pw"
-	cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.Logger = logger
 	fake.ControllerFor(cfg.URL).SetCredentials("u", "other")
 	c := build(t, cfg)
-	_ = c.CheckCredentials(t.Context()) // refused: logs the error
+	refused := c.CheckCredentials(t.Context()) // logs the error
 	fake.ControllerFor(cfg.URL).SetCredentials("", "")
 	if _, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0)); err != nil {
 		t.Fatal(err)
 	}
-	out := buf.String()
+	out := logs.String()
 	for _, want := range []string{"account_id=" + cfg.AccountID, "connector=fake", "error=", "service_id="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "s3cret-pw") {
-		t.Errorf("log contains the password:\n%s", out)
-	}
+	connectortest.NoSecret(t, cfg.Password, []error{refused}, out)
 }
 
 // With state_file the controller's services outlive the process: another

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -21,6 +19,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
 	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
 )
@@ -57,17 +56,8 @@ func points(i int) []connectors.ConnectionPoint {
 	return []connectors.ConnectionPoint{point("dc-a", 100+i), point("dc-b", 100+i)}
 }
 
-func build(t *testing.T, cfg connectors.Config) connectors.Connector {
-	t.Helper()
-	cfg.Type = ietfl2vpn.Type
-	r := connectors.NewRegistry()
-	ietfl2vpn.Register(r)
-	c, err := r.New(cfg)
-	if err != nil {
-		t.Fatalf("building the connector: %v", err)
-	}
-	return c
-}
+// build makes the connector through a registry, as wimd does.
+var build = connectortest.Builder(ietfl2vpn.Type, ietfl2vpn.Register)
 
 // server starts an emulator with the seeded sites (unless opts has some).
 func server(t *testing.T, opts emu.Options) (*emu.Emulator, *httptest.Server) {
@@ -127,9 +117,7 @@ func TestConformance(t *testing.T) {
 		Points:         points,
 		MaxStatusPolls: 5,
 		Unreachable: func(t *testing.T) connectors.Connector {
-			srv := httptest.NewServer(http.NotFoundHandler())
-			srv.Close()
-			return build(t, connectors.Config{URL: srv.URL, User: user, Password: password})
+			return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password})
 		},
 		BadCredentials: func(t *testing.T) connectors.Connector {
 			_, srv := server(t, emu.Options{User: user, Password: password})
@@ -150,9 +138,7 @@ func body(t *testing.T, r emu.Request) map[string]any {
 
 func sameJSON(t *testing.T, what string, got, want any) {
 	t.Helper()
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
-	if string(g) != string(w) {
+	if g, w := connectortest.MustJSON(t, got), connectortest.MustJSON(t, want); g != w {
 		t.Errorf("%s\n got %s\nwant %s", what, g, w)
 	}
 }
@@ -426,6 +412,9 @@ func TestSettings(t *testing.T) {
 	}
 }
 
+// TestFactoryErrors checks ietfl2vpn's own settings, and that an error of
+// the shared REST client (wim_url) comes out of Factory; the client's
+// settings are tested in connectors/rest.
 func TestFactoryErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -434,8 +423,6 @@ func TestFactoryErrors(t *testing.T) {
 		setting string
 	}{
 		{"no url", connectors.Config{}, "wim_url"},
-		{"bad timeout", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}, "timeout_ms"},
-		{"insecure not bool", connectors.Config{URL: "https://x", WIMConfig: map[string]any{"insecure_skip_verify": "maybe"}}, "insecure_skip_verify"},
 		{"empty customer", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"customer_name": ""}}, "customer_name"},
 		{"mtu zero", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"default_mtu": 0}}, "default_mtu"},
 		{"mtu too big", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"default_mtu": 70000}}, "default_mtu"},
@@ -800,43 +787,16 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
-func TestTLS(t *testing.T) {
+// TestTLSAndBearerToken: ietfl2vpn hands TLS and token settings to the
+// shared REST client.
+func TestTLSAndBearerToken(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewUnstartedServer(emu.New(emu.Options{Sites: sites}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	strict := build(t, connectors.Config{URL: srv.URL})
-	if err := strict.CheckCredentials(t.Context()); err == nil || connectors.Retryable(err) {
-		t.Fatalf("unverified certificate: %v, want a non-retryable error", err)
-	}
-	insecure := build(t, connectors.Config{URL: srv.URL, WIMConfig: map[string]any{"insecure_skip_verify": true}})
-	if _, _, err := insecure.CreateService(t.Context(), "tls", connectors.ServiceELINE, points(0)); err != nil {
-		t.Fatalf("insecure_skip_verify: %v", err)
-	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	connectortest.CheckTransport(t, build, emu.New(emu.Options{Sites: sites}))
 }
 
 func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger, logs := connectortest.Logger(t)
 	e, srv := server(t, emu.Options{User: user, Password: password})
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, Logger: logger})
 	var errs []error
@@ -850,7 +810,7 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	e.FailNext(1, http.StatusServiceUnavailable)
 	_, err = c.GetServiceStatus(t.Context(), id, ci)
 	errs = append(errs, err)
-	withURL := build(t, connectors.Config{URL: strings.Replace(srv.URL, "://", "://"+user+":"+password+"@", 1), User: user, Password: "wrong-" + password, Logger: logger})
+	withURL := build(t, connectors.Config{URL: connectortest.WithUserInfo(srv.URL, user, password), User: user, Password: "wrong-" + password, Logger: logger})
 	err = withURL.CheckCredentials(t.Context())
 	if !connectors.IsUnauthorized(err) {
 		t.Fatalf("bad credentials: %v", err)
@@ -859,11 +819,7 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	if !strings.Contains(logs.String(), "ietfl2vpn service created") || !strings.Contains(logs.String(), "what it wrote is deleted") {
 		t.Fatalf("debug log = %s, want the create and compensation lines", logs.String())
 	}
-	for _, s := range append([]string{logs.String()}, fmt.Sprint(errs)) {
-		if strings.Contains(s, password) {
-			t.Fatalf("the password leaked: %s", s)
-		}
-	}
+	connectortest.NoSecret(t, password, errs, logs.String())
 }
 
 // TestDeleteReplies drives DeleteService against servers that answer a

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +20,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/onos"
 	emu "github.com/wimro/wimro/internal/emulators/onos"
 )
@@ -82,19 +80,7 @@ func setup(t *testing.T, opts emu.Options, account map[string]any) env {
 }
 
 // build makes the connector through a registry, as wimd does.
-func build(t *testing.T, cfg connectors.Config) connectors.Connector {
-	t.Helper()
-	if cfg.Type == "" {
-		cfg.Type = onos.Type
-	}
-	r := connectors.NewRegistry()
-	onos.Register(r)
-	c, err := r.New(cfg)
-	if err != nil {
-		t.Fatalf("building the connector: %v", err)
-	}
-	return c
-}
+var build = connectortest.Builder(onos.Type, onos.Register)
 
 // elan turns the 3-point ELINE requests of the conformance suite into ELAN
 // requests, so that the whole suite (not only its ELAN case) runs on
@@ -118,9 +104,7 @@ func harness(pts func(int) []connectors.ConnectionPoint, wrap func(connectors.Co
 		ELANPoints:     elanPoints,
 		MaxStatusPolls: 2,
 		Unreachable: func(t *testing.T) connectors.Connector {
-			srv := httptest.NewServer(http.NotFoundHandler())
-			srv.Close()
-			return wrap(build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: map[string]any{"timeout_ms": 5000}}))
+			return wrap(build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: map[string]any{"timeout_ms": 5000}}))
 		},
 		BadCredentials: func(t *testing.T) connectors.Connector {
 			en := setup(t, emu.Options{}, nil)
@@ -274,7 +258,7 @@ func TestCreateRequests(t *testing.T) {
 		map[string]any{"name": "wimro-" + key + "-0", "port": portA, "vlan": 103},
 		map[string]any{"name": "wimro-" + key + "-1", "port": portB, "vlan": 103},
 	}}
-	if g, w := mustJSON(t, info), mustJSON(t, wantInfo); g != w {
+	if g, w := connectortest.MustJSON(t, info), connectortest.MustJSON(t, wantInfo); g != w {
 		t.Errorf("connInfo = %s, want %s", g, w)
 	}
 	if v := en.e.AppVPLSs()["wimro-"+key]; len(v.Interfaces) != 2 || v.Encapsulation != "MPLS" {
@@ -459,7 +443,7 @@ func TestStatus(t *testing.T) {
 			if st.Info["vpls"] != "wimro-"+key || st.Info["last_update_time"] == nil {
 				t.Errorf("info = %v", st.Info)
 			}
-			mustJSON(t, st.Info)
+			connectortest.MustJSON(t, st.Info)
 		})
 	}
 }
@@ -472,7 +456,7 @@ func roundTrip(t *testing.T, info map[string]any) map[string]any {
 		return nil
 	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(mustJSON(t, info)), &out); err != nil {
+	if err := json.Unmarshal([]byte(connectortest.MustJSON(t, info)), &out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -954,24 +938,18 @@ func TestEncapsulationSetting(t *testing.T) {
 	}
 }
 
+// TestFactoryErrors checks onos's own settings, including its rewriting
+// of wim_url (an empty one must not become valid), and that an error of
+// the shared REST client comes out of Factory; the client's settings are
+// tested in connectors/rest.
 func TestFactoryErrors(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	garbage := filepath.Join(dir, "garbage.pem")
-	if err := os.WriteFile(garbage, []byte("-----BEGIN NOTHING-----"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	onosURL := "http://onos.example:8181"
 	bad := map[string]connectors.Config{
 		"no url":                     {},
 		"not http":                   {URL: "ftp://onos.example:8181"},
 		"bad encapsulation":          {URL: onosURL, WIMConfig: map[string]any{"encapsulation": "QINQ"}},
 		"encapsulation not a string": {URL: onosURL, AccountConfig: map[string]any{"encapsulation": 1}},
-		"timeout not a number":       {URL: onosURL, AccountConfig: map[string]any{"timeout_ms": "soon"}},
-		"timeout zero":               {URL: onosURL, WIMConfig: map[string]any{"timeout_ms": 0}},
-		"missing ca file":            {URL: onosURL, AccountConfig: map[string]any{"ca_file": filepath.Join(dir, "absent.pem")}},
-		"ca file without a cert":     {URL: onosURL, AccountConfig: map[string]any{"ca_file": garbage}},
-		"insecure not a bool":        {URL: onosURL, WIMConfig: map[string]any{"insecure_skip_verify": "maybe"}},
 	}
 	for name, cfg := range bad {
 		c, err := onos.Factory(cfg)
@@ -981,87 +959,31 @@ func TestFactoryErrors(t *testing.T) {
 	}
 }
 
-// TestTransport checks the settings the shared REST client reads, through
+// TestTransport checks that onos, which rewrites the URL it hands the
+// shared REST client, hands it the client's other settings too, through
 // CheckCredentials.
 func TestTransport(t *testing.T) {
 	t.Parallel()
-	token := make(chan string, 1)
-	tests := []struct {
-		name    string
-		server  func(t *testing.T) *httptest.Server
-		account map[string]any
-		check   func(err error) bool
-	}{
-		{
-			name:   "unverified certificate",
-			server: func(*testing.T) *httptest.Server { return httptest.NewTLSServer(emu.New(emu.Options{})) },
-			check:  func(err error) bool { return err != nil && !connectors.Retryable(err) },
-		},
-		{
-			name:    "insecure_skip_verify",
-			server:  func(*testing.T) *httptest.Server { return httptest.NewTLSServer(emu.New(emu.Options{})) },
-			account: map[string]any{"insecure_skip_verify": true},
-			check:   func(err error) bool { return err == nil },
-		},
-		{
-			name: "bearer token",
-			server: func(*testing.T) *httptest.Server {
-				return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					token <- r.Header.Get("Authorization")
-					_, _ = w.Write([]byte(`{"name":"org.onosproject.vpls","state":"ACTIVE"}`))
-				}))
-			},
-			account: map[string]any{"bearer_token": "tok"},
-			check:   func(err error) bool { return err == nil && <-token == "Bearer tok" },
-		},
-		{
-			name: "timeout",
-			server: func(*testing.T) *httptest.Server {
-				e := emu.New(emu.Options{})
-				e.Delay(time.Minute) // ends when the client gives up
-				return httptest.NewServer(e)
-			},
-			account: map[string]any{"timeout_ms": 50},
-			check: func(err error) bool {
-				return connectors.Retryable(err) && errors.Is(err, context.DeadlineExceeded)
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			srv := tt.server(t)
-			t.Cleanup(srv.Close)
-			err := build(t, connectors.Config{URL: srv.URL, AccountConfig: tt.account}).CheckCredentials(t.Context())
-			if !tt.check(err) {
-				t.Fatalf("CheckCredentials = %v (kind %s)", err, connectors.KindOf(err))
-			}
-		})
-	}
-}
-
-// syncBuffer collects log output from concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
+	t.Run("TLS and bearer token", func(t *testing.T) {
+		t.Parallel()
+		connectortest.CheckTransport(t, build, emu.New(emu.Options{}))
+	})
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		e := emu.New(emu.Options{})
+		e.Delay(time.Minute) // ends when the client gives up
+		srv := httptest.NewServer(e)
+		t.Cleanup(srv.Close)
+		err := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"timeout_ms": 50}}).CheckCredentials(t.Context())
+		if !connectors.Retryable(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("CheckCredentials = %v (kind %s), want a Retryable deadline", err, connectors.KindOf(err))
+		}
+	})
 }
 
 func TestSecretsNotLeaked(t *testing.T) {
 	t.Parallel()
-	logged := &syncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger, logged := connectortest.Logger(t)
 	en := setup(t, emu.Options{}, nil)
 	good := build(t, connectors.Config{URL: en.srv.URL, User: user, Password: password, Logger: logger})
 	key := uuid.NewString()
@@ -1073,34 +995,15 @@ func TestSecretsNotLeaked(t *testing.T) {
 	credErr := bad.CheckCredentials(t.Context())
 	// A password written into the URL stays out of errors too, including
 	// the lock's (its name carries the URL).
-	inURL := build(t, connectors.Config{URL: strings.Replace(en.srv.URL, "://", "://onos:"+password+"@", 1), Logger: logger})
+	inURL := build(t, connectors.Config{URL: connectortest.WithUserInfo(en.srv.URL, "onos", password), Logger: logger})
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, _, lockErr := inURL.CreateService(cancelled, key, connectors.ServiceELINE, points(0))
-	_, unreachableErr := build(t, connectors.Config{URL: "http://onos:" + password + "@127.0.0.1:1", Logger: logger}).ListServices(t.Context())
+	_, unreachableErr := build(t, connectors.Config{URL: connectortest.WithUserInfo(connectortest.Unreachable(t), "onos", password), Logger: logger}).ListServices(t.Context())
 
 	text := logged.String()
-	for _, err := range []error{statusErr, credErr, lockErr, unreachableErr} {
-		if err == nil {
-			t.Fatal("a call that should fail succeeded")
-		}
-		if strings.Contains(err.Error(), password) {
-			t.Errorf("the password leaked into an error: %v", err)
-		}
-	}
-	if strings.Contains(text, password) {
-		t.Errorf("the password leaked into the log: %s", text)
-	}
+	connectortest.NoSecret(t, password, []error{statusErr, credErr, lockErr, unreachableErr}, text)
 	if !strings.Contains(text, "onos VPLS in place") {
 		t.Errorf("debug log = %q, want the create line", text)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/rest"
 )
 
@@ -128,9 +129,7 @@ func TestTransportFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("unreachable", func(t *testing.T) {
 		t.Parallel()
-		srv := httptest.NewServer(http.NotFoundHandler())
-		srv.Close()
-		c := client(t, connectors.Config{URL: "http://user:hunter2@" + strings.TrimPrefix(srv.URL, "http://")})
+		c := client(t, connectors.Config{URL: connectortest.WithUserInfo(connectortest.Unreachable(t), "user", "hunter2")})
 		_, err := c.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"})
 		if !connectors.Retryable(err) {
 			t.Fatalf("error = %v, want Retryable", err)
@@ -203,6 +202,7 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"not http", connectors.Config{URL: "ftp://x"}, "wim_url"},
 		{"timeout text", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}, "timeout_ms"},
 		{"timeout negative", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"timeout_ms": -1}}, "timeout_ms"},
+		{"timeout zero", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"timeout_ms": 0}}, "timeout_ms"},
 		{"ca missing", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": filepath.Join(dir, "none")}}, "ca_file"},
 		{"ca not pem", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": notPEM}}, "ca_file"},
 		{"insecure not bool", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"insecure_skip_verify": "maybe"}}, "insecure_skip_verify"},
@@ -221,8 +221,7 @@ func TestNewRejectsBadSettings(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(srv.Close)
+	srv := connectortest.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	strict := client(t, connectors.Config{URL: srv.URL})
 	if _, err := strict.Do(t.Context(), "probe", rest.Request{Method: http.MethodGet, Path: "/"}); err == nil || connectors.Retryable(err) {
 		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)

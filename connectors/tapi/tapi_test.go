@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +18,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/tapi"
 	emu "github.com/wimro/wimro/internal/emulators/tapi"
 )
@@ -64,17 +60,8 @@ func points(i int) []connectors.ConnectionPoint {
 	return []connectors.ConnectionPoint{dot1q("dc1", portA, firstVLAN+i), dot1q("dc2", portB, firstVLAN+i)}
 }
 
-func build(t *testing.T, cfg connectors.Config) connectors.Connector {
-	t.Helper()
-	cfg.Type = tapi.Type
-	r := connectors.NewRegistry()
-	tapi.Register(r)
-	c, err := r.New(cfg)
-	if err != nil {
-		t.Fatalf("building the connector: %v", err)
-	}
-	return c
-}
+// build makes the connector through a registry, as wimd does.
+var build = connectortest.Builder(tapi.Type, tapi.Register)
 
 // serve mounts h on a test server closed at cleanup.
 func serve(t *testing.T, h http.Handler) *httptest.Server {
@@ -135,9 +122,7 @@ func TestConformance(t *testing.T) {
 				EditUnsupported: true,
 				MaxStatusPolls:  4,
 				Unreachable: func(t *testing.T) connectors.Connector {
-					srv := httptest.NewServer(http.NotFoundHandler())
-					srv.Close()
-					return build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: v.account})
+					return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: v.account})
 				},
 				BadCredentials: func(t *testing.T) connectors.Connector {
 					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password}))
@@ -194,8 +179,8 @@ func TestCreateRequest(t *testing.T) {
 		"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "10", "unit": "MBPS"}},
 		"end-point":              []any{endPointJSON("dc1", "R1-eth0.103"), endPointJSON("dc2", "R2-eth0.103")},
 	}}}
-	if got := decodeJSON(t, post.Body); !reflect.DeepEqual(got, decodeJSON(t, mustJSON(t, wantBody))) {
-		t.Errorf("create body\n got %s\nwant %s", post.Body, mustJSON(t, wantBody))
+	if got := decodeJSON(t, post.Body); !reflect.DeepEqual(got, decodeJSON(t, connectortest.MustJSON(t, wantBody))) {
+		t.Errorf("create body\n got %s\nwant %s", post.Body, connectortest.MustJSON(t, wantBody))
 	}
 	wantInfo := map[string]any{"service_uuid": key, "service_key": key, "create_mode": "data", "sips": []any{"R1-eth0.103", "R2-eth0.103"}}
 	if !reflect.DeepEqual(connInfo, wantInfo) {
@@ -204,15 +189,6 @@ func TestCreateRequest(t *testing.T) {
 	if s, ok := e.Service(id); !ok || s.Via != "data" || s.CapacityValue != "10" {
 		t.Errorf("emulator service = %+v, %v", s, ok)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestServiceUUID(t *testing.T) {
@@ -321,8 +297,8 @@ func TestRPCCreate(t *testing.T) {
 		"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "1", "unit": "GBPS"}},
 		"end-point":              []any{endPointJSON("dc1", "R1-eth0.101"), endPointJSON("dc2", "R2-eth0.101")},
 	}}
-	if got := decodeJSON(t, e.Requests()[2].Body); !reflect.DeepEqual(got, decodeJSON(t, mustJSON(t, wantInput))) {
-		t.Errorf("RPC input\n got %s\nwant %s", e.Requests()[2].Body, mustJSON(t, wantInput))
+	if got := decodeJSON(t, e.Requests()[2].Body); !reflect.DeepEqual(got, decodeJSON(t, connectortest.MustJSON(t, wantInput))) {
+		t.Errorf("RPC input\n got %s\nwant %s", e.Requests()[2].Body, connectortest.MustJSON(t, wantInput))
 	}
 
 	// A retry finds the service by its name and sends no second RPC.
@@ -839,12 +815,11 @@ func TestEditUnsupported(t *testing.T) {
 	}
 }
 
+// TestFactoryErrors checks tapi's own settings, and that an error of the
+// shared REST client (wim_url) comes out of Factory; the client's settings
+// are tested in connectors/rest.
 func TestFactoryErrors(t *testing.T) {
 	t.Parallel()
-	notPEM := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(notPEM, []byte("no certificate here"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name     string
 		settings map[string]any
@@ -859,8 +834,6 @@ func TestFactoryErrors(t *testing.T) {
 		{"capacity_value text", map[string]any{"capacity_value": "fast"}, "", "capacity_value"},
 		{"capacity_unit", map[string]any{"capacity_unit": "gbps"}, "", "capacity_unit"},
 		{"multipoint", map[string]any{"multipoint": "sometimes"}, "", "multipoint"},
-		{"timeout_ms", map[string]any{"timeout_ms": -5}, "", "timeout_ms"},
-		{"ca_file", map[string]any{"ca_file": notPEM}, "", "ca_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -881,63 +854,16 @@ func TestFactoryErrors(t *testing.T) {
 	}
 }
 
-// authRecorder records the Authorization headers the emulator receives.
-type authRecorder struct {
-	next http.Handler
-	mu   sync.Mutex
-	seen []string
-}
-
-func (a *authRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.seen = append(a.seen, r.Header.Get("Authorization"))
-	a.mu.Unlock()
-	a.next.ServeHTTP(w, r)
-}
-
+// TestTLSAndBearerToken: tapi hands TLS and token settings to the shared
+// REST client.
 func TestTLSAndBearerToken(t *testing.T) {
 	t.Parallel()
-	rec := &authRecorder{next: emu.New(emu.Options{SIPs: seededSIPs()})}
-	srv := httptest.NewUnstartedServer(rec)
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	strict := build(t, connectors.Config{URL: srv.URL})
-	if err := strict.CheckCredentials(t.Context()); err == nil || connectors.Retryable(err) {
-		t.Fatalf("unverified certificate: error = %v, want a non-retryable error", err)
-	}
-	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true, "bearer_token": "tok-123"}})
-	if err := c.CheckCredentials(t.Context()); err != nil {
-		t.Fatalf("insecure_skip_verify: %v", err)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.seen) != 1 || rec.seen[0] != "Bearer tok-123" {
-		t.Fatalf("Authorization headers = %q, want one bearer token", rec.seen)
-	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	connectortest.CheckTransport(t, build, emu.New(emu.Options{SIPs: seededSIPs()}))
 }
 
 func TestSecretsNotLeaked(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger, logs := connectortest.Logger(t)
 	const token = "bearer-secret-77"
 	e := emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password})
 	srv := serve(t, e)
@@ -954,24 +880,15 @@ func TestSecretsNotLeaked(t *testing.T) {
 	bad := build(t, connectors.Config{URL: srv.URL, User: user, Password: "x" + password, AccountConfig: account, Logger: logger})
 	errs = append(errs, bad.CheckCredentials(t.Context()))
 	// A password in the URL's user info must not show either.
-	inURL := build(t, connectors.Config{URL: strings.Replace(srv.URL, "http://", "http://u:"+password+"@", 1), AccountConfig: account})
+	inURL := build(t, connectors.Config{URL: connectortest.WithUserInfo(srv.URL, "u", password), AccountConfig: account})
 	e.FailNext(1, http.StatusBadRequest)
 	_, _, err = inURL.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(1))
 	errs = append(errs, err)
-	for _, err := range errs {
-		if err == nil {
-			t.Fatal("a call that should fail succeeded")
-		}
-		if s := err.Error(); strings.Contains(s, password) || strings.Contains(s, token) {
-			t.Fatalf("a secret leaked into the error %q", s)
-		}
-	}
 	logged := logs.String()
+	connectortest.NoSecret(t, password, errs, logged)
+	connectortest.NoSecret(t, token, errs, logged)
 	if !strings.Contains(logged, "tapi service created") {
 		t.Fatalf("debug log = %q, want the create line", logged)
-	}
-	if strings.Contains(logged, password) || strings.Contains(logged, token) {
-		t.Fatalf("a secret leaked into the log: %s", logged)
 	}
 }
 

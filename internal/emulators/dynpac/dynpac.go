@@ -23,6 +23,7 @@ package dynpac
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -33,9 +34,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 // Service statuses the emulator reports.
@@ -93,31 +95,23 @@ type Service struct {
 }
 
 // Request is one request the emulator received, as recorded in the log.
+// Its Path is the unescaped URL path, e.g. /service/create.
 type Request struct {
-	Method string
-	// Path is the URL path, e.g. /service/create.
-	Path        string
-	ContentType string
-	// Body is the raw request body; FormBody is the decoded value of the
-	// "body" form field of a create (the service JSON).
-	Body, FormBody string
-	// User is the basic-auth user name, when the request carried one.
-	User    string
-	HasAuth bool
-	// Status is the HTTP status of the reply.
-	Status int
+	emulator.Request
+	// FormBody is the decoded value of the "body" form field of a POST
+	// (the service JSON of a create).
+	FormBody string
 }
 
 // Emulator is the in-memory DynPaC controller. It is safe for concurrent
-// use.
+// use. Its FailNext answers the failed requests with a {code, description}
+// body (code INJECTED).
 type Emulator struct {
+	emulator.Recorder
 	opts Options
 
 	mu       sync.Mutex
 	services map[string]*Service
-	requests []Request
-	failNext []int
-	delay    time.Duration
 }
 
 // New returns an emulator with no services.
@@ -126,24 +120,6 @@ func New(opts Options) *Emulator {
 		opts.StatusFormat = FormatJSON
 	}
 	return &Emulator{opts: opts, services: make(map[string]*Service)}
-}
-
-// FailNext makes the next n requests fail with the given HTTP status and a
-// {code, description} body, without taking effect. Calls queue up.
-func (e *Emulator) FailNext(n int, status int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for range n {
-		e.failNext = append(e.failNext, status)
-	}
-}
-
-// Delay makes every following request wait d before being handled (0
-// stops it). The wait ends early when the client gives up.
-func (e *Emulator) Delay(d time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.delay = d
 }
 
 // SetStatus sets the status string of service id (e.g. "DOWN", "ERROR",
@@ -161,9 +137,17 @@ func (e *Emulator) SetStatus(id, status string) bool {
 
 // Requests returns the requests received so far, oldest first.
 func (e *Emulator) Requests() []Request {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.requests)
+	var out []Request
+	for _, rec := range e.Recorder.Requests() {
+		req := Request{Request: rec}
+		if rec.Method == http.MethodPost {
+			if vals, err := url.ParseQuery(rec.Body); err == nil {
+				req.FormBody = vals.Get("body")
+			}
+		}
+		out = append(out, req)
+	}
+	return out
 }
 
 // Services returns copies of the services, sorted by id.
@@ -204,50 +188,15 @@ const maxBody = 1 << 20
 // ServeHTTP implements the DynPaC API.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	rec := Request{Method: r.Method, Path: r.URL.Path, ContentType: r.Header.Get("Content-Type"), Body: string(body)}
-	if u, _, ok := r.BasicAuth(); ok {
-		rec.User, rec.HasAuth = u, true
-	}
-	if r.Method == http.MethodPost {
-		if vals, err := url.ParseQuery(string(body)); err == nil {
-			rec.FormBody = vals.Get("body")
-		}
-	}
-
-	e.mu.Lock()
-	delay := e.delay
-	e.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			rec.Status = 499
-			e.log(rec)
+	rec := emulator.NewRequest(r, body)
+	rec.Path = r.URL.Path
+	e.Serve(w, r, rec, func(w http.ResponseWriter, injected int) {
+		if injected != 0 {
+			writeError(w, injected, "INJECTED", "injected failure")
 			return
-		case <-t.C:
 		}
-	}
-
-	rw := &recorder{ResponseWriter: w, status: http.StatusOK}
-	e.mu.Lock()
-	if len(e.failNext) > 0 {
-		status := e.failNext[0]
-		e.failNext = e.failNext[1:]
-		e.mu.Unlock()
-		writeError(rw, status, "INJECTED", "injected failure")
-	} else {
-		e.mu.Unlock()
-		e.route(rw, r, body)
-	}
-	rec.Status = rw.status
-	e.log(rec)
-}
-
-func (e *Emulator) log(rec Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.requests = append(e.requests, rec)
+		e.route(w, r, body)
+	})
 }
 
 func (e *Emulator) route(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -311,21 +260,15 @@ func method(w http.ResponseWriter, r *http.Request, want string) bool {
 }
 
 func (e *Emulator) checkCredentials(w http.ResponseWriter, r *http.Request) {
-	if e.opts.User == "" {
-		writeText(w, "OK")
-		return
-	}
-	u, p, ok := r.BasicAuth()
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Basic realm="dynpac"`)
+	switch err := emulator.CheckBasicAuth(r, e.opts.User, e.opts.Password); {
+	case errors.Is(err, emulator.ErrNoCredentials):
+		emulator.Challenge(w, "dynpac")
 		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "basic authentication required")
-		return
-	}
-	if u != e.opts.User || p != e.opts.Password {
+	case err != nil:
 		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "Failed while authenticating")
-		return
+	default:
+		writeText(w, "OK")
 	}
-	writeText(w, "OK")
 }
 
 // createBody is the JSON of the create form's "body" field. Pointers tell a
@@ -504,14 +447,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes DynPaC's error body {code, description}.
 func writeError(w http.ResponseWriter, status int, code, description string) {
 	writeJSON(w, status, map[string]any{"code": code, "description": description})
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
 }

@@ -55,7 +55,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 // Module is the YANG module the emulator serves.
@@ -104,21 +105,9 @@ type Options struct {
 	RejectPUT bool
 }
 
-// Request is one request the emulator received.
-type Request struct {
-	Method string
-	// Path is the URL path as sent (percent-encoded).
-	Path        string
-	ContentType string
-	Body        string
-	// User is the basic-auth user, when the request carried one; Bearer
-	// reports a bearer token.
-	User   string
-	Bearer bool
-	// Status is the HTTP status of the reply (499 when the client gave up
-	// during a Delay).
-	Status int
-}
+// Request is one request the emulator received; its Path is the URL path
+// as sent (percent-encoded).
+type Request = emulator.Request
 
 // AccessRef names a site-network-access and the VPN it is attached to.
 type AccessRef struct {
@@ -136,7 +125,10 @@ type failRule struct {
 }
 
 // Emulator is the in-memory L2SM datastore. It is safe for concurrent use.
+// Its FailNext answers the failed requests with an ietf-restconf:errors
+// body.
 type Emulator struct {
+	emulator.Recorder
 	opts  Options
 	check validator
 
@@ -144,10 +136,7 @@ type Emulator struct {
 	services map[string]map[string]any // vpn-id → entry
 	pending  map[string]int            // vpn-id → GETs left answering 504
 	sites    map[string]*site
-	requests []Request
-	failNext []int
 	failOn   []failRule
-	delay    time.Duration
 }
 
 // New returns an emulator holding the sites of opts and no vpn-service.
@@ -187,16 +176,6 @@ func New(opts Options) *Emulator {
 	return e
 }
 
-// FailNext makes the next n requests fail with status and an
-// ietf-restconf:errors body, without taking effect. Calls queue up.
-func (e *Emulator) FailNext(n, status int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for range n {
-		e.failNext = append(e.failNext, status)
-	}
-}
-
 // FailOn makes the next request with method whose decoded path contains
 // pathContains fail with status, without taking effect (once per call).
 // Tests use it to fail one given attachment.
@@ -204,14 +183,6 @@ func (e *Emulator) FailOn(method, pathContains string, status int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.failOn = append(e.failOn, failRule{method, pathContains, status})
-}
-
-// Delay makes every following request wait d before being handled (0
-// stops it). The wait ends early when the client gives up.
-func (e *Emulator) Delay(d time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.delay = d
 }
 
 // SetPending makes the next reads GETs of vpn-service id answer 504 (not
@@ -237,13 +208,6 @@ func (e *Emulator) RemoveAccess(siteID, id string) bool {
 	}
 	delete(s.accesses, id)
 	return true
-}
-
-// Requests returns the requests received so far, oldest first.
-func (e *Emulator) Requests() []Request {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.requests)
 }
 
 // ServiceIDs returns the vpn-ids, sorted.
@@ -337,61 +301,34 @@ const maxBody = 1 << 20
 // ServeHTTP implements the RESTCONF server.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	rec := Request{Method: r.Method, Path: r.URL.EscapedPath(), ContentType: r.Header.Get("Content-Type"), Body: string(body)}
-	if u, _, ok := r.BasicAuth(); ok {
-		rec.User = u
-	}
-	rec.Bearer = strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
-
-	e.mu.Lock()
-	delay := e.delay
-	e.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			rec.Status = 499
-			e.log(rec)
-			return
-		case <-t.C:
+	e.Serve(w, r, emulator.NewRequest(r, body), func(w http.ResponseWriter, injected int) {
+		if injected == 0 {
+			injected = e.failedOn(r)
 		}
-	}
-
-	var rep reply
-	if status, ok := e.injected(r); ok {
-		rep.err = &rcError{status: status, tag: tagFor(status), msg: "injected failure"}
-	} else if err := e.authenticate(r); err != nil {
-		rep.err = err
-	} else {
-		rep = e.route(r, body)
-	}
-	rec.Status = write(w, rep)
-	e.log(rec)
+		var rep reply
+		if injected != 0 {
+			rep.err = &rcError{status: injected, tag: tagFor(injected), msg: "injected failure"}
+		} else if err := e.authenticate(r); err != nil {
+			rep.err = err
+		} else {
+			rep = e.route(r, body)
+		}
+		write(w, rep)
+	})
 }
 
-func (e *Emulator) log(rec Request) {
+// failedOn consumes a FailOn that applies to r and returns its status, 0
+// when none does.
+func (e *Emulator) failedOn(r *http.Request) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.requests = append(e.requests, rec)
-}
-
-// injected consumes a FailNext or FailOn that applies to r.
-func (e *Emulator) injected(r *http.Request) (int, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.failNext) > 0 {
-		status := e.failNext[0]
-		e.failNext = e.failNext[1:]
-		return status, true
-	}
 	for i, f := range e.failOn {
 		if f.method == r.Method && strings.Contains(r.URL.Path, f.pathContains) {
 			e.failOn = slices.Delete(e.failOn, i, i+1)
-			return f.status, true
+			return f.status
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // tagFor picks the RFC 8040 error-tag of an injected status.
@@ -414,7 +351,7 @@ func (e *Emulator) authenticate(r *http.Request) *rcError {
 	if o.User == "" && o.Token == "" {
 		return nil
 	}
-	if u, p, ok := r.BasicAuth(); ok && o.User != "" && u == o.User && p == o.Password {
+	if o.User != "" && emulator.CheckBasicAuth(r, o.User, o.Password) == nil {
 		return nil
 	}
 	if o.Token != "" && r.Header.Get("Authorization") == "Bearer "+o.Token {
@@ -423,7 +360,7 @@ func (e *Emulator) authenticate(r *http.Request) *rcError {
 	return &rcError{status: http.StatusUnauthorized, tag: "access-denied", errType: "protocol", msg: "authentication failed", authRealm: "restconf"}
 }
 
-func write(w http.ResponseWriter, rep reply) int {
+func write(w http.ResponseWriter, rep reply) {
 	status, body := rep.status, rep.body
 	if rep.err != nil {
 		status, body = rep.err.status, rep.err.body()
@@ -431,7 +368,7 @@ func write(w http.ResponseWriter, rep reply) int {
 			w.Header().Set("Allow", rep.err.allow)
 		}
 		if rep.err.authRealm != "" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="`+rep.err.authRealm+`"`)
+			emulator.Challenge(w, rep.err.authRealm)
 		}
 	}
 	if rep.location != "" {
@@ -439,13 +376,12 @@ func write(w http.ResponseWriter, rep reply) int {
 	}
 	if body == nil {
 		w.WriteHeader(status)
-		return status
+		return
 	}
 	b, _ := json.Marshal(body)
 	w.Header().Set("Content-Type", MediaType)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-	return status
 }
 
 // resource is a parsed target URL.

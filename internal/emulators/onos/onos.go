@@ -57,15 +57,15 @@
 package onos
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 // VPLSApp is the name of ONOS's VPLS application.
@@ -108,33 +108,21 @@ type Write struct {
 }
 
 // Request is one request the emulator received, as recorded in the log.
-type Request struct {
-	Method string
-	// Path is the URL path as sent (escaped), e.g.
-	// /onos/v1/network/configuration/apps/org.onosproject.vpls/vpls.
-	Path        string
-	ContentType string
-	Body        string
-	// User is the basic-auth user name, when the request carried one.
-	User    string
-	HasAuth bool
-	// Status is the HTTP status of the reply (499 when the client gave up
-	// during Delay).
-	Status int
-}
+// Its Path is the URL path as sent (escaped), e.g.
+// /onos/v1/network/configuration/apps/org.onosproject.vpls/vpls.
+type Request = emulator.Request
 
 // Emulator is the in-memory ONOS controller. It is safe for concurrent use.
+// Its FailNext answers the failed requests with an ONOS error body.
 type Emulator struct {
+	emulator.Recorder
 	opts Options
 
-	mu       sync.Mutex
-	store    netcfg
-	apps     map[string]*application
-	vpls     map[string]VPLS // the VPLS application's operational set
-	clock    int64           // last lastUpdateTime written
-	requests []Request
-	failNext []int
-	delay    time.Duration
+	mu    sync.Mutex
+	store netcfg
+	apps  map[string]*application
+	vpls  map[string]VPLS // the VPLS application's operational set
+	clock int64           // last lastUpdateTime written
 }
 
 type application struct {
@@ -163,85 +151,22 @@ func New(opts Options) *Emulator {
 	}
 }
 
-// FailNext makes the next n requests fail with the given HTTP status and an
-// ONOS error body, without taking effect. Calls queue up.
-func (e *Emulator) FailNext(n int, status int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.failNext = append(e.failNext, slices.Repeat([]int{status}, max(n, 0))...)
-}
-
-// Delay makes every following request wait d before being handled (0
-// stops it). The wait ends early when the client gives up.
-func (e *Emulator) Delay(d time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.delay = d
-}
-
-// Requests returns the requests received so far, oldest first.
-func (e *Emulator) Requests() []Request {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.requests)
-}
-
 const maxBody = 4 << 20
 
 // ServeHTTP implements the ONOS REST API.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	user, password, hasAuth := r.BasicAuth()
-	sw := &statusWriter{w: w}
-	defer func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.requests = append(e.requests, Request{
-			Method: r.Method, Path: r.URL.EscapedPath(), ContentType: r.Header.Get("Content-Type"),
-			Body: string(body), User: user, HasAuth: hasAuth, Status: sw.code(),
-		})
-	}()
-	if !e.wait(r.Context()) {
-		sw.status = 499 // the client gave up: nothing is written
-		return
-	}
-	if status := e.injected(); status != 0 {
-		writeError(sw, status, "injected failure")
-		return
-	}
-	if e.opts.User != "" && (!hasAuth || user != e.opts.User || password != e.opts.Password) {
-		sw.Header().Set("WWW-Authenticate", `Basic realm="karaf"`)
-		writeError(sw, http.StatusUnauthorized, "Unauthorized")
-		return
-	}
-	e.route(sw, r, body)
-}
-
-// wait applies Delay; it reports false when ctx ended first.
-func (e *Emulator) wait(ctx context.Context) bool {
-	e.mu.Lock()
-	d := e.delay
-	e.mu.Unlock()
-	if d <= 0 {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	<-ctx.Done()
-	// The delay ran out (rather than the client going away).
-	return errors.Is(context.Cause(ctx), context.DeadlineExceeded)
-}
-
-// injected pops the next FailNext status, 0 when none is queued.
-func (e *Emulator) injected() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.failNext) == 0 {
-		return 0
-	}
-	status := e.failNext[0]
-	e.failNext = e.failNext[1:]
-	return status
+	e.Serve(w, r, emulator.NewRequest(r, body), func(w http.ResponseWriter, injected int) {
+		switch {
+		case injected != 0:
+			writeError(w, injected, "injected failure")
+		case emulator.CheckBasicAuth(r, e.opts.User, e.opts.Password) != nil:
+			emulator.Challenge(w, "karaf")
+			writeError(w, http.StatusUnauthorized, "Unauthorized")
+		default:
+			e.route(w, r, body)
+		}
+	})
 }
 
 const (
@@ -396,34 +321,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes ONOS's error body {code, message}.
 func writeError(w http.ResponseWriter, status int, message string) {
 	writeJSON(w, status, map[string]any{"code": status, "message": message})
-}
-
-// statusWriter remembers the status written, for the request log.
-type statusWriter struct {
-	w      http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) Header() http.Header { return s.w.Header() }
-
-func (s *statusWriter) WriteHeader(status int) {
-	if s.status == 0 {
-		s.status = status
-	}
-	s.w.WriteHeader(status)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.w.Write(b)
-}
-
-// code is the status of the reply (200 when the handler wrote nothing).
-func (s *statusWriter) code() int {
-	if s.status == 0 {
-		return http.StatusOK
-	}
-	return s.status
 }

@@ -47,9 +47,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 // Resource paths.
@@ -206,32 +207,21 @@ func (s *Service) clone() Service {
 	return c
 }
 
-// Request is one request the emulator received.
-type Request struct {
-	Method string
-	// Path is the escaped URL path.
-	Path        string
-	ContentType string
-	Body        string
-	// User is the basic-auth user name, when the request carried one.
-	User    string
-	HasAuth bool
-	// Status is the reply's HTTP status (499 when the client gave up
-	// during a Delay).
-	Status int
-}
+// Request is one request the emulator received; its Path is the escaped
+// URL path.
+type Request = emulator.Request
 
 // Emulator is the in-memory TAPI controller. It is safe for concurrent use.
+// Its FailNext answers the failed requests with an ietf-restconf:errors
+// body.
 type Emulator struct {
+	emulator.Recorder
 	opts        Options
 	contextUUID string
 	sips        map[string]SIP
 
 	mu       sync.Mutex
 	services map[string]*Service
-	requests []Request
-	failNext []int
-	delay    time.Duration
 }
 
 // New returns an emulator with opts.SIPs and no services.
@@ -253,22 +243,6 @@ func (e *Emulator) locked(f func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f()
-}
-
-// FailNext makes the next n requests fail with status and an
-// ietf-restconf:errors body, without taking effect. Calls queue up.
-func (e *Emulator) FailNext(n, status int) {
-	e.locked(func() { e.failNext = append(e.failNext, slices.Repeat([]int{status}, max(n, 0))...) })
-}
-
-// Delay makes every following request wait d before being handled (0 stops
-// it). The wait ends early when the client gives up.
-func (e *Emulator) Delay(d time.Duration) { e.locked(func() { e.delay = d }) }
-
-// Requests returns the requests received so far, oldest first.
-func (e *Emulator) Requests() (log []Request) {
-	e.locked(func() { log = slices.Clone(e.requests) })
-	return log
 }
 
 // Services returns copies of the services, sorted by uuid.
@@ -320,13 +294,6 @@ func (e *Emulator) AddService(s Service) error {
 	return err
 }
 
-func orDefaultInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
-}
-
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -368,57 +335,20 @@ const maxBody = 1 << 20
 // ServeHTTP implements the TAPI RESTCONF interface.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	rec := Request{Method: r.Method, Path: r.URL.EscapedPath(), ContentType: r.Header.Get("Content-Type"), Body: string(body)}
-	user, password, hasAuth := r.BasicAuth()
-	rec.User, rec.HasAuth = user, hasAuth
-
-	if !e.wait(r) {
-		rec.Status = 499 // nginx's "client closed request"
-		e.record(rec)
-		return
-	}
-
-	rw := &statusWriter{ResponseWriter: w}
-	e.mu.Lock()
-	var injected int
-	if len(e.failNext) > 0 {
-		injected, e.failNext = e.failNext[0], e.failNext[1:]
-	}
-	e.mu.Unlock()
-	switch {
-	case injected != 0:
-		writeError(rw, &rcError{status: injected, tag: tagFor(injected), msg: "injected failure"})
-	case e.opts.User != "" && (!hasAuth || user != e.opts.User || password != e.opts.Password):
-		rw.Header().Set("WWW-Authenticate", `Basic realm="tapi"`)
-		writeError(rw, &rcError{status: http.StatusUnauthorized, tag: "access-denied", msg: "authentication failed"})
-	default:
-		if err := e.route(rw, r, body); err != nil {
-			writeError(rw, err)
+	e.Serve(w, r, emulator.NewRequest(r, body), func(w http.ResponseWriter, injected int) {
+		switch {
+		case injected != 0:
+			writeError(w, &rcError{status: injected, tag: tagFor(injected), msg: "injected failure"})
+		case emulator.CheckBasicAuth(r, e.opts.User, e.opts.Password) != nil:
+			emulator.Challenge(w, "tapi")
+			writeError(w, &rcError{status: http.StatusUnauthorized, tag: "access-denied", msg: "authentication failed"})
+		default:
+			if err := e.route(w, r, body); err != nil {
+				writeError(w, err)
+			}
 		}
-	}
-	rec.Status = orDefaultInt(rw.status, http.StatusOK)
-	e.record(rec)
+	})
 }
-
-// wait applies Delay; it reports false when the client gave up first.
-func (e *Emulator) wait(r *http.Request) bool {
-	e.mu.Lock()
-	d := e.delay
-	e.mu.Unlock()
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
-}
-
-func (e *Emulator) record(rec Request) { e.locked(func() { e.requests = append(e.requests, rec) }) }
 
 // tagFor picks the RESTCONF error-tag of an injected status (RFC 8040 §7).
 func tagFor(status int) string {
@@ -957,16 +887,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/yang-data+json")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(status int) {
-	if s.status == 0 {
-		s.status = status
-	}
-	s.ResponseWriter.WriteHeader(status)
 }

@@ -1,0 +1,172 @@
+// Package connectortest holds the helpers the connector tests share: a
+// log to search for secrets, JSON for comparisons, a URL where nothing
+// answers, building a connector through a registry as wimd does, and the
+// check that a connector hands its transport settings to the shared REST
+// client. It is imported only by _test.go files.
+package connectortest
+
+import (
+	"encoding/json"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// LogBuffer is an io.Writer that concurrent writers may share (a
+// connector logs from the goroutines of parallel calls). String returns
+// all that was written.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Logger returns a debug-level text logger and the buffer it writes to.
+// When t fails, the log is printed.
+func Logger(t testing.TB) (*slog.Logger, *LogBuffer) {
+	t.Helper()
+	buf := &LogBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("connector log:\n%s", buf)
+		}
+	})
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+// NoSecret fails t when secret appears in the text of one of errs or in
+// logs. errs are the errors of calls meant to fail: a nil one fails t too.
+func NoSecret(t testing.TB, secret string, errs []error, logs string) {
+	t.Helper()
+	if secret == "" {
+		t.Fatal("NoSecret: the secret is empty")
+	}
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			t.Errorf("error %d is nil: a call that should fail succeeded", i)
+		case strings.Contains(err.Error(), secret):
+			t.Errorf("the secret %q leaked into error %d: %v", secret, i, err)
+		}
+	}
+	if strings.Contains(logs, secret) {
+		t.Errorf("the secret %q leaked into the log:\n%s", secret, logs)
+	}
+}
+
+// MustJSON returns v as JSON, failing t when it cannot be marshalled.
+func MustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Unreachable returns the http URL of a test server that is closed
+// already: connections to it are refused.
+func Unreachable(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
+}
+
+// WithUserInfo returns rawURL ("scheme://host...") with user:password
+// written into it as they are, unescaped, so that a leak of the password
+// shows as the password itself.
+func WithUserInfo(rawURL, user, password string) string {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		panic("connectortest: WithUserInfo needs scheme://host, got " + rawURL)
+	}
+	return scheme + "://" + user + ":" + password + "@" + rest
+}
+
+// Builder returns a function that builds connectors through a registry
+// holding what register registers, as wimd does, failing t on an error.
+// A config without a type gets typ.
+func Builder(typ string, register func(*connectors.Registry)) func(t testing.TB, cfg connectors.Config) connectors.Connector {
+	return func(t testing.TB, cfg connectors.Config) connectors.Connector {
+		t.Helper()
+		if cfg.Type == "" {
+			cfg.Type = typ
+		}
+		r := connectors.NewRegistry()
+		register(r)
+		c, err := r.New(cfg)
+		if err != nil {
+			t.Fatalf("building the connector: %v", err)
+		}
+		return c
+	}
+}
+
+// TLSServer serves h over TLS with a certificate no client trusts, until
+// t ends. The handshakes that clients refuse are not logged.
+func TLSServer(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// CheckTransport checks that the connectors build makes pass their
+// settings on to the shared REST client. Behind a TLS server serving h (a
+// controller emulator that asks for no credentials), CheckCredentials must
+// fail, not Retryable, while the certificate is not trusted, and succeed
+// with insecure_skip_verify, every request carrying the bearer_token set.
+func CheckTransport(t testing.TB, build func(testing.TB, connectors.Config) connectors.Connector, h http.Handler) {
+	t.Helper()
+	const token = "connectortest-token"
+	var mu sync.Mutex
+	var auth []string
+	srv := TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	strict := build(t, connectors.Config{URL: srv.URL})
+	switch err := strict.CheckCredentials(t.Context()); {
+	case err == nil:
+		t.Errorf("unverified certificate: CheckCredentials succeeded, want a non-retryable error")
+	case connectors.Retryable(err):
+		t.Errorf("unverified certificate: CheckCredentials = %v, Retryable; want a non-retryable error", err)
+	}
+	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true, "bearer_token": token}})
+	if err := c.CheckCredentials(t.Context()); err != nil {
+		t.Fatalf("insecure_skip_verify and bearer_token: CheckCredentials = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) == 0 {
+		t.Fatal("CheckCredentials sent no request")
+	}
+	for i, a := range auth {
+		if a != "Bearer "+token {
+			t.Errorf("request %d: Authorization = %q, want the bearer token", i, a)
+		}
+	}
+}
