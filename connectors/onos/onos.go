@@ -60,9 +60,10 @@
 // is left for the retry to converge. Delete finds the interfaces by their
 // name prefix on every port, so it needs no connInfo.
 //
-// The lock is keyed by the base URL: WIMs whose different URLs reach one
-// ONOS cluster are not serialised with each other (the verify step
-// repairs only the writer's own service).
+// The lock is keyed by the base URL (host lower-cased, default port made
+// explicit, no user info): WIMs that reach one ONOS cluster through
+// different hosts or addresses are not serialised with each other (the
+// verify step repairs only the writer's own service).
 //
 // # Status
 //
@@ -93,6 +94,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -178,14 +180,23 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	}, nil
 }
 
-// lockURL is the base URL without user info: lock names may be logged or
-// hashed into database lock keys.
+// lockURL names the controller in the lock: the base URL without user
+// info (lock names may be logged or hashed into database lock keys), with
+// the host lower-cased and the scheme's default port made explicit, so
+// that WIMs spelling one controller's URL differently share one lock.
 func lockURL(base string) string {
 	u, err := url.Parse(base)
 	if err != nil {
 		return base
 	}
 	u.User = nil
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	u.Host = net.JoinHostPort(host, port)
+	u.Path = strings.TrimRight(u.Path, "/")
 	return u.String()
 }
 
