@@ -144,6 +144,16 @@ type Connector interface {
 	ClearAll(ctx context.Context) error
 }
 
+// MappingChecker is implemented by connectors that can tell, without
+// their controller, whether a port mapping's wan_service_mapping_info
+// describes an endpoint they can use (the keys they need, well-formed
+// values). wimd calls it when port mappings are written, so a mapping the
+// connector cannot use is refused then, naming the field, rather than
+// failing the WAN links that reach it.
+type MappingChecker interface {
+	CheckMapping(endpointID string, info map[string]any) error
+}
+
 // MultipointNotSupported is the message of the error for an ELINE with more
 // than two points. It is OSM's text (spec §5.3, §10 #6); wimro fails the
 // action with it where OSM retried forever.

@@ -19,6 +19,16 @@ type ConnectorCheck func(w wimro.WIM, accountConfig map[string]any) error
 // before serving requests.
 func (e *Engine) SetConnectorCheck(c ConnectorCheck) { e.check = c }
 
+// MappingCheck validates one port mapping's wan_service_mapping_info for
+// the connector of WIM w, without contacting the controller (the keys the
+// connector needs, well-formed values). It returns nil when the connector
+// cannot tell.
+type MappingCheck func(w wimro.WIM, endpointID string, info map[string]any) error
+
+// SetMappingCheck installs c; nil (the default) checks nothing. Call it
+// before serving requests.
+func (e *Engine) SetMappingCheck(c MappingCheck) { e.mappingCheck = c }
+
 // checkConnector runs the check and turns its refusal into an invalid
 // error on field (or on wim_url when that is what the connector refused).
 func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefix, field string) error {

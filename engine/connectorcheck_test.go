@@ -75,3 +75,26 @@ func TestConnectorCheck(t *testing.T) {
 		t.Fatalf("the check ran %d times", calls)
 	}
 }
+
+func TestMappingCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.datacenter(t, "dcA")
+	b.eng.SetMappingCheck(func(w wimro.WIM, endpointID string, info map[string]any) error {
+		if _, ok := info["wan_switch_port"]; !ok {
+			return fmt.Errorf("service endpoint %q: no wan_switch_port", endpointID)
+		}
+		return nil
+	})
+	bad := mapping("dcA", 1)
+	delete(bad.PopWANMappings[0].WANServiceMappingInfo, "wan_switch_port")
+	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: ptr("http://x"),
+		Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{bad})}})
+	wantField(t, err, "wim.config.wim_port_mapping[0].pop_wan_mappings[0].wan_service_mapping_info")
+	if _, err := b.db.GetWIM(b.ctx, "wan1"); wimro.ErrorCode(err) != wimro.ENOTFOUND {
+		t.Fatalf("the WIM of a refused mapping was written: %v", err)
+	}
+	b.wim(t, "wan1", mapping("dcA", 1))
+	_, err = b.eng.CreatePortMappings(b.ctx, engine.AnyTenant, "wan1", []engine.PortMappingInput{bad})
+	wantField(t, err, "wim_port_mapping[0].pop_wan_mappings[0].wan_service_mapping_info")
+}

@@ -19,6 +19,8 @@ type Engine struct {
 	box    *secret.Box
 	logger *slog.Logger
 	check  ConnectorCheck
+	// mappingCheck validates port mappings for the WIM's connector.
+	mappingCheck MappingCheck
 }
 
 // New returns an engine over db. box seals account passwords at rest.

@@ -152,7 +152,7 @@ func validateMappings(field string, in []PortMappingInput) error {
 
 // createMappings inserts the mappings of w inside a transaction.
 // tenantID, when set, restricts datacenter names to the tenant's.
-func createMappings(ctx context.Context, s *persistence.Store, field string, w wimro.WIM, tenantID string, in []PortMappingInput) ([]PortMappingInput, error) {
+func (e *Engine) createMappings(ctx context.Context, s *persistence.Store, field string, w wimro.WIM, tenantID string, in []PortMappingInput) ([]PortMappingInput, error) {
 	if err := validateMappings(field, in); err != nil {
 		return nil, err
 	}
@@ -175,6 +175,11 @@ func createMappings(ctx context.Context, s *persistence.Store, field string, w w
 					return nil, wimro.FieldErrorf(mf+".wan_service_mapping_info", "%s: %s", mf, wimro.ErrorMessage(err))
 				}
 				g.PopWANMappings[j].WANServiceEndpointID = endpoint
+			}
+			if e.mappingCheck != nil {
+				if err := e.mappingCheck(w, endpoint, info); err != nil {
+					return nil, wimro.FieldErrorf(mf+".wan_service_mapping_info", "%s: the %s connector cannot use this mapping: %v", mf, w.Type, err)
+				}
 			}
 			_, err := s.CreatePortMapping(ctx, wimro.PortMapping{
 				WIMID: w.UUID, DatacenterID: dc.UUID, PopSwitchDPID: m.PopSwitchDPID, PopSwitchPort: string(m.PopSwitchPort),
@@ -209,7 +214,7 @@ func (e *Engine) CreatePortMappings(ctx context.Context, tenantRef, wimRef strin
 		if err != nil {
 			return err
 		}
-		out, err = createMappings(ctx, s, "wim_port_mapping", w, tenantID(t), in)
+		out, err = e.createMappings(ctx, s, "wim_port_mapping", w, tenantID(t), in)
 		return err
 	})
 	return out, err

@@ -107,7 +107,7 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 			return err
 		}
 		if hasMappings && len(mappings) > 0 {
-			if _, err := createMappings(ctx, s, "wim.config.wim_port_mapping", created, "", mappings); err != nil {
+			if _, err := e.createMappings(ctx, s, "wim.config.wim_port_mapping", created, "", mappings); err != nil {
 				return err
 			}
 		}
@@ -208,7 +208,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 			if _, err := s.DeletePortMappings(ctx, w.UUID); err != nil {
 				return err
 			}
-			if _, err := createMappings(ctx, s, "wim.config.wim_port_mapping", updated, "", mappings); err != nil {
+			if _, err := e.createMappings(ctx, s, "wim.config.wim_port_mapping", updated, "", mappings); err != nil {
 				return err
 			}
 		}

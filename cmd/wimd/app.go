@@ -404,6 +404,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	eng := engine.New(db, box, logger)
 	registry := newRegistry()
 	eng.SetConnectorCheck(connectorCheck(registry))
+	eng.SetMappingCheck(mappingCheck(registry))
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
 		Policy: actions.Policy{Refresh: c.refresh}})
 	if err := sup.Start(ctx); err != nil {
@@ -445,6 +446,25 @@ func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 		}
 		_, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
 		return err
+	}
+}
+
+// mappingCheck validates a port mapping for the WIM's connector, when the
+// connector can tell (connectors.MappingChecker). A WIM whose connector
+// cannot be built passes here: connectorCheck reports its settings.
+func mappingCheck(r *connectors.Registry) engine.MappingCheck {
+	return func(w wimro.WIM, endpointID string, info map[string]any) error {
+		if !slices.Contains(r.Types(), w.Type) {
+			return nil
+		}
+		c, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config})
+		if err != nil {
+			return nil
+		}
+		if mc, ok := c.(connectors.MappingChecker); ok {
+			return mc.CheckMapping(endpointID, info)
+		}
+		return nil
 	}
 }
 

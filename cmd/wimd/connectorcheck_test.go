@@ -42,3 +42,41 @@ func TestConnectorCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestMappingCheck checks that wimd refuses, when port mappings are
+// written, a wan_service_mapping_info the WIM's connector cannot use.
+func TestMappingCheck(t *testing.T) {
+	t.Parallel()
+	check := mappingCheck(newRegistry())
+	location := map[string]any{"location_flavor": "location"}
+	tests := []struct {
+		name string
+		wim  wimro.WIM
+		info map[string]any
+		want string // "" for accepted
+	}{
+		{"dynpac ok", wimro.WIM{Type: "dynpac", URL: "http://c"}, map[string]any{"wan_switch_dpid": "BB:BB", "wan_switch_port": 1.0}, ""},
+		{"dynpac no port", wimro.WIM{Type: "dynpac", URL: "http://c"}, map[string]any{"wan_switch_dpid": "BB:BB"}, "wan_switch_port"},
+		{"onos ok", wimro.WIM{Type: "onos_vpls", URL: "http://c"}, map[string]any{"switch_dpid": "of:0000000000000001", "switch_port": "3"}, ""},
+		{"onos bad dpid", wimro.WIM{Type: "onos", URL: "http://c"}, map[string]any{"switch_dpid": "not-hex", "switch_port": "3"}, "dpid"},
+		{"tapi endpoint id as SIP", wimro.WIM{Type: "tapi", URL: "http://c"}, map[string]any{"mapping_type": "sip"}, ""},
+		{"tapi bad sips", wimro.WIM{Type: "tapi", URL: "http://c"}, map[string]any{"sips": []any{"x"}}, "sips"},
+		{"ietfl2vpn ok", wimro.WIM{Type: "ietfl2vpn", URL: "http://c"}, map[string]any{"site-id": "s1", "device-id": "pe1"}, ""},
+		{"ietfl2vpn no site", wimro.WIM{Type: "ietfl2vpn", URL: "http://c"}, map[string]any{"device-id": "pe1"}, "site-id"},
+		{"ietfl2vpn location flavor", wimro.WIM{Type: "ietfl2vpn", URL: "http://c", Config: location}, map[string]any{"site-id": "s1", "device-id": "pe1"}, "location-id"},
+		{"fake", wimro.WIM{Type: "fake", URL: "http://fake"}, map[string]any{}, ""},
+		{"no connector for odl", wimro.WIM{Type: "odl", URL: "x"}, map[string]any{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := check(tt.wim, "ep-1", tt.info)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "ep-1")):
+				t.Fatalf("error = %v, want one naming %q and the endpoint", err, tt.want)
+			}
+		})
+	}
+}

@@ -244,26 +244,45 @@ func (c *connector) toPoints(t connectors.ServiceType, points []connectors.Conne
 		if info == nil {
 			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
 		}
-		dpid, _ := info["wan_switch_dpid"].(string)
-		if dpid == "" {
-			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): wan_service_mapping_info has no wan_switch_dpid", i, p.ServiceEndpointID)
-		}
-		port := info["wan_switch_port"]
-		switch v := port.(type) {
-		case string:
-			if v == "" {
-				port = nil
-			}
-		case float64, int, int64, json.Number:
-		default:
-			port = nil
-		}
-		if port == nil {
-			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): wan_service_mapping_info has no valid wan_switch_port", i, p.ServiceEndpointID)
+		dpid, port, err := switchPort(info)
+		if err != nil {
+			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): %s", i, p.ServiceEndpointID, err)
 		}
 		out[i] = point{WANSwitchDPID: dpid, WANSwitchPort: port, WANVLAN: p.VLAN}
 	}
 	return out, nil
+}
+
+// switchPort reads the WAN switch dpid and port of a
+// wan_service_mapping_info.
+func switchPort(info map[string]any) (dpid string, port any, err error) {
+	dpid, _ = info["wan_switch_dpid"].(string)
+	if dpid == "" {
+		return "", nil, fmt.Errorf("wan_service_mapping_info has no wan_switch_dpid")
+	}
+	port = info["wan_switch_port"]
+	switch v := port.(type) {
+	case string:
+		if v == "" {
+			port = nil
+		}
+	case float64, int, int64, json.Number:
+	default:
+		port = nil
+	}
+	if port == nil {
+		return "", nil, fmt.Errorf("wan_service_mapping_info has no valid wan_switch_port")
+	}
+	return dpid, port, nil
+}
+
+// CheckMapping implements connectors.MappingChecker: info must give
+// wan_switch_dpid and wan_switch_port.
+func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
+	if _, _, err := switchPort(info); err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "dynpac: service endpoint %q: %s", endpointID, err)
+	}
+	return nil
 }
 
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {

@@ -242,6 +242,15 @@ func (c *connector) endpoints(points []connectors.ConnectionPoint) ([]endpoint, 
 	return eps, nil
 }
 
+// CheckMapping implements connectors.MappingChecker: info must name the
+// site and, per location_flavor, the device or the location.
+func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
+	if _, err := c.endpoint(endpointID, info); err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "%w", err)
+	}
+	return nil
+}
+
 // endpoint reads one wan_service_mapping_info.
 func (c *connector) endpoint(endpointID string, info map[string]any) (endpoint, error) {
 	ep := endpoint{id: endpointID}

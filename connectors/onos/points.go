@@ -90,6 +90,15 @@ func (c *connector) interfaces(key string, t connectors.ServiceType, points []co
 	return out, nil
 }
 
+// CheckMapping implements connectors.MappingChecker: info must give a
+// valid switch_dpid and switch_port.
+func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
+	if _, err := portSubject(info); err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "onos: the wan_service_mapping_info of service endpoint %q: %s", endpointID, err)
+	}
+	return nil
+}
+
 // portSubject builds of:<16 hex>/<port> from switch_dpid and switch_port.
 func portSubject(info map[string]any) (string, error) {
 	dpid, err := normaliseDPID(info["switch_dpid"])

@@ -306,6 +306,16 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 	return nil
 }
 
+// CheckMapping implements connectors.MappingChecker: the SIP keys, when
+// present, must be well formed (the SIPs themselves are checked against
+// the controller by CheckCredentials).
+func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
+	if _, err := parseMapping(info); err != nil {
+		return connectors.Errorf(connectors.KindPermanent, "tapi: the wan_service_mapping_info of service endpoint %q: %s", endpointID, err)
+	}
+	return nil
+}
+
 // plan checks the request and resolves each point to its SIP, without
 // talking to the controller. It returns the service type and the
 // end-points with local-id and SIP set.
