@@ -4,7 +4,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench lint fmt vet clean
+.PHONY: all deps build run test test-short bench lint fmt vet staticcheck clean
 
 all: build
 
@@ -40,7 +40,14 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ActionThroughput|LatencyBound|ScaleAccounts|FirstClaim' -benchtime 1x -timeout 15m ./wimthread/
 	$(GO) test -run '^$$' -bench APILatency -benchtime 1x ./httpapi/
 
-lint: fmt vet
+# staticcheck is fetched from the Go module proxy at a pinned version (not
+# a dependency of the module).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: fmt vet staticcheck
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

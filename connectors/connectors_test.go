@@ -320,6 +320,7 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 		"%v":  fmt.Sprintf("%v", cfg),
 		"%+v": fmt.Sprintf("%+v", cfg),
 		"%#v": fmt.Sprintf("%#v", cfg),
+		//lint:ignore S1025 the %s verb itself is under test
 		"%s":  fmt.Sprintf("%s", cfg),
 		"log": buf.String(),
 	}

@@ -28,10 +28,12 @@ import (
 // KeySize is the length of a key: AES-256.
 const KeySize = 32
 
+// version is the first byte of every sealed value.
+const version byte = 0x01
+
 const (
-	version   byte = 0x01
-	nonceSize      = 12
-	tagSize        = 16
+	nonceSize = 12
+	tagSize   = 16
 	// overhead is what Seal adds to the plaintext.
 	overhead = 1 + nonceSize + tagSize
 )

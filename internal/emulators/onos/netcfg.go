@@ -165,6 +165,7 @@ func flatten(scope []string, body []byte) ([]change, error) {
 		return nil
 	}
 	if !json.Valid(body) {
+		//lint:ignore ST1005 ONOS's own message, as its REST API answers it
 		return nil, errors.New("Unable to parse the request body: malformed JSON")
 	}
 	if err := walk(len(scope), scope, body); err != nil {
