@@ -16,11 +16,21 @@ type portMapping struct {
 	sip     string         // "sip", "" when absent
 	sipVLAN int            // "vlan": the VLAN that "sip" carries, 0 when absent
 	sips    map[int]string // "sips": VLAN → SIP uuid, nil when absent
-	// sipInput and sipOutput are OSM's photonic pair, which needs two
-	// unidirectional services; they are only read to be refused (and to be
-	// checked by CheckCredentials).
+	// sipInput and sipOutput are OSM's photonic pair ("sip_input",
+	// "sip_output"): an INPUT and an OUTPUT SIP, joined by two
+	// unidirectional services. Both are set or neither.
 	sipInput, sipOutput string
 }
+
+// end is what one connection point resolves to: a bidirectional SIP, or
+// a photonic pair.
+type end struct {
+	localID string // the end-point's local-id
+	sip     string // the bidirectional SIP; "" for a photonic pair
+	in, out string // the photonic pair's sip_input and sip_output
+}
+
+func (e end) photonic() bool { return e.in != "" }
 
 // parseMapping reads info, refusing values of the wrong shape so that a
 // typo in a port mapping is reported instead of silently ignored.
@@ -35,6 +45,12 @@ func parseMapping(info map[string]any) (portMapping, error) {
 	}
 	if m.sipOutput, err = stringField(info, "sip_output"); err != nil {
 		return m, err
+	}
+	switch {
+	case (m.sipInput == "") != (m.sipOutput == ""):
+		return m, fmt.Errorf(`"sip_input" and "sip_output" name the two SIPs of a photonic port and go together`)
+	case m.sipInput != "" && m.sipInput == m.sipOutput:
+		return m, fmt.Errorf(`"sip_input" and "sip_output" must be two SIPs, got %q for both`, m.sipInput)
 	}
 	if v, ok := info["vlan"]; ok && v != nil {
 		if m.sipVLAN, err = vlanValue(v); err != nil {
@@ -104,30 +120,34 @@ func vlanValue(v any) (int, error) {
 	return n, nil
 }
 
-// sipFor picks the SIP of one connection point. It never drops a tag: a
-// dot1q point needs a SIP that is declared for its VLAN.
-func (m portMapping) sipFor(p connectors.ConnectionPoint) (string, error) {
+// endFor resolves one connection point (local-id aside). It never drops
+// a tag: a dot1q point needs a SIP that is declared for its VLAN, and a
+// photonic pair carries no VLAN.
+func (m portMapping) endFor(p connectors.ConnectionPoint) (end, error) {
 	if p.Encapsulation == connectors.EncapDot1Q {
 		if s, ok := m.sips[p.VLAN]; ok {
-			return s, nil
+			return end{sip: s}, nil
 		}
 		if m.sip != "" && m.sipVLAN == p.VLAN {
-			return m.sip, nil
+			return end{sip: m.sip}, nil
 		}
-		return "", fmt.Errorf(`no SIP for VLAN %d: TAPI has no VLAN leaf, so the mapping must name one (wan_service_mapping_info "sips": {"%d": "<sip uuid>"}, or "sip" with "vlan": %d)`, p.VLAN, p.VLAN, p.VLAN)
+		if m.sipInput != "" {
+			return end{}, fmt.Errorf("no SIP for VLAN %d: the mapping's photonic pair (sip_input/sip_output) carries no VLAN; use an untagged point", p.VLAN)
+		}
+		return end{}, fmt.Errorf(`no SIP for VLAN %d: TAPI has no VLAN leaf, so the mapping must name one (wan_service_mapping_info "sips": {"%d": "<sip uuid>"}, or "sip" with "vlan": %d)`, p.VLAN, p.VLAN, p.VLAN)
 	}
 	switch {
 	case m.sip != "" && m.sipVLAN != 0:
-		return "", fmt.Errorf(`untagged point, but the mapping's "sip" carries VLAN %d`, m.sipVLAN)
+		return end{}, fmt.Errorf(`untagged point, but the mapping's "sip" carries VLAN %d`, m.sipVLAN)
 	case m.sip != "":
-		return m.sip, nil
+		return end{sip: m.sip}, nil
+	case m.sipInput != "":
+		return end{in: m.sipInput, out: m.sipOutput}, nil
 	case m.sips != nil:
-		return "", fmt.Errorf(`untagged point, but the mapping only names per-VLAN SIPs ("sips"); add "sip"`)
-	case m.sipInput != "" || m.sipOutput != "":
-		return "", fmt.Errorf("photonic SIP pairs (sip_input/sip_output, two unidirectional services) are not supported")
+		return end{}, fmt.Errorf(`untagged point, but the mapping only names per-VLAN SIPs ("sips"); add "sip"`)
 	}
 	// OSM's rule: with no SIP in the mapping, the endpoint id is the SIP.
-	return p.ServiceEndpointID, nil
+	return end{sip: p.ServiceEndpointID}, nil
 }
 
 // named returns every SIP the mapping refers to, for CheckCredentials.

@@ -18,17 +18,20 @@
 //
 // # Service
 //
-// Every service is BIDIRECTIONAL, POINT_TO_POINT_CONNECTIVITY for an ELINE.
-// An ELAN becomes MULTIPOINT_CONNECTIVITY only when the setting multipoint
-// is true (whether a controller can realise it is implementation-specific);
+// An ELINE between two SIPs is one BIDIRECTIONAL,
+// POINT_TO_POINT_CONNECTIVITY service; an ELINE between two photonic
+// pairs is two UNIDIRECTIONAL ones (see Photonic pairs). An ELAN becomes
+// MULTIPOINT_CONNECTIVITY only when the setting multipoint is true
+// (whether a controller can realise it is implementation-specific);
 // otherwise it is refused. requested-capacity is capacity_value
 // capacity_unit (1 GBPS, as OSM), the value a string (uint64 in RFC 7951).
 // Each end-point carries local-id (the service endpoint id, suffixed with
 // ".<vlan>" when one endpoint appears twice), the SIP uuid, and the SIP's
 // layer-protocol-name and first supported layer-protocol-qualifier (OSM's
-// choice). Before a create the SIP list is read: an unknown SIP, or a
-// unidirectional (photonic INPUT/OUTPUT) one, is a Permanent error and
-// nothing is created.
+// choice). Before a create the SIP list is read: an unknown SIP, a
+// unidirectional (INPUT/OUTPUT) SIP for a bidirectional service, or a
+// photonic pair whose SIPs are not INPUT and OUTPUT, is a Permanent error
+// and nothing is created.
 //
 // # VLANs and port mappings
 //
@@ -42,12 +45,59 @@
 //	"sip": "<sip>"                            the untagged SIP; with
 //	"vlan": 100                               the VLAN that "sip" carries (dot1q)
 //
+//	"sip_input": "<sip>",                     a photonic port (OSM's keys):
+//	"sip_output": "<sip>"                     its INPUT and its OUTPUT SIP,
+//	                                          both or neither
+//
 // A dot1q point takes sips[VLAN], else "sip" when "vlan" equals its VLAN,
-// else it is refused (Permanent): the tag is never dropped silently. An
-// untagged point takes "sip" when it carries no "vlan"; a mapping with only
-// "sips" has no untagged SIP and is refused; a mapping with none of these
-// keys uses the endpoint id as the SIP, as OSM does. OSM's photonic pairs
-// (sip_input/sip_output, two unidirectional services) are not supported.
+// else it is refused (Permanent): the tag is never dropped silently, and
+// photonic ports carry no VLAN, so a dot1q point is never given a
+// photonic pair. An untagged point takes "sip" when it carries no "vlan",
+// else the photonic pair; a mapping with only "sips" has no untagged SIP
+// and is refused; a mapping with none of these keys uses the endpoint id
+// as the SIP, as OSM does.
+//
+// # Photonic pairs
+//
+// An ELINE whose two points resolve to photonic pairs (OSM's
+// unidirectional photonic ports) becomes two UNIDIRECTIONAL
+// POINT_TO_POINT_CONNECTIVITY services, as in OSM: "az" carries traffic
+// from the first point to the second, "za" back. A SIP's direction is
+// that of the connectivity service's port at it, so a half goes in at its
+// source's sip_input SIP (end-point direction INPUT) and out at its
+// sink's sip_output SIP (direction OUTPUT), both end-points with role
+// SYMMETRIC (point to point); direction and role are only sent on these
+// halves. On the wire these are OSM's two services, with az and za
+// swapped: OSM lists the OUTPUT end-point first, calls the service that
+// leaves at the first point's OUTPUT SIP "az" and sends no direction or
+// role (its mock names INPUT SIPs "-rx" and OUTPUT SIPs "-tx", from the
+// client port's side). Only an ELINE with a photonic pair at both ends
+// can be expressed: a pair facing a bidirectional SIP (OSM refuses it as
+// incongruent directionality) or an ELAN with a pair is refused
+// (Permanent) before anything is sent.
+//
+// Each half is named with the service key and {"value-name":
+// "wimro-direction", "value": "az" or "za"}. With create_mode "data" their
+// uuids are PairUUIDs(key): UUIDv5s, under the namespace of ServiceUUID,
+// of ServiceUUID(key)+"/az" and +"/za", their last four hex digits set to
+// OSM's suffixes 00af and 00fa. Each half is created or adopted like a
+// bidirectional service (see Idempotency), az first. When za fails, az is
+// deleted again (even when adopted: no id reaches the caller to delete it
+// later), unless ctx is done: the call was interrupted, and its retry
+// adopts az.
+//
+// The service id of a pair is "<az uuid>,<za uuid>", so that the id alone
+// finds both halves (nil connInfo is fine). connInfo is OSM's shape plus
+// wimro's keys: {"bidirectional": false, "az": {"uuid", "sips": [its
+// INPUT SIP, its OUTPUT SIP]}, "za": {…}, "service_key", "create_mode"}.
+// GetServiceStatus and DeleteService also take an id without a comma
+// along with such a connInfo (a pair OSM made: its "…00**" id and its
+// conn_info). Delete deletes az, then za, each 404 being success.
+// ListServices lists a pair once, under its id and key, with Info
+// {"bidirectional": false, "az": {…}, "za": {…}}; a half whose partner
+// is gone is listed alone, its id with the other side empty ("<az uuid>,"
+// or ",<za uuid>"), which status and delete take too, so ClearAll deletes
+// halves as well.
 //
 // # Idempotency
 //
@@ -63,11 +113,14 @@
 // service and adopts it when it has the same SIPs (else Permanent). With
 // create_mode "rpc" the server picks the uuid (TAPI 2.1.x RPC), so the
 // connector lists the services first, under a lock per key
-// (connectors.Config.MutationLock), and adopts the one named with the key,
-// which also covers a create whose reply was lost. What remains: two
-// creates of one key at the same time in processes that share no Locker,
-// or a server that lists a new service only some time after creating it,
-// can make a second service.
+// (connectors.Config.MutationLock), and adopts the one named with the key
+// (a photonic half: with the key and its direction), which also covers a
+// create whose reply was lost. What remains: two creates of one key at
+// the same time in processes that share no Locker, or a server that lists
+// a new service only some time after creating it, can make a second
+// service; and with create_mode "data" a key that was created as a
+// bidirectional service and then as a photonic pair (or the reverse) gets
+// both, as their uuids differ.
 //
 // EditService is not supported (Permanent): TAPI's
 // update-connectivity-service RPC is not used by OSM and its support
@@ -88,8 +141,17 @@
 // on the entry is checked against the list first, for servers that only
 // serve the list (OSM's mock).
 //
+// A photonic pair's status is the AND of its halves' (each read as
+// above; OSM ANDs them too): ACTIVE when both are; else ERROR, then DOWN,
+// when a half is (a half the controller does not have counts as ERROR);
+// else BUILD. Message names the halves that are not ACTIVE, and Info is
+// {"bidirectional": false, "az": {…}, "za": {…}}. A pair neither of whose
+// halves exists is NotFound.
+//
 // CheckCredentials reads the SIP list, then checks that every SIP named by
-// cfg.PortMappings exists ("SIP not found: …", Permanent).
+// cfg.PortMappings exists ("SIP not found: …", Permanent) and that each
+// photonic pair's sip_input is an INPUT SIP and its sip_output an OUTPUT
+// SIP (Permanent).
 //
 // Settings (account config, then WIM config), besides connectors/rest's
 // timeout_ms, ca_file, insecure_skip_verify and bearer_token:
@@ -288,7 +350,7 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var missing []string
+	var missing, wrong []string
 	for _, ep := range c.ordered {
 		m, err := parseMapping(c.mappings[ep])
 		if err != nil {
@@ -299,9 +361,20 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 				missing = append(missing, fmt.Sprintf("%s (port mapping of %s)", s, ep))
 			}
 		}
+		if m.sipInput == "" {
+			continue
+		}
+		for _, d := range [][2]string{{m.sipInput, dirInput}, {m.sipOutput, dirOutput}} {
+			if s, ok := sips[d[0]]; ok && s.Direction != d[1] {
+				wrong = append(wrong, pairDirectionProblem(s, d[1], ep))
+			}
+		}
 	}
 	if len(missing) > 0 {
 		return connectors.Errorf(connectors.KindPermanent, "tapi check credentials: SIP not found: %s", strings.Join(missing, ", "))
+	}
+	if len(wrong) > 0 {
+		return connectors.Errorf(connectors.KindPermanent, "tapi check credentials: %s", strings.Join(wrong, "; "))
 	}
 	return nil
 }
@@ -316,10 +389,10 @@ func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
 	return nil
 }
 
-// plan checks the request and resolves each point to its SIP, without
-// talking to the controller. It returns the service type and the
-// end-points with local-id and SIP set.
-func (c *connector) plan(t connectors.ServiceType, points []connectors.ConnectionPoint) (string, []endPoint, error) {
+// plan checks the request and resolves each point to its SIP or photonic
+// pair, without talking to the controller. It returns the service type
+// and the ends, all bidirectional or all photonic.
+func (c *connector) plan(t connectors.ServiceType, points []connectors.ConnectionPoint) (string, []end, error) {
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return "", nil, err
 	}
@@ -334,7 +407,8 @@ func (c *connector) plan(t connectors.ServiceType, points []connectors.Connectio
 	for _, p := range points {
 		seen[p.ServiceEndpointID]++
 	}
-	eps := make([]endPoint, len(points))
+	ends := make([]end, len(points))
+	photonic := 0
 	for i, p := range points {
 		info := p.MappingInfo
 		if info == nil {
@@ -345,38 +419,54 @@ func (c *connector) plan(t connectors.ServiceType, points []connectors.Connectio
 		}
 		m, err := parseMapping(info)
 		if err == nil {
-			eps[i].SIP.UUID, err = m.sipFor(p)
+			ends[i], err = m.endFor(p)
 		}
 		if err != nil {
 			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: connection point %d (%s): wan_service_mapping_info: %s", i, p.ServiceEndpointID, err)
 		}
-		eps[i].LocalID = p.ServiceEndpointID
+		ends[i].localID = p.ServiceEndpointID
 		if seen[p.ServiceEndpointID] > 1 {
-			eps[i].LocalID += "." + strconv.Itoa(p.VLAN)
+			ends[i].localID += "." + strconv.Itoa(p.VLAN)
+		}
+		if ends[i].photonic() {
+			photonic++
 		}
 	}
-	return serviceType, eps, nil
+	switch {
+	case photonic > 0 && t != connectors.ServiceELINE:
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: photonic pairs (sip_input/sip_output) only make an ELINE (two unidirectional services), not %s", t)
+	case photonic > 0 && photonic < len(ends):
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: connection points %s and %s mix a photonic pair (sip_input/sip_output, unidirectional services) with a bidirectional SIP; both ends must be of one kind", ends[0].localID, ends[1].localID)
+	}
+	return serviceType, ends, nil
 }
 
-// describe completes the end-points from the controller's SIP list.
-func (c *connector) describe(ctx context.Context, eps []endPoint) error {
+// describe completes the end-points of the services to create from the
+// controller's SIP list. An end-point without direction belongs to a
+// bidirectional service and needs a bidirectional SIP; one with a
+// direction (a photonic half) needs a SIP of that direction.
+func (c *connector) describe(ctx context.Context, services ...[]endPoint) error {
 	sips, err := c.sipList(ctx, "create (SIP list)")
 	if err != nil {
 		return err
 	}
-	for i := range eps {
-		s, ok := sips[eps[i].SIP.UUID]
-		switch {
-		case !ok:
-			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP not found: %s (end-point %s)", eps[i].SIP.UUID, eps[i].LocalID)
-		case s.Direction == "INPUT" || s.Direction == "OUTPUT":
-			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s is unidirectional (%s); a bidirectional service needs a BIDIRECTIONAL SIP", s.UUID, s.Direction)
-		case s.LayerProtocolName == "":
-			return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s has no layer-protocol-name", s.UUID)
-		}
-		eps[i].LayerProtocolName = s.LayerProtocolName
-		if len(s.Qualifiers) > 0 {
-			eps[i].LayerProtocolQualifier = s.Qualifiers[0]
+	for _, eps := range services {
+		for i := range eps {
+			s, ok := sips[eps[i].SIP.UUID]
+			switch {
+			case !ok:
+				return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP not found: %s (end-point %s)", eps[i].SIP.UUID, eps[i].LocalID)
+			case eps[i].Direction == "" && (s.Direction == dirInput || s.Direction == dirOutput):
+				return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s is unidirectional (%s); a bidirectional service needs a BIDIRECTIONAL SIP", s.UUID, s.Direction)
+			case eps[i].Direction != "" && s.Direction != eps[i].Direction:
+				return connectors.Errorf(connectors.KindPermanent, "tapi create: %s", pairDirectionProblem(s, eps[i].Direction, eps[i].LocalID))
+			case s.LayerProtocolName == "":
+				return connectors.Errorf(connectors.KindPermanent, "tapi create: SIP %s has no layer-protocol-name", s.UUID)
+			}
+			eps[i].LayerProtocolName = s.LayerProtocolName
+			if len(s.Qualifiers) > 0 {
+				eps[i].LayerProtocolQualifier = s.Qualifiers[0]
+			}
 		}
 	}
 	return nil
@@ -386,9 +476,16 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: a service key is required")
 	}
-	serviceType, eps, err := c.plan(t, points)
+	serviceType, ends, err := c.plan(t, points)
 	if err != nil {
 		return "", nil, err
+	}
+	if ends[0].photonic() {
+		return c.createPair(ctx, key, ends[0], ends[1])
+	}
+	eps := make([]endPoint, len(ends))
+	for i, e := range ends {
+		eps[i] = endPoint{LocalID: e.localID, SIP: sipRef{UUID: e.sip}}
 	}
 	if err := c.describe(ctx, eps); err != nil {
 		return "", nil, err
@@ -400,13 +497,7 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		ServiceType:           serviceType,
 		RequestedCapacity:     &c.capacity,
 	}
-	var id string
-	if c.createMode == CreateRPC {
-		id, err = c.createRPC(ctx, key, want)
-	} else {
-		want.UUID = ServiceUUID(key)
-		id, err = c.createData(ctx, key, want)
-	}
+	id, err := c.create(ctx, key, ServiceUUID(key), want)
 	if err != nil {
 		return "", nil, err
 	}
@@ -415,6 +506,16 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		sips[i] = ep.SIP.UUID
 	}
 	return id, map[string]any{"service_uuid": id, "service_key": key, "create_mode": c.createMode, "sips": sips}, nil
+}
+
+// create makes the service want, or adopts it, and returns its uuid:
+// with create_mode "data" it is id, with "rpc" the server's choice.
+func (c *connector) create(ctx context.Context, key, id string, want service) (string, error) {
+	if c.createMode == CreateRPC {
+		return c.createRPC(ctx, key, want)
+	}
+	want.UUID = id
+	return c.createData(ctx, key, want)
 }
 
 // adoptable checks that an existing service is the one asked for: named
@@ -471,7 +572,9 @@ func (c *connector) createRPC(ctx context.Context, key string, want service) (st
 		return "", err
 	}
 	for _, have := range list {
-		if have.key() != key {
+		// The other half of a photonic pair is not this one; any other
+		// service named with the key must be this one.
+		if have.key() != key || have.half() != "" && want.half() != "" && have.half() != want.half() {
 			continue
 		}
 		if err := adoptable(have, want, key); err != nil {
@@ -550,9 +653,12 @@ func (c *connector) services(ctx context.Context, op string) ([]service, error) 
 	return c.serviceList(op, r)
 }
 
-func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
+func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (connectors.ServiceStatus, error) {
 	if id == "" {
 		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "tapi status: empty service id")
+	}
+	if az, za, ok := pairOf(id, connInfo); ok {
+		return c.pairStatus(ctx, az, za)
 	}
 	s, err := c.read(ctx, "status", id)
 	if err != nil {
@@ -568,10 +674,18 @@ func (c *connector) EditService(ctx context.Context, id string, _ map[string]any
 	return nil, connectors.Errorf(connectors.KindPermanent, "tapi edit of %s: not supported (delete the WAN link and create it again)", id)
 }
 
-func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
+func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {
 	if id == "" {
 		return nil
 	}
+	if az, za, ok := pairOf(id, connInfo); ok {
+		return c.deletePair(ctx, az, za)
+	}
+	return c.deleteOne(ctx, id)
+}
+
+// deleteOne deletes one connectivity service; one that is gone is fine.
+func (c *connector) deleteOne(ctx context.Context, id string) error {
 	var r rest.Reply
 	var err error
 	switch c.deleteMode {
@@ -598,20 +712,19 @@ func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, err
 		return nil, err
 	}
 	var out []connectors.Service
+	var halves []service
 	for _, s := range list {
 		key := s.key()
-		if key == "" {
+		switch {
+		case key == "":
 			continue // not wimro's
+		case s.half() != "":
+			halves = append(halves, s)
+		default:
+			out = append(out, connectors.Service{ID: s.UUID, Key: key, Info: s.info()})
 		}
-		info := s.states()
-		info["service-type"] = s.ServiceType
-		sips := make([]any, 0, len(s.EndPoint))
-		for _, u := range s.sips() {
-			sips = append(sips, u)
-		}
-		info["sips"] = sips
-		out = append(out, connectors.Service{ID: s.UUID, Key: key, Info: info})
 	}
+	out = append(out, pairs(halves)...)
 	slices.SortFunc(out, func(a, b connectors.Service) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,14 +32,14 @@ const (
 	firstVLAN, vlanCount = 100, 32
 )
 
-// seededSIPs are OSM's mock SIPs plus one SIP per port and VLAN
-// 100..131 on both DSR ports.
+// seededSIPs are OSM's mock SIPs, one SIP per port and VLAN 100..131 on
+// both DSR ports, and the photonic pairs of photonicSIPs.
 func seededSIPs() []emu.SIP {
 	vlans := make([]int, vlanCount)
 	for i := range vlans {
 		vlans[i] = firstVLAN + i
 	}
-	return append(emu.OSMSIPs(), append(emu.VLANSIPs(portA, vlans...), emu.VLANSIPs(portB, vlans...)...)...)
+	return slices.Concat(emu.OSMSIPs(), emu.VLANSIPs(portA, vlans...), emu.VLANSIPs(portB, vlans...), photonicSIPs())
 }
 
 // vlanMapping is the wan_service_mapping_info of a port whose VLANs each
@@ -76,12 +77,23 @@ func serve(t *testing.T, h http.Handler) *httptest.Server {
 // opts names others.
 func setup(t *testing.T, opts emu.Options, account map[string]any) (connectors.Connector, *emu.Emulator) {
 	t.Helper()
+	return setupWrapped(t, opts, account, nil)
+}
+
+// setupWrapped is setup with the emulator served through wrap(emulator)
+// when wrap is set.
+func setupWrapped(t *testing.T, opts emu.Options, account map[string]any, wrap func(*emu.Emulator) http.Handler) (connectors.Connector, *emu.Emulator) {
+	t.Helper()
 	if opts.SIPs == nil {
 		opts.SIPs = seededSIPs()
 	}
 	opts.User, opts.Password = user, password
 	e := emu.New(opts)
-	srv := serve(t, e)
+	var h http.Handler = e
+	if wrap != nil {
+		h = wrap(e)
+	}
+	srv := serve(t, h)
 	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account}), e
 }
 
@@ -96,14 +108,21 @@ func paths(e *emu.Emulator) []string {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
+	elan := func(i int) []connectors.ConnectionPoint {
+		return append(points(i), dot1q("dc3", portA, firstVLAN+16+i))
+	}
 	variants := []struct {
 		name    string
 		opts    emu.Options
 		account map[string]any
+		points  func(i int) []connectors.ConnectionPoint
+		elan    func(i int) []connectors.ConnectionPoint // nil: no ELAN
 	}{
-		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}},
-		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}},
-		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}},
+		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}, points, elan},
+		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}, points, elan},
+		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}, points, elan},
+		{"photonic pairs, data create, uuid delete", emu.Options{Version: emu.Version24}, nil, photonicPoints, nil},
+		{"photonic pairs, rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}, photonicPoints, nil},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -115,10 +134,8 @@ func TestConformance(t *testing.T) {
 					c, _ := setup(t, opts, v.account)
 					return c
 				},
-				Points: points,
-				ELANPoints: func(i int) []connectors.ConnectionPoint {
-					return append(points(i), dot1q("dc3", portA, firstVLAN+16+i))
-				},
+				Points:          v.points,
+				ELANPoints:      v.elan,
 				EditUnsupported: true,
 				MaxStatusPolls:  4,
 				Unreachable: func(t *testing.T) connectors.Connector {
@@ -446,6 +463,7 @@ func TestRefusedBeforeCreate(t *testing.T) {
 	tests := []struct {
 		name     string
 		typ      connectors.ServiceType
+		account  map[string]any
 		points   []connectors.ConnectionPoint
 		requests []string // what may be sent before refusing
 		contains string
@@ -490,9 +508,43 @@ func TestRefusedBeforeCreate(t *testing.T) {
 			contains: `no port mapping for service endpoint "dc-unmapped"`,
 		},
 		{
-			name:     "photonic pair mapping",
+			name:     "photonic pair facing a bidirectional SIP",
 			points:   []connectors.ConnectionPoint{untagged("dc3", map[string]any{"sip_input": "R3-opt1-rx", "sip_output": "R3-opt1-tx"}), untagged("dc2", map[string]any{"sip": portB})},
-			contains: "photonic SIP pairs",
+			contains: "mix a photonic pair",
+		},
+		{
+			name:     "dot1q on a photonic port",
+			points:   []connectors.ConnectionPoint{photonicPoints(0)[0], {ServiceEndpointID: "dc9", Encapsulation: connectors.EncapDot1Q, VLAN: 100, MappingInfo: photonicPoints(0)[1].MappingInfo}},
+			contains: "photonic pair (sip_input/sip_output) carries no VLAN",
+		},
+		{
+			name:     "ELAN of photonic pairs",
+			typ:      connectors.ServiceELAN,
+			account:  map[string]any{"multipoint": true},
+			points:   append(photonicPoints(0), photonicPoints(1)[0]),
+			contains: "only make an ELINE",
+		},
+		{
+			name:     "half a photonic pair",
+			points:   []connectors.ConnectionPoint{photonicPoints(0)[0], untagged("dc3", map[string]any{"sip_output": "R3-opt1-tx"})},
+			contains: `"sip_input" and "sip_output"`,
+		},
+		{
+			name:     "photonic pair of one SIP",
+			points:   []connectors.ConnectionPoint{photonicPoints(0)[0], untagged("dc3", map[string]any{"sip_input": "R3-opt1-tx", "sip_output": "R3-opt1-tx"})},
+			contains: "must be two SIPs",
+		},
+		{
+			name:     "photonic pair swapped",
+			points:   []connectors.ConnectionPoint{photonicPoints(0)[0], untagged("dc3", map[string]any{"sip_input": "R3-opt1-tx", "sip_output": "R3-opt1-rx"})},
+			requests: []string{"GET " + emu.SIPsPath},
+			contains: "SIP R3-opt1-rx (sip_output of dc3) is INPUT; a photonic pair's sip_output must be an OUTPUT SIP",
+		},
+		{
+			name:     "photonic pair on a bidirectional SIP",
+			points:   []connectors.ConnectionPoint{photonicPoints(0)[0], untagged("dc3", map[string]any{"sip_input": "R3-opt1-rx", "sip_output": portB})},
+			requests: []string{"GET " + emu.SIPsPath},
+			contains: "SIP R2-eth0 (sip_output of dc3) is BIDIRECTIONAL",
 		},
 		{
 			name:     "sips not an object",
@@ -514,7 +566,7 @@ func TestRefusedBeforeCreate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, e := setup(t, emu.Options{}, nil)
+			c, e := setup(t, emu.Options{}, tt.account)
 			typ, key := tt.typ, uuid.NewString()
 			if typ == "" {
 				typ = connectors.ServiceELINE
@@ -600,6 +652,9 @@ func TestCheckCredentials(t *testing.T) {
 		{"every SIP exists", []wimro.PortMapping{mapping("dc1", vlanMapping(portA)), mapping(portB, map[string]any{}), mapping("dc3", map[string]any{"sip": portA})}, password, 0, ""},
 		{"missing SIPs", []wimro.PortMapping{mapping("dc1", map[string]any{"sip": "R7"}), mapping("dc2", map[string]any{"sips": map[string]any{"5": "R8.5"}})}, password, connectors.KindPermanent, "SIP not found: R7 (port mapping of dc1), R8.5 (port mapping of dc2)"},
 		{"malformed mapping", []wimro.PortMapping{mapping("dc1", map[string]any{"sips": map[string]any{"x": "y"}})}, password, connectors.KindPermanent, `"sips" key "x"`},
+		{"photonic pair", []wimro.PortMapping{mapping("dc3", map[string]any{"sip_input": "R3-opt1-rx", "sip_output": "R3-opt1-tx"})}, password, 0, ""},
+		{"photonic pair swapped", []wimro.PortMapping{mapping("dc3", map[string]any{"sip_input": "R3-opt1-tx", "sip_output": "R3-opt1-rx"})}, password, connectors.KindPermanent, "SIP R3-opt1-tx (sip_input of dc3) is OUTPUT; a photonic pair's sip_input must be an INPUT SIP; SIP R3-opt1-rx (sip_output of dc3) is INPUT"},
+		{"half a photonic pair", []wimro.PortMapping{mapping("dc3", map[string]any{"sip_input": "R3-opt1-rx"})}, password, connectors.KindPermanent, `port mapping of dc3: "sip_input" and "sip_output"`},
 		{"bad password", nil, "wrong", connectors.KindUnauthorized, "401"},
 	}
 	for _, tt := range tests {
@@ -623,17 +678,36 @@ func TestCheckCredentials(t *testing.T) {
 	}
 }
 
+// TestListAndClearOnlyWimro: ListServices lists wimro's services, a
+// photonic pair once, and ClearAll removes them, leaving other tenants'.
 func TestListAndClearOnlyWimro(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
-	foreign := uuid.NewString()
-	seed(t, e, foreign, "", "R1-eth0.130", "R2-eth0.130")
-	keys := []string{uuid.NewString(), uuid.NewString()}
+	foreign := []string{uuid.NewString(), uuid.NewString()}
+	seed(t, e, foreign[0], "", "R1-eth0.130", "R2-eth0.130")
+	// A unidirectional service without wimro's key, though named like a half.
+	if err := e.AddService(emu.Service{UUID: foreign[1], ConnectivityDirection: "UNIDIRECTIONAL", Names: []emu.Name{{ValueName: tapi.DirectionName, Value: "az"}}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	want := map[string]string{}
 	for i, k := range keys {
-		if _, _, err := c.CreateService(t.Context(), k, connectors.ServiceELINE, points(i)); err != nil {
+		pts := points(i)
+		if i >= 2 {
+			pts = photonicPoints(i)
+		}
+		id, _, err := c.CreateService(t.Context(), k, connectors.ServiceELINE, pts)
+		if err != nil {
 			t.Fatal(err)
 		}
+		want[id] = k
 	}
+	pairAZ, pairZA := tapi.PairUUIDs(keys[2])
+	loneAZ, loneZA := tapi.PairUUIDs(keys[3])
+	e.RemoveService(loneAZ) // its za half is left alone
+	delete(want, loneAZ+","+loneZA)
+	want[","+loneZA] = keys[3]
+
 	list, err := c.ListServices(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -641,18 +715,38 @@ func TestListAndClearOnlyWimro(t *testing.T) {
 	got := map[string]string{}
 	for _, s := range list {
 		got[s.ID] = s.Key
-		if _, err := json.Marshal(s.Info); err != nil || s.Info["service-type"] != "POINT_TO_POINT_CONNECTIVITY" {
-			t.Errorf("info of %s = %v", s.ID, s.Info)
+		if _, err := json.Marshal(s.Info); err != nil {
+			t.Errorf("info of %s is not JSON: %v", s.ID, err)
+		}
+		switch s.Key {
+		case keys[0], keys[1]:
+			if s.Info["service-type"] != "POINT_TO_POINT_CONNECTIVITY" {
+				t.Errorf("info of %s = %v", s.ID, s.Info)
+			}
+		case keys[2]:
+			az, _ := s.Info["az"].(map[string]any)
+			za, _ := s.Info["za"].(map[string]any)
+			if s.Info["bidirectional"] != false || az["uuid"] != pairAZ || za["uuid"] != pairZA || !reflect.DeepEqual(za["sips"], []any{"R5-opt2-tx", "R6-opt2-rx"}) {
+				t.Errorf("info of the pair %s = %v", s.ID, s.Info)
+			}
 		}
 	}
-	if want := map[string]string{keys[0]: keys[0], keys[1]: keys[1]}; !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListServices = %v, want %v", got, want)
+	}
+	// The lone half's id works like any other.
+	if st, err := c.GetServiceStatus(t.Context(), ","+loneZA, nil); err != nil || st.Status != connectors.StatusError {
+		t.Fatalf("status of the lone half = %+v, %v; want ERROR (az missing)", st, err)
 	}
 	if err := c.ClearAll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if left := e.Services(); len(left) != 1 || left[0].UUID != foreign {
-		t.Fatalf("after ClearAll the controller holds %+v, want only the foreign service", left)
+	var left []string
+	for _, s := range e.Services() {
+		left = append(left, s.UUID)
+	}
+	if slices.Sort(foreign); !slices.Equal(left, foreign) {
+		t.Fatalf("after ClearAll the controller holds %v, want only the foreign services %v", left, foreign)
 	}
 }
 
@@ -905,33 +999,55 @@ func (l listOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.next.ServeHTTP(w, r)
 }
 
+// TestOSMMockCompat runs OSM's mock setup: its SIPs and port mappings
+// (osm_rosdn_tapi/tests/constants.py), a server that only serves the
+// whole service list, and basic auth it never checks.
 func TestOSMMockCompat(t *testing.T) {
 	t.Parallel()
-	e := emu.New(emu.Options{SIPs: emu.OSMSIPs()})
-	srv := serve(t, listOnly{e})
-	// OSM's mock port mappings: the endpoint id is the SIP, no mapping info.
-	c := build(t, connectors.Config{URL: srv.URL, User: "admin", Password: "admin", PortMappings: []wimro.PortMapping{
-		{WANServiceEndpointID: portA, WANServiceMappingInfo: map[string]any{}},
-		{WANServiceEndpointID: portB, WANServiceMappingInfo: map[string]any{}},
-	}})
-	if err := c.CheckCredentials(t.Context()); err != nil {
-		t.Fatalf("CheckCredentials: %v", err)
+	photonicPair := func(port string) map[string]any {
+		return map[string]any{"sip_input": port + "-rx", "sip_output": port + "-tx"}
 	}
-	pts := []connectors.ConnectionPoint{
-		{ServiceEndpointID: portA, Encapsulation: connectors.EncapNone},
-		{ServiceEndpointID: portB, Encapsulation: connectors.EncapNone},
+	tests := []struct {
+		name      string
+		endpoints [2]string
+		infos     [2]map[string]any // the mappings' service_mapping_info
+		services  int               // how many the create makes
+	}{
+		// The endpoint id is the SIP, no mapping info.
+		{"DSR", [2]string{portA, portB}, [2]map[string]any{{}, {}}, 1},
+		{"photonic pairs", [2]string{"dc3", "dc4"}, [2]map[string]any{photonicPair("R3-opt1"), photonicPair("R4-opt1")}, 2},
 	}
-	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, pts)
-	if err != nil {
-		t.Fatalf("CreateService: %v", err)
-	}
-	if st, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil || st.Status != connectors.StatusActive {
-		t.Fatalf("status through the list = %+v, %v; want ACTIVE", st, err)
-	}
-	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
-		t.Fatalf("DeleteService: %v", err)
-	}
-	if _, err := c.GetServiceStatus(t.Context(), id, connInfo); !connectors.IsNotFound(err) {
-		t.Fatalf("status after delete = %v, want NotFound", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := emu.New(emu.Options{SIPs: emu.OSMSIPs()})
+			srv := serve(t, listOnly{e})
+			var mappings []wimro.PortMapping
+			var pts []connectors.ConnectionPoint
+			for i, ep := range tt.endpoints {
+				mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: ep, WANServiceMappingInfo: tt.infos[i]})
+				pts = append(pts, connectors.ConnectionPoint{ServiceEndpointID: ep, Encapsulation: connectors.EncapNone})
+			}
+			c := build(t, connectors.Config{URL: srv.URL, User: "admin", Password: "admin", PortMappings: mappings})
+			if err := c.CheckCredentials(t.Context()); err != nil {
+				t.Fatalf("CheckCredentials: %v", err)
+			}
+			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, pts)
+			if err != nil {
+				t.Fatalf("CreateService: %v", err)
+			}
+			if e.Count() != tt.services {
+				t.Fatalf("the create made %d services, want %d", e.Count(), tt.services)
+			}
+			if st, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil || st.Status != connectors.StatusActive {
+				t.Fatalf("status through the list = %+v, %v; want ACTIVE", st, err)
+			}
+			if err := c.DeleteService(t.Context(), id, connInfo); err != nil || e.Count() != 0 {
+				t.Fatalf("DeleteService: %v (%d services left)", err, e.Count())
+			}
+			if _, err := c.GetServiceStatus(t.Context(), id, connInfo); !connectors.IsNotFound(err) {
+				t.Fatalf("status after delete = %v, want NotFound", err)
+			}
+		})
 	}
 }

@@ -22,11 +22,15 @@ type sipRef struct {
 	UUID string `json:"service-interface-point-uuid"`
 }
 
+// endPoint.Direction and Role are only sent on the end-points of a
+// photonic pair's unidirectional halves.
 type endPoint struct {
 	LocalID                string `json:"local-id"`
 	LayerProtocolName      string `json:"layer-protocol-name,omitempty"`
 	LayerProtocolQualifier string `json:"layer-protocol-qualifier,omitempty"`
 	SIP                    sipRef `json:"service-interface-point"`
+	Direction              string `json:"direction,omitempty"`
+	Role                   string `json:"role,omitempty"`
 }
 
 // totalSize.Value is a string when sent (uint64 under RFC 7951) but may be
@@ -53,9 +57,21 @@ type service struct {
 }
 
 // key returns the wimro service key the service is named with, or "".
-func (s service) key() string {
+func (s service) key() string { return s.name(KeyName) }
+
+// half returns which half of a photonic pair the service is, halfAZ or
+// halfZA, from its DirectionName entry; "" for any other service.
+func (s service) half() string {
+	if h := s.name(DirectionName); h == halfAZ || h == halfZA {
+		return h
+	}
+	return ""
+}
+
+// name returns the value of the name entry valueName, or "".
+func (s service) name(valueName string) string {
 	for _, n := range s.Name {
-		if n.ValueName == KeyName {
+		if n.ValueName == valueName {
 			return n.Value
 		}
 	}
@@ -70,6 +86,19 @@ func (s service) sips() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// info describes the service for ListServices: its states, service-type
+// and SIPs.
+func (s service) info() map[string]any {
+	info := s.states()
+	info["service-type"] = s.ServiceType
+	sips := make([]any, 0, len(s.EndPoint))
+	for _, u := range s.sips() {
+		sips = append(sips, u)
+	}
+	info["sips"] = sips
+	return info
 }
 
 // states returns the states the controller reported, for Info.

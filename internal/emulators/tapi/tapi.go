@@ -21,10 +21,21 @@
 // Creates are validated strictly: module-qualified body, uuid format,
 // at least two end-points with unique local-ids and existing, distinct
 // SIPs whose layer-protocol-name matches, supported qualifiers, the
-// enumerations of connectivity-direction, service-type, layer-protocol-name
-// and capacity unit, no unknown or read-only leaf. requested-capacity's
-// value is accepted as a string (RFC 7951 uint64) or a number. The delete
-// RPC accepts the input leaf of Options.Version only.
+// enumerations of connectivity-direction, service-type, layer-protocol-name,
+// end-point direction and role and capacity unit, no unknown or read-only
+// leaf. requested-capacity's value is accepted as a string (RFC 7951
+// uint64) or a number. The delete RPC accepts the input leaf of
+// Options.Version only.
+//
+// Directions follow the SIPs' direction (PhotonicSIPs makes INPUT and
+// OUTPUT ones). A BIDIRECTIONAL service takes no INPUT or OUTPUT SIP and
+// no end-point direction but BIDIRECTIONAL. In a UNIDIRECTIONAL service
+// every end-point is INPUT or OUTPUT: its direction, when sent, must be
+// one of these and match its SIP's when that is INPUT or OUTPUT; when not
+// sent (OSM sends none) it is its SIP's, so a bidirectional SIP needs
+// one; and the service needs at least one INPUT and one OUTPUT end-point.
+// An end-point role, when sent, is a port-role; ROOT, LEAF and TRUNK only
+// in a ROOTED_MULTIPOINT_CONNECTIVITY service.
 //
 // Every error is an ietf-restconf:errors body (RFC 8040 §7.1). A new
 // service is lifecycle-state PLANNED, operational-state DISABLED for its
@@ -85,6 +96,7 @@ var (
 	layerProtocols = []string{"DSR", "ETH", "ODU", "OTU", "OTSiA", "PHOTONIC_MEDIA"}
 	directions     = []string{"BIDIRECTIONAL", "UNIDIRECTIONAL", "UNDEFINED_OR_UNKNOWN"}
 	portDirections = []string{"BIDIRECTIONAL", "INPUT", "OUTPUT", "UNIDENTIFIED_OR_UNKNOWN"}
+	portRoles      = []string{"SYMMETRIC", "ROOT", "LEAF", "TRUNK", "UNKNOWN"}
 	serviceTypes   = []string{"POINT_TO_POINT_CONNECTIVITY", "POINT_TO_MULTIPOINT_CONNECTIVITY", "MULTIPOINT_CONNECTIVITY", "ROOTED_MULTIPOINT_CONNECTIVITY"}
 	adminStates    = []string{"LOCKED", "UNLOCKED"}
 	capacityUnits  = []string{"TB", "TBPS", "GB", "GBPS", "MB", "MBPS", "KB", "KBPS", "GHz", "MHz"}
@@ -158,7 +170,10 @@ type EndPoint struct {
 	LayerProtocolName      string
 	LayerProtocolQualifier string
 	SIP                    string
-	Direction              string
+	// Direction is the end-point's direction as sent; in a UNIDIRECTIONAL
+	// service, when none was sent, its SIP's (INPUT or OUTPUT).
+	Direction string
+	Role      string
 }
 
 // Service is a connectivity service held by the emulator.
@@ -300,6 +315,10 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// RemoveService deletes service id directly (a service removed behind
+// the client's back). It reports whether the service existed.
+func (e *Emulator) RemoveService(id string) bool { return e.remove(id) }
 
 // SetLifecycleState sets the lifecycle-state of service id (any string, so
 // tests can send what a real controller might) and ends its build phase.
@@ -494,6 +513,9 @@ func (s *Service) wire() map[string]any {
 		}
 		if ep.Direction != "" {
 			m["direction"] = ep.Direction
+		}
+		if ep.Role != "" {
+			m["role"] = ep.Role
 		}
 		eps[i] = m
 	}
@@ -693,6 +715,7 @@ type endPointIn struct {
 	LayerProtocolName      *string `json:"layer-protocol-name"`
 	LayerProtocolQualifier *string `json:"layer-protocol-qualifier"`
 	Direction              *string `json:"direction"`
+	Role                   *string `json:"role"`
 	SIP                    *struct {
 		UUID *string `json:"service-interface-point-uuid"`
 	} `json:"service-interface-point"`
@@ -783,6 +806,15 @@ func (e *Emulator) validate(in serviceIn) (*Service, *rcError) {
 		}
 		s.EndPoints = append(s.EndPoints, ep)
 	}
+	if s.ConnectivityDirection == "UNIDIRECTIONAL" {
+		dirs := make([]string, len(s.EndPoints))
+		for i, ep := range s.EndPoints {
+			dirs[i] = ep.Direction
+		}
+		if !slices.Contains(dirs, "INPUT") || !slices.Contains(dirs, "OUTPUT") {
+			return nil, invalid("a UNIDIRECTIONAL service needs an INPUT and an OUTPUT end-point, got %s", strings.Join(dirs, ", "))
+		}
+	}
 	return s, nil
 }
 
@@ -830,6 +862,9 @@ func (e *Emulator) endPoint(i int, in endPointIn, s *Service) (EndPoint, *rcErro
 	if in.Direction != nil {
 		ep.Direction = *in.Direction
 	}
+	if in.Role != nil {
+		ep.Role = *in.Role
+	}
 	for _, prev := range s.EndPoints {
 		if prev.LocalID == ep.LocalID {
 			return EndPoint{}, invalid("end-point local-id %q appears twice", ep.LocalID)
@@ -844,6 +879,12 @@ func (e *Emulator) endPoint(i int, in endPointIn, s *Service) (EndPoint, *rcErro
 	if err := oneOf("end-point direction", in.Direction, portDirections); err != nil {
 		return EndPoint{}, err
 	}
+	if err := oneOf("end-point role", in.Role, portRoles); err != nil {
+		return EndPoint{}, err
+	}
+	if s.ServiceType != "ROOTED_MULTIPOINT_CONNECTIVITY" && (ep.Role == "ROOT" || ep.Role == "LEAF" || ep.Role == "TRUNK") {
+		return EndPoint{}, invalid("end-point %s: role %s is only for ROOTED_MULTIPOINT_CONNECTIVITY", ep.LocalID, ep.Role)
+	}
 	sip, ok := e.sips[ep.SIP]
 	switch {
 	case !ok:
@@ -852,8 +893,42 @@ func (e *Emulator) endPoint(i int, in endPointIn, s *Service) (EndPoint, *rcErro
 		return EndPoint{}, invalid("end-point %s: layer-protocol-name %s does not match SIP %s (%s)", ep.LocalID, ep.LayerProtocolName, sip.UUID, sip.LayerProtocolName)
 	case ep.LayerProtocolQualifier != "" && !slices.Contains(sip.Qualifiers, ep.LayerProtocolQualifier):
 		return EndPoint{}, invalid("end-point %s: SIP %s does not support layer-protocol-qualifier %s", ep.LocalID, sip.UUID, ep.LayerProtocolQualifier)
-	case s.ConnectivityDirection == "BIDIRECTIONAL" && (sip.Direction == "INPUT" || sip.Direction == "OUTPUT"):
-		return EndPoint{}, invalid("end-point %s: SIP %s is %s, a BIDIRECTIONAL service needs bidirectional SIPs", ep.LocalID, sip.UUID, sip.Direction)
+	}
+	switch s.ConnectivityDirection {
+	case "BIDIRECTIONAL":
+		return ep, bidirectionalEndPoint(ep, sip)
+	case "UNIDIRECTIONAL":
+		return unidirectionalEndPoint(ep, sip)
+	}
+	return ep, nil
+}
+
+// bidirectionalEndPoint checks an end-point of a BIDIRECTIONAL service:
+// a bidirectional SIP, and no other direction stated.
+func bidirectionalEndPoint(ep EndPoint, sip SIP) *rcError {
+	switch {
+	case sip.Direction == "INPUT" || sip.Direction == "OUTPUT":
+		return invalid("end-point %s: SIP %s is %s, a BIDIRECTIONAL service needs bidirectional SIPs", ep.LocalID, sip.UUID, sip.Direction)
+	case ep.Direction != "" && ep.Direction != "BIDIRECTIONAL":
+		return invalid("end-point %s: direction %s in a BIDIRECTIONAL service", ep.LocalID, ep.Direction)
+	}
+	return nil
+}
+
+// unidirectionalEndPoint checks an end-point of a UNIDIRECTIONAL service
+// and fills in its direction: INPUT or OUTPUT, as stated or as its SIP's,
+// and, when both are known, the same.
+func unidirectionalEndPoint(ep EndPoint, sip SIP) (EndPoint, *rcError) {
+	oneWay := func(d string) bool { return d == "INPUT" || d == "OUTPUT" }
+	switch {
+	case ep.Direction == "" && !oneWay(sip.Direction):
+		return EndPoint{}, invalid("end-point %s: a UNIDIRECTIONAL service needs INPUT or OUTPUT end-points; SIP %s is %s and the end-point states no direction", ep.LocalID, sip.UUID, orDefault(sip.Direction, "BIDIRECTIONAL"))
+	case ep.Direction == "":
+		ep.Direction = sip.Direction
+	case !oneWay(ep.Direction):
+		return EndPoint{}, invalid("end-point %s: direction %s in a UNIDIRECTIONAL service (want INPUT or OUTPUT)", ep.LocalID, ep.Direction)
+	case oneWay(sip.Direction) && sip.Direction != ep.Direction:
+		return EndPoint{}, invalid("end-point %s: direction %s, but SIP %s is %s", ep.LocalID, ep.Direction, sip.UUID, sip.Direction)
 	}
 	return ep, nil
 }

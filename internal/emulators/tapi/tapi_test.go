@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -513,5 +514,86 @@ func TestKnobs(t *testing.T) {
 	}
 	if got := e.Services(); len(got) != 1 || got[0].NameValue("other") != "x" {
 		t.Fatalf("Services() = %+v", got)
+	}
+	if !e.RemoveService(seed.UUID) || e.RemoveService(seed.UUID) || e.Count() != 0 {
+		t.Fatal("RemoveService should remove the service once and report it")
+	}
+}
+
+// oneWayEndPoint is an end-point on sip with its layer; direction and
+// role are sent when not "".
+func oneWayEndPoint(localID, sip, direction, role string) map[string]any {
+	ep := endPointJSON(localID, sip)
+	if strings.Contains(sip, "-opt") {
+		ep["layer-protocol-name"], ep["layer-protocol-qualifier"] = "PHOTONIC_MEDIA", QualifierPhotonic
+	}
+	if direction != "" {
+		ep["direction"] = direction
+	}
+	if role != "" {
+		ep["role"] = role
+	}
+	return ep
+}
+
+func TestEndPointDirections(t *testing.T) {
+	t.Parallel()
+	ep := oneWayEndPoint
+	tests := []struct {
+		name      string
+		direction string // the service's connectivity-direction
+		eps       []any
+		status    int
+		contains  string   // in the error message
+		stored    []string // the end-points' directions, when created
+	}{
+		{"OSM's half: no directions, OUTPUT SIP first", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-tx", "", ""), ep("b", "R4-opt1-rx", "", "")}, http.StatusCreated, "", []string{"OUTPUT", "INPUT"}},
+		{"directions and roles sent", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "INPUT", "SYMMETRIC"), ep("b", "R4-opt1-tx", "OUTPUT", "SYMMETRIC")}, http.StatusCreated, "", []string{"INPUT", "OUTPUT"}},
+		{"bidirectional SIPs used one way", "UNIDIRECTIONAL", []any{ep("a", "R1-eth0", "INPUT", ""), ep("b", "R2-eth0", "OUTPUT", "")}, http.StatusCreated, "", []string{"INPUT", "OUTPUT"}},
+		{"direction against the SIP's", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "OUTPUT", ""), ep("b", "R4-opt1-tx", "", "")}, http.StatusBadRequest, "direction OUTPUT, but SIP R3-opt1-rx is INPUT", nil},
+		{"two INPUT end-points", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "", ""), ep("b", "R4-opt1-rx", "", "")}, http.StatusBadRequest, "needs an INPUT and an OUTPUT end-point, got INPUT, INPUT", nil},
+		{"bidirectional SIP, no direction", "UNIDIRECTIONAL", []any{ep("a", "R1-eth0", "", ""), ep("b", "R4-opt1-tx", "", "")}, http.StatusBadRequest, "SIP R1-eth0 is BIDIRECTIONAL and the end-point states no direction", nil},
+		{"BIDIRECTIONAL end-point", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "BIDIRECTIONAL", ""), ep("b", "R4-opt1-tx", "", "")}, http.StatusBadRequest, "want INPUT or OUTPUT", nil},
+		{"unknown role", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "", "MASTER"), ep("b", "R4-opt1-tx", "", "")}, http.StatusBadRequest, "end-point role", nil},
+		{"ROOT in a point to point service", "UNIDIRECTIONAL", []any{ep("a", "R3-opt1-rx", "", "ROOT"), ep("b", "R4-opt1-tx", "", "LEAF")}, http.StatusBadRequest, "only for ROOTED_MULTIPOINT_CONNECTIVITY", nil},
+		{"INPUT end-point in a BIDIRECTIONAL service", "BIDIRECTIONAL", []any{ep("a", "R1-eth0", "INPUT", ""), ep("b", "R2-eth0", "", "")}, http.StatusBadRequest, "direction INPUT in a BIDIRECTIONAL service", nil},
+		{"BIDIRECTIONAL end-points in a BIDIRECTIONAL service", "BIDIRECTIONAL", []any{ep("a", "R1-eth0", "BIDIRECTIONAL", "SYMMETRIC"), ep("b", "R2-eth0", "", "")}, http.StatusCreated, "", []string{"BIDIRECTIONAL", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e, svc := setup(t, Options{})
+			svc["connectivity-direction"], svc["end-point"] = tt.direction, tt.eps
+			r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
+			if r.status != tt.status {
+				t.Fatalf("create = %d %q, want %d", r.status, r.body, tt.status)
+			}
+			if tt.status != http.StatusCreated {
+				if tag, msg := restconfError(t, r); tag != "invalid-value" || !strings.Contains(msg, tt.contains) {
+					t.Fatalf("error = %s %q, want invalid-value containing %q", tag, msg, tt.contains)
+				}
+				if e.Count() != 0 {
+					t.Fatal("a refused create made a service")
+				}
+				return
+			}
+			id := svc["uuid"].(string)
+			s, _ := e.Service(id)
+			var dirs []string
+			for _, ep := range s.EndPoints {
+				dirs = append(dirs, ep.Direction)
+			}
+			if !slices.Equal(dirs, tt.stored) {
+				t.Fatalf("stored directions = %v, want %v", dirs, tt.stored)
+			}
+			// The read shows the directions and roles.
+			r = call(t, e, http.MethodGet, ServicesPath+"="+id, "")
+			for i, ep := range tt.eps {
+				role, _ := ep.(map[string]any)["role"].(string)
+				if role != "" && !strings.Contains(r.body, `"role":"`+role+`"`) || s.EndPoints[i].Role != role {
+					t.Fatalf("end-point %d: role %q stored as %q, read %q", i, role, s.EndPoints[i].Role, r.body)
+				}
+			}
+		})
 	}
 }
