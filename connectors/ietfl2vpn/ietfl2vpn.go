@@ -2,7 +2,9 @@
 // controllers that speak the IETF L2VPN service model (RFC 8466, "L2SM",
 // module ietf-l2vpn-svc@2018-10-09) over RESTCONF (RFC 8040), with bodies
 // that a strict server (libyang-validated) accepts (connectors.md §3,
-// osm-ro-wim.md §6.6).
+// osm-ro-wim.md §6.6). The setting dialect "osm" sends OSM's bodies instead,
+// for servers that only know those (TeraFlowSDN): see "The osm dialect";
+// every other section describes the default dialect, "rfc8466".
 //
 // OSM v6 registered this controller's code under the WIM type "tapi". In
 // wimro "tapi" is the ONF Transport API connector, so v6 WIM rows of type
@@ -57,17 +59,22 @@
 //
 // Sites, their devices and locations are provisioned by the operator;
 // CheckCredentials checks that every site, device and location the port
-// mappings name exists.
+// mappings name exists. In the osm dialect "bearer-reference" is required
+// and "device-id" and "location-id" are not used.
 //
 // # Settings (account config, then WIM config)
 //
 //	timeout_ms, ca_file, insecure_skip_verify, bearer_token   see connectors/rest
+//	dialect              "rfc8466" (default): RFC 8466 bodies; "osm": OSM's bodies (below)
 //	customer_name        customer-name of the services ("wimro")
 //	default_mtu          svc-mtu of the attachments (1500)
 //	location_flavor      "device" (default) or "location"
 //	send_frame_delivery  send frame-delivery: the server enables feature bum (false)
 //	elan_svc_type        vpn-svc-type of ELAN services: ldp-l2tp-vpls (default, LDP-signalled
 //	                     VPLS, RFC 4762, the most widely deployed), bgp-vpls or pbb-evpn
+//
+// The osm dialect does not use default_mtu, location_flavor and
+// send_frame_delivery (they are still checked).
 //
 // # Idempotency
 //
@@ -95,11 +102,74 @@
 // connInfo, else those a scan of the sites finds), DOWN naming the missing
 // ones otherwise; 504 is BUILD (TeraFlowSDN answers 504 until the service
 // is active); 404 is a NotFound error.
+//
+// # The osm dialect
+//
+// With dialect "osm" the connector sends what OSM's IETF L2VPN connector
+// sends (osm-ro-wim.md §6.6), for servers that know nothing else: in
+// practice ETSI TeraFlowSDN's L2SM NBI, which rewrites those bodies into
+// RFC 8466 ones before validating them (connectors.md §3.4). A strict server
+// refuses them (mandatory leaves are missing, encapsulation-type has an
+// unknown value). The requests, in application/json as OSM sends them:
+//
+//	POST   vpn-services                                  the service
+//	POST   sites/site=<site-id>/site-network-accesses    one attachment per point
+//	GET    vpn-services/vpn-service=<vpn-id>             status
+//	DELETE vpn-services/vpn-service=<vpn-id>             the server deletes the attachments with it
+//
+// The vpn-service is {"ietf-l2vpn-svc:vpn-service": [{vpn-id,
+// vpn-svc-type, svc-topo, customer-name}]}: vpws (elan_svc_type for an
+// ELAN, which OSM lacks), any-to-any, customer_name; identities are not
+// module-qualified, and ce-vlan-preservation, ce-vlan-cos-preservation and
+// frame-delivery are left to the server. Each attachment is
+// {"ietf-l2vpn-svc:site-network-access": [{network-access-id, connection,
+// vpn-attachment, bearer}]}: connection {} without encapsulation and, for
+// dot1q, {"encapsulation-type": "dot1q-vlan-tagged", "tagged-interface":
+// {"dot1q-vlan-tagged": {"cvlan-id": <VLAN>}}}; vpn-attachment the vpn-id
+// and site-role any-to-any-role; bearer {"bearer-reference": …}, from which
+// TeraFlowSDN reads the endpoint as "device:endpoint"; no location flavor
+// and no service/svc-mtu. TeraFlowSDN adds both booleans (true),
+// frame-delivery, a made-up site with a device "fake-device", an OAM block
+// and svc-mtu 1500, and maps dot1q-vlan-tagged to vlan, tagged and dot1q.
+//
+// Departures from OSM v6, each what TeraFlowSDN needs: the top-level
+// members are module-qualified, as in upstream v6.0.4 (TeraFlowSDN answers
+// "Unexpected request" to the 5GCity branch's bare "vpn-service"); the leaf
+// is vpn-svc-type, not v6's typo vpn-scv-type (TeraFlowSDN validates with
+// libyang after a rewrite that does not rename it, so the typo is an
+// unknown element; later OSM releases fixed it); the ids are wimro's, not
+// uuid4s, so that retries adopt; customer-name is customer_name, not "osm"
+// (TeraFlowSDN's NBI makes the service of customer "osm" an L3NM one).
+//
+// Idempotency: a 409 on the vpn-service is adopted when a GET finds it (200,
+// or 504 while it is being built: TeraFlowSDN's {"service-id": …} holds
+// nothing to compare, and the vpn-id is ours); a 409 on an attachment
+// deletes it and posts it again (TeraFlowSDN itself answers 201 to an
+// attachment posted again and updates its service). Edit leaves the
+// vpn-service alone, as OSM does, and posts the attachments again (OSM put
+// them on the list; TeraFlowSDN takes both alike). Create and edit delete stale attachments as above when the
+// server lists its sites; TeraFlowSDN has no sites resource (404 reads as
+// none), so they stay in its service until the vpn-service goes. Delete is
+// OSM's single DELETE of the vpn-service; 204 (TeraFlowSDN's answer even
+// for an unknown VPN), 404 and 409 data-missing mean done. A server that
+// refuses it (409) because attachments still reference it gets the
+// attachments deleted first, as above. CheckCredentials reads vpn-services
+// only: there are no sites to check. ListServices and ClearAll see the
+// vpn-services the server lists; TeraFlowSDN answers {}, so there they find
+// none.
+//
+// Status: GET of the vpn-service: 200 is ACTIVE, as OSM reads it
+// (TeraFlowSDN answers 200 once its own service is active, and has no
+// attachment to read), with TeraFlowSDN's service-id in the info; 504 is
+// BUILD; 404, and TeraFlowSDN's 500 {"error": "VPN(<id>) not found in
+// database"}, are a NotFound error.
 package ietfl2vpn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -122,6 +192,12 @@ const (
 	basePath = "/restconf/data/" + module + ":l2vpn-svc"
 )
 
+// Dialects (setting dialect).
+const (
+	DialectRFC8466 = "rfc8466"
+	DialectOSM     = "osm"
+)
+
 // Location flavors (setting location_flavor).
 const (
 	FlavorDevice   = "device"
@@ -136,6 +212,7 @@ var elanTypes = []string{"ldp-l2tp-vpls", "bgp-vpls", "pbb-evpn"}
 func Register(r *connectors.Registry) { r.Register(Type, Factory) }
 
 type settings struct {
+	dialect       string
 	customer      string
 	mtu           int
 	flavor        string
@@ -174,6 +251,12 @@ func readSettings(cfg connectors.Config) (settings, error) {
 	var err error
 	bad := func(format string, args ...any) (settings, error) {
 		return s, connectors.Errorf(connectors.KindPermanent, Type+": config "+format, args...)
+	}
+	if s.dialect, err = cfg.StringSetting("dialect", DialectRFC8466); err != nil {
+		return s, err
+	}
+	if s.dialect != DialectRFC8466 && s.dialect != DialectOSM {
+		return bad(`"dialect" must be %q or %q, got %q`, DialectRFC8466, DialectOSM, s.dialect)
 	}
 	if s.customer, err = cfg.StringSetting("customer_name", "wimro"); err != nil {
 		return s, err
@@ -271,10 +354,11 @@ func (c *connector) endpoint(endpointID string, info map[string]any) (endpoint, 
 	if ep.site, err = field("site-id", true); err != nil {
 		return ep, err
 	}
-	if ep.device, err = field("device-id", c.set.flavor == FlavorDevice); err != nil {
+	rfc := c.set.dialect == DialectRFC8466
+	if ep.device, err = field("device-id", rfc && c.set.flavor == FlavorDevice); err != nil {
 		return ep, err
 	}
-	if ep.location, err = field("location-id", c.set.flavor == FlavorLocation); err != nil {
+	if ep.location, err = field("location-id", rfc && c.set.flavor == FlavorLocation); err != nil {
 		return ep, err
 	}
 	if ep.bearer, err = field("bearer-reference", false); err != nil {
@@ -282,6 +366,9 @@ func (c *connector) endpoint(endpointID string, info map[string]any) (endpoint, 
 	}
 	if b, ok := info["bearer"].(map[string]any); ok && ep.bearer == "" {
 		ep.bearer, _ = b["bearer-reference"].(string)
+	}
+	if !rfc && ep.bearer == "" {
+		return ep, fmt.Errorf("the wan_service_mapping_info of service endpoint %q has no \"bearer-reference\" (nor \"bearer\": {\"bearer-reference\": …}): the osm dialect names the endpoint by its bearer only", endpointID)
 	}
 	return ep, nil
 }
@@ -304,6 +391,9 @@ func qualified(identity string) string { return module + ":" + identity }
 
 // serviceBody is the vpn-service entry for a service of type t.
 func (c *connector) serviceBody(id string, t connectors.ServiceType, eps []endpoint) map[string]any {
+	if c.set.dialect == DialectOSM {
+		return c.osmServiceBody(id, t)
+	}
 	svcType := qualified("vpws")
 	if t == connectors.ServiceELAN {
 		svcType = c.set.elanType
@@ -328,6 +418,9 @@ func (c *connector) serviceBody(id string, t connectors.ServiceType, eps []endpo
 
 // accessBody is the site-network-access entry of one point.
 func (c *connector) accessBody(vpnID string, a attachment, ep endpoint) map[string]any {
+	if c.set.dialect == DialectOSM {
+		return osmAccessBody(vpnID, a, ep)
+	}
 	conn := map[string]any{"encapsulation-type": qualified("ethernet"), "eth-inf-type": qualified("untagged")}
 	if ep.encap == connectors.EncapDot1Q {
 		conn = map[string]any{
@@ -374,13 +467,20 @@ func (c *connector) accessEntry(vpnID string, a attachment, ep endpoint) entry {
 }
 
 // write creates or replaces one entry: PUT, or POST when the server
-// refuses PUT; a 409 is adopted when the entry there matches.
+// refuses PUT (osm dialect: POST, see post); a 409 is adopted when the
+// entry there matches.
 func (c *connector) write(ctx context.Context, e entry) error {
 	op := "write " + e.what
 	doc := map[string]any{qualified(e.member): []any{e.body}}
-	r, err := c.rc.JSON(ctx, op, http.MethodPut, e.item, rest.MediaYANGJSON, doc)
-	if err == nil && r.Status == http.StatusMethodNotAllowed {
-		r, err = c.rc.JSON(ctx, op+" (POST)", http.MethodPost, e.list, rest.MediaYANGJSON, doc)
+	var r rest.Reply
+	var err error
+	if c.set.dialect == DialectOSM {
+		r, err = c.post(ctx, op, e, doc)
+	} else {
+		r, err = c.rc.JSON(ctx, op, http.MethodPut, e.item, rest.MediaYANGJSON, doc)
+		if err == nil && r.Status == http.StatusMethodNotAllowed {
+			r, err = c.rc.JSON(ctx, op+" (POST)", http.MethodPost, e.list, rest.MediaYANGJSON, doc)
+		}
 	}
 	switch {
 	case err != nil:
@@ -400,6 +500,11 @@ func (c *connector) adopt(ctx context.Context, e entry, conflict rest.Reply) err
 	r, err := c.get(ctx, op, e.item)
 	if err != nil {
 		return err
+	}
+	if c.set.dialect == DialectOSM && e.member == "vpn-service" && (r.OK() || r.Status == http.StatusGatewayTimeout) {
+		// TeraFlowSDN answers {"service-id": …} (504 while it builds the
+		// service): nothing to compare, and the vpn-id is ours.
+		return nil
 	}
 	if !r.OK() {
 		// The conflict stands: its status gives the kind, not the read's.
@@ -530,7 +635,8 @@ func (c *connector) scan(ctx context.Context) (map[string][]attachment, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case empty(r):
+	case empty(r), c.set.dialect == DialectOSM && r.Status == http.StatusNotFound:
+		// osm dialect: TeraFlowSDN has no sites to read.
 		return nil, nil
 	case !r.OK():
 		return nil, c.fail(op, r)
@@ -571,6 +677,17 @@ func (c *connector) prune(ctx context.Context, id string, wanted []attachment) e
 // teardown deletes the attachments of vpn-id id (known ones, plus those a
 // scan finds when scan is set), then the service.
 func (c *connector) teardown(ctx context.Context, id string, known []attachment, scan bool) error {
+	if c.set.dialect == DialectOSM {
+		// What OSM does: the server deletes the attachments with the
+		// vpn-service. One that refuses, as they still reference it, gets
+		// the RFC 8466 order.
+		err := c.delete(ctx, "vpn-service "+id, servicePath(id))
+		var refused *connectors.Error
+		if !errors.As(err, &refused) || refused.Status != http.StatusConflict {
+			return err
+		}
+		scan = true
+	}
 	all := slices.Clone(known)
 	if scan {
 		found, err := c.scan(ctx)
@@ -631,6 +748,9 @@ func (c *connector) checkMapping(ctx context.Context, m wimro.PortMapping, sid s
 	ep, err := c.endpoint(m.WANServiceEndpointID, m.WANServiceMappingInfo)
 	if err != nil {
 		return bad("%v", err)
+	}
+	if c.set.dialect == DialectOSM {
+		return nil // TeraFlowSDN has no sites to read: it makes them up
 	}
 	site, seen := sites[sid]
 	if !seen {
@@ -759,14 +879,20 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "%s status: empty service id", Type)
 	}
 	op := "status of vpn-service " + id
-	r, err := c.get(ctx, op, servicePath(id))
+	r, err := c.getService(ctx, op, id)
 	switch {
 	case err != nil:
 		return connectors.ServiceStatus{}, err
 	case r.Status == http.StatusGatewayTimeout:
-		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports vpn-service " + id + " is not active yet: " + rest.RESTCONFDetail(r.Body)}, nil
+		msg := "the controller reports vpn-service " + id + " is not active yet"
+		if detail := rest.RESTCONFDetail(r.Body); detail != "" {
+			msg += ": " + detail
+		}
+		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: msg}, nil
 	case !r.OK():
 		return connectors.ServiceStatus{}, c.fail(op, r)
+	case c.set.dialect == DialectOSM:
+		return osmStatus(id, r, connInfo), nil
 	}
 	var svc []map[string]any
 	if err := c.member(op, r, "vpn-service", &svc); err != nil {
@@ -875,12 +1001,12 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 	defer unlock()
 
 	op := "edit vpn-service " + id
-	r, err := c.get(ctx, op, servicePath(id))
+	r, err := c.getService(ctx, op, id)
 	var current any
 	switch {
 	case err != nil:
 		return nil, err
-	case r.OK():
+	case r.OK() && c.set.dialect == DialectRFC8466:
 		var svc []map[string]any
 		if err := c.member(op, r, "vpn-service", &svc); err != nil {
 			return nil, err
@@ -888,15 +1014,19 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 		if len(svc) > 0 {
 			current = svc[0]["vpn-svc-type"]
 		}
-	case r.Status != http.StatusGatewayTimeout: // 504: still being built, it exists
+	case !r.OK() && r.Status != http.StatusGatewayTimeout: // 504: still being built, it exists
 		return nil, c.fail(op, r)
 	}
 	t := serviceType(current, connInfo, len(points))
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return nil, err
 	}
-	if err := c.write(ctx, c.serviceEntry(id, c.serviceBody(id, t, eps))); err != nil {
-		return nil, err
+	// The osm dialect leaves the vpn-service alone, as OSM does: none of
+	// its leaves changes.
+	if c.set.dialect == DialectRFC8466 {
+		if err := c.write(ctx, c.serviceEntry(id, c.serviceBody(id, t, eps))); err != nil {
+			return nil, err
+		}
 	}
 	wanted := make([]attachment, len(eps))
 	for i, ep := range eps {
@@ -938,7 +1068,8 @@ func (c *connector) inventory(ctx context.Context) ([]map[string]any, map[string
 	switch {
 	case err != nil:
 		return nil, nil, err
-	case empty(r):
+	case empty(r), c.set.dialect == DialectOSM && r.OK() && string(bytes.TrimSpace(r.Body)) == "{}":
+		// osm dialect: TeraFlowSDN answers {}, whatever it holds.
 		return nil, nil, nil
 	case !r.OK():
 		return nil, nil, c.fail(op, r)

@@ -107,23 +107,37 @@ const (
 	siteC = "/sites/site=dc-c/site-network-accesses/site-network-access="
 )
 
+// elanPoints returns an ELAN on three sites on VLAN 300+i.
+func elanPoints(i int) []connectors.ConnectionPoint {
+	return []connectors.ConnectionPoint{point("dc-a", 300+i), point("dc-b", 300+i), point("edge 3/b", 300+i)}
+}
+
+// TestConformance runs the shared suite in each dialect, against the
+// emulator in the same dialect (osm: TeraFlowSDN's NBI).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, conformance.Harness{
-		New: func(t *testing.T) connectors.Connector {
-			c, _ := setup(t, emu.Options{BuildPolls: 2}, nil)
-			return c
-		},
-		Points:         points,
-		MaxStatusPolls: 5,
-		Unreachable: func(t *testing.T) connectors.Connector {
-			return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password})
-		},
-		BadCredentials: func(t *testing.T) connectors.Connector {
-			_, srv := server(t, emu.Options{User: user, Password: password})
-			return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password})
-		},
-	})
+	for _, dialect := range []string{ietfl2vpn.DialectRFC8466, ietfl2vpn.DialectOSM} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			account := map[string]any{"dialect": dialect}
+			conformance.Run(t, conformance.Harness{
+				New: func(t *testing.T) connectors.Connector {
+					c, _ := setup(t, emu.Options{BuildPolls: 2, Dialect: dialect}, account)
+					return c
+				},
+				Points:         points,
+				ELANPoints:     elanPoints,
+				MaxStatusPolls: 5,
+				Unreachable: func(t *testing.T) connectors.Connector {
+					return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: account})
+				},
+				BadCredentials: func(t *testing.T) connectors.Connector {
+					_, srv := server(t, emu.Options{User: user, Password: password, Dialect: dialect})
+					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password, AccountConfig: account})
+				},
+			})
+		})
+	}
 }
 
 // body decodes a logged request body.
@@ -431,6 +445,8 @@ func TestFactoryErrors(t *testing.T) {
 		{"frame delivery not bool", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"send_frame_delivery": "yes please"}}, "send_frame_delivery"},
 		{"point-to-point elan type", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"elan_svc_type": "vpws"}}, "elan_svc_type"},
 		{"other module's elan type", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"elan_svc_type": "x:bgp-vpls"}}, "elan_svc_type"},
+		{"unknown dialect", connectors.Config{URL: "http://x", WIMConfig: map[string]any{"dialect": "tfs"}}, "dialect"},
+		{"dialect not a string", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"dialect": 8466}}, "dialect"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,6 +481,7 @@ func TestInvalidInputNeverSent(t *testing.T) {
 		{"site-id not a string", nil, connectors.ServiceELINE, map[string]any{"site-id": 7, "device-id": "x"}, `"site-id" must be a non-empty string`},
 		{"missing device-id", nil, connectors.ServiceELINE, without("device-id"), `"device-id"`},
 		{"missing location-id", map[string]any{"location_flavor": "location"}, connectors.ServiceELINE, without("location-id"), `"location-id"`},
+		{"osm dialect without a bearer", map[string]any{"dialect": "osm"}, connectors.ServiceELINE, without("bearer-reference"), `"bearer-reference"`},
 		{"no port mapping", nil, connectors.ServiceELINE, nil, `no port mapping for service endpoint "ep-dc-b"`},
 		{"ELINE with three points", nil, "ELINE3", mapping("dc-b"), connectors.MultipointNotSupported},
 	}

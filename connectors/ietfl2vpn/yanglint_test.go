@@ -56,25 +56,29 @@ func lint(t *testing.T, doc []byte, features []string) (string, bool) {
 // three-point ELAN through the connector, then has yanglint validate the
 // emulator's whole datastore (its seeded sites included) against RFC 8466:
 // the emulator's own rules are a hand-written subset, yanglint is the
-// reference.
+// reference. In the osm dialect the datastore holds what the emulator's
+// TeraFlowSDN rewrite made of OSM's bodies: it must be valid too.
 func TestYanglint(t *testing.T) {
 	t.Parallel()
 	yanglint(t)
 	tests := []struct {
 		name     string
+		dialect  string // of the emulator and the connector
 		features []string
 		account  map[string]any
 		sites    [3]string
 	}{
-		{"device flavor", emu.DefaultFeatures, nil, [3]string{"dc-a", "dc-b", "edge 3/b"}},
-		{"location flavor with frame-delivery", []string{"dot1q", "bearer-reference", "bum"},
+		{"device flavor", emu.DialectRFC8466, emu.DefaultFeatures, nil, [3]string{"dc-a", "dc-b", "edge 3/b"}},
+		{"location flavor with frame-delivery", emu.DialectRFC8466, []string{"dot1q", "bearer-reference", "bum"},
 			map[string]any{"location_flavor": "location", "send_frame_delivery": true, "elan_svc_type": "bgp-vpls", "default_mtu": 9000},
 			[3]string{"cust-1", "cust-2", "cust-1"}},
+		{"osm dialect after TeraFlowSDN's rewrite", emu.DialectOSM, emu.OSMFeatures,
+			map[string]any{"dialect": "osm"}, [3]string{"dc-a", "dc-c", "new-site"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, e := setup(t, emu.Options{Features: tt.features}, tt.account)
+			c, e := setup(t, emu.Options{Features: tt.features, Dialect: tt.dialect}, tt.account)
 			s := tt.sites
 			creates := []struct {
 				typ    connectors.ServiceType

@@ -2,7 +2,9 @@
 // 8040) server for the IETF L2VPN service model (RFC 8466, module
 // ietf-l2vpn-svc@2018-10-09), the controller that wimro's ietfl2vpn
 // connector drives (connectors.md §3). It is an http.Handler: mount it on
-// an httptest.Server and point a WIM at the server's URL.
+// an httptest.Server and point a WIM at the server's URL. Options.Dialect
+// "osm" puts TeraFlowSDN's NBI in front of the same datastore (see "The
+// osm dialect"); the rest describes the default, "rfc8466".
 //
 // Resources, under Root (/restconf/data/ietf-l2vpn-svc:l2vpn-svc):
 //
@@ -27,9 +29,10 @@
 // Validation is strict, from a hand-written rule table of the part of RFC
 // 8466 a WIM uses (schema.go): the top-level member must be
 // module-qualified, unknown members are refused (RFC 8466 members outside
-// the table too, since the emulator could not check them), mandatory leaves (ce-vlan-preservation, ce-vlan-cos-preservation,
-// svc-mtu, cvlan-id, multicast-gp-port-mapping under feature bum) must be
-// there, identityrefs must name identities of the module (with or without
+// the table too, since the emulator could not check them), mandatory leaves
+// (ce-vlan-preservation, ce-vlan-cos-preservation, svc-mtu, cvlan-id,
+// multicast-gp-port-mapping under feature bum, oam's md-name and md-level
+// under feature ethernet-oam) must be there, identityrefs must name identities of the module (with or without
 // the "ietf-l2vpn-svc:" prefix; stored qualified), cvlan-id is a JSON number
 // in 1..4094, dot1q-vlan-tagged needs tagged-interface type dot1q, the
 // location-flavor choice must match the site's management type
@@ -42,6 +45,48 @@
 // TeraFlowSDN dialect instead: GET of a new vpn-service answers 504 that
 // many times before it answers 200. Dump returns the whole datastore as
 // one RFC 7951 document, for checking with yanglint.
+//
+// # The osm dialect
+//
+// Options.Dialect "osm" answers like ETSI TeraFlowSDN's L2SM NBI, the
+// server OSM's IETF L2VPN connector works with (connectors.md §3.4). Every
+// write body is first rewritten as TeraFlowSDN does, then validated with
+// the strict rules above, so that the datastore stays valid RFC 8466:
+//
+//   - vpn-service: ce-vlan-preservation and ce-vlan-cos-preservation default
+//     to true, frame-delivery/multicast-gp-port-mapping to static-mapping;
+//   - site-network-access: location-reference is dropped and
+//     device-reference defaults to FakeDevice; encapsulation-type
+//     "dot1q-vlan-tagged" becomes vlan with eth-inf-type tagged (default),
+//     and a tagged-interface with dot1q-vlan-tagged gets type dot1q; a
+//     connection gets the OAM block md-name FakeMDName, md-level 0; svc-mtu
+//     defaults to DefaultMTU; bearer/bearer-reference must read
+//     "device:endpoint" or "prefix:device:endpoint" (TeraFlowSDN finds the
+//     endpoint with it).
+//
+// Members behind a disabled feature are not added; Features default to
+// OSMFeatures (TeraFlowSDN's libyang enables bum and ethernet-oam). What
+// the rewrite does not fix is refused as in the strict dialect: the v6
+// typo vpn-scv-type, a top-level member without module prefix.
+// TeraFlowSDN attaches everything to a site it makes up; here a write to a
+// site that does not exist creates it (provider-managed, location
+// FakeLocation, device FakeDevice, default-ce-vlan-id 1) when the write
+// succeeds, and every seeded site with a device also has FakeDevice at
+// FakeLocation (a customer-managed one has no device, so the rewritten
+// attachment is refused there).
+//
+// Replies that differ: GET of a vpn-service answers {"service-id": <vpn-id>},
+// 200 once active and 504 while BuildPolls lasts, and 500 {"error":
+// "VPN(<id>) not found in database"} for an unknown one; DELETE of an
+// unknown vpn-service is 204, and of one with attachments deletes them
+// too (TeraFlowSDN deletes its service with its endpoints); POST of an
+// attachment that exists replaces it (201: TeraFlowSDN updates its
+// service). Everything else, reads of lists and sites included, is the
+// strict datastore: TeraFlowSDN itself answers {} to GET vpn-services, has
+// no sites or single-attachment resources, treats PUT and POST on
+// site-network-accesses alike, answers errors with 500 and a JSON list of
+// {"error": …}, and turns every encapsulation-type other than OSM's into
+// ethernet (the emulator keeps valid values, so that strict bodies pass).
 package ietfl2vpn
 
 import (
@@ -71,6 +116,17 @@ const MediaType = "application/yang-data+json"
 // DefaultFeatures are the ietf-l2vpn-svc features enabled when
 // Options.Features is nil.
 var DefaultFeatures = []string{"bearer-reference", "dot1q"}
+
+// Dialects (Options.Dialect).
+const (
+	DialectRFC8466 = "rfc8466"
+	DialectOSM     = "osm"
+)
+
+// OSMFeatures are the features enabled when Options.Features is nil in the
+// osm dialect: TeraFlowSDN's validator enables frame-delivery (bum) and the
+// OAM block (ethernet-oam), whose mandatory leaves its rewrite fills in.
+var OSMFeatures = []string{"bearer-reference", "dot1q", "bum", "ethernet-oam"}
 
 // Site is a pre-provisioned site.
 type Site struct {
@@ -103,6 +159,9 @@ type Options struct {
 	// RejectPUT makes every PUT answer 405, like servers that only create
 	// with POST.
 	RejectPUT bool
+	// Dialect is "rfc8466" (or empty: the strict server) or "osm"
+	// (TeraFlowSDN's NBI, see the package comment).
+	Dialect string
 }
 
 // Request is one request the emulator received; its Path is the URL path
@@ -116,6 +175,9 @@ type AccessRef struct {
 
 type site struct {
 	Site
+	// fake: the site also has TeraFlowSDN's device FakeDevice at location
+	// FakeLocation (osm dialect).
+	fake     bool
 	accesses map[string]map[string]any // network-access-id → entry
 }
 
@@ -130,6 +192,7 @@ type failRule struct {
 type Emulator struct {
 	emulator.Recorder
 	opts  Options
+	osm   bool
 	check validator
 
 	mu       sync.Mutex
@@ -139,14 +202,24 @@ type Emulator struct {
 	failOn   []failRule
 }
 
-// New returns an emulator holding the sites of opts and no vpn-service.
+// New returns an emulator holding the sites of opts and no vpn-service. It
+// panics on an unknown Options.Dialect.
 func New(opts Options) *Emulator {
+	if opts.Dialect != "" && opts.Dialect != DialectRFC8466 && opts.Dialect != DialectOSM {
+		panic(fmt.Sprintf("ietfl2vpn emulator: Options.Dialect %q is neither %q nor %q", opts.Dialect, DialectRFC8466, DialectOSM))
+	}
+	osm := opts.Dialect == DialectOSM
 	features := opts.Features
-	if features == nil {
+	switch {
+	case features != nil:
+	case osm:
+		features = OSMFeatures
+	default:
 		features = DefaultFeatures
 	}
 	e := &Emulator{
 		opts:     opts,
+		osm:      osm,
 		check:    validator{features: make(map[string]bool, len(features))},
 		services: make(map[string]map[string]any),
 		pending:  make(map[string]int),
@@ -156,24 +229,31 @@ func New(opts Options) *Emulator {
 		e.check.features[f] = true
 	}
 	for _, s := range opts.Sites {
-		if s.Management == "" {
-			s.Management = "provider-managed"
-		}
-		if s.Location == "" {
-			s.Location = s.ID + "-loc"
-		}
-		if s.Device == "" && s.Management != "customer-managed" {
-			s.Device = s.ID + "-pe"
-		}
-		if s.Management == "customer-managed" {
-			s.Device = ""
-		}
-		if s.DefaultCEVLANID == 0 {
-			s.DefaultCEVLANID = 1
-		}
-		e.sites[s.ID] = &site{Site: s, accesses: make(map[string]map[string]any)}
+		e.sites[s.ID] = newSite(s, osm)
 	}
 	return e
+}
+
+// newSite fills in the defaults of a seeded site; in the osm dialect a
+// site with devices also gets TeraFlowSDN's fake device.
+func newSite(s Site, osm bool) *site {
+	if s.Management == "" {
+		s.Management = "provider-managed"
+	}
+	if s.Location == "" {
+		s.Location = s.ID + "-loc"
+	}
+	if s.Device == "" && s.Management != "customer-managed" {
+		s.Device = s.ID + "-pe"
+	}
+	if s.Management == "customer-managed" {
+		s.Device = ""
+	}
+	if s.DefaultCEVLANID == 0 {
+		s.DefaultCEVLANID = 1
+	}
+	fake := osm && s.Device != "" && s.Device != FakeDevice
+	return &site{Site: s, fake: fake, accesses: make(map[string]map[string]any)}
 }
 
 // FailOn makes the next request with method whose decoded path contains
@@ -487,7 +567,8 @@ func (e *Emulator) route(r *http.Request, body []byte) reply {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if res.site != "" && e.sites[res.site] == nil {
+	if res.site != "" && e.sites[res.site] == nil && !(e.osm && r.Method != http.MethodGet && r.Method != http.MethodDelete) {
+		// The osm dialect makes up the site of a write (store).
 		return reply{err: missing(sitePath(res.site), "site "+res.site+" does not exist")}
 	}
 	switch r.Method {
@@ -529,12 +610,19 @@ func (e *Emulator) get(res resource) reply {
 		return ok("vpn-services", e.servicesTree())
 	case "service":
 		s := e.services[res.entry]
-		if s == nil {
+		switch {
+		case s == nil && e.osm:
+			return tfsNotFound(res.entry)
+		case s == nil:
 			return reply{err: missing(res.path, "vpn-service "+res.entry+" does not exist")}
-		}
-		if e.pending[res.entry] > 0 {
+		case e.pending[res.entry] > 0 && e.osm:
+			e.pending[res.entry]--
+			return tfsService(http.StatusGatewayTimeout, res.entry)
+		case e.pending[res.entry] > 0:
 			e.pending[res.entry]--
 			return reply{err: &rcError{status: http.StatusGatewayTimeout, tag: "operation-failed", path: res.path, msg: "vpn-service " + res.entry + " is not active yet"}}
+		case e.osm:
+			return tfsService(http.StatusOK, res.entry)
 		}
 		return ok("vpn-service", []any{clone(s)})
 	case "sites":
@@ -553,12 +641,19 @@ func (e *Emulator) get(res resource) reply {
 
 func (e *Emulator) remove(res resource) reply {
 	if res.kind == "service" {
-		if e.services[res.entry] == nil {
+		switch {
+		case e.services[res.entry] == nil && e.osm:
+			return reply{status: http.StatusNoContent} // TeraFlowSDN: nothing done
+		case e.services[res.entry] == nil:
 			return reply{err: missing(res.path, "vpn-service "+res.entry+" does not exist")}
 		}
 		for _, sid := range slices.Sorted(maps.Keys(e.sites)) {
 			for _, aid := range slices.Sorted(maps.Keys(e.sites[sid].accesses)) {
-				if attachedVPN(e.sites[sid].accesses[aid]) == res.entry {
+				switch {
+				case attachedVPN(e.sites[sid].accesses[aid]) != res.entry:
+				case e.osm: // TeraFlowSDN deletes the service with its endpoints
+					delete(e.sites[sid].accesses, aid)
+				default:
 					return reply{err: &rcError{status: http.StatusConflict, tag: "in-use", appTag: "instance-required", path: res.path,
 						msg: fmt.Sprintf("vpn-service %s is referenced by site-network-access %s of site %s", res.entry, aid, sid)}}
 				}
@@ -584,6 +679,9 @@ func (e *Emulator) store(r *http.Request, res resource, doc any) reply {
 		schema, member, key = accessSchema, "site-network-access", "network-access-id"
 		listPath = sitePath(res.site) + "/site-network-accesses/site-network-access"
 	}
+	if e.osm {
+		e.normalise(doc, member)
+	}
 	entry, err := e.entry(doc, member, key, schema, listPath)
 	if err != nil {
 		return reply{err: err}
@@ -592,24 +690,30 @@ func (e *Emulator) store(r *http.Request, res resource, doc any) reply {
 	if r.Method == http.MethodPut && id != res.entry {
 		return reply{err: invalid(entryPath(listPath, key, id)+"/"+key, fmt.Sprintf("the key %q in the body differs from the key %q in the URL", id, res.entry))}
 	}
+	table := e.services
+	var s *site
 	if member == "site-network-access" {
-		if err := e.checkAccess(e.sites[res.site], entry, entryPath(listPath, key, id)); err != nil {
+		if s = e.sites[res.site]; s == nil { // osm dialect
+			s = tfsSite(res.site)
+		}
+		if err := e.checkAccess(s, entry, entryPath(listPath, key, id)); err != nil {
 			return reply{err: err}
 		}
-	}
-	table := e.services
-	if member == "site-network-access" {
-		table = e.sites[res.site].accesses
+		table = s.accesses
 	}
 	_, exists := table[id]
-	if r.Method == http.MethodPost && exists {
+	// TeraFlowSDN updates its service with an attachment posted again.
+	if r.Method == http.MethodPost && exists && !(e.osm && s != nil) {
 		return reply{err: &rcError{status: http.StatusConflict, tag: "data-exists", path: entryPath(listPath, key, id), msg: member + " " + id + " already exists"}}
 	}
 	table[id] = entry
+	if s != nil {
+		e.sites[res.site] = s
+	}
 	if member == "vpn-service" && !exists && e.opts.BuildPolls > 0 {
 		e.pending[id] = e.opts.BuildPolls
 	}
-	if exists {
+	if exists && r.Method == http.MethodPut {
 		return reply{status: http.StatusNoContent}
 	}
 	loc := ""
@@ -654,6 +758,11 @@ func (e *Emulator) entry(doc any, member, key string, schema *node, listPath str
 // must fit the site's management type and name an existing location or
 // device) and the vpn-attachment choice (vpn-id must exist).
 func (e *Emulator) checkAccess(s *site, a map[string]any, path string) *rcError {
+	if e.osm {
+		if err := tfsBearer(a, path); err != nil {
+			return err
+		}
+	}
 	loc, hasLoc := a["location-reference"].(string)
 	dev, hasDev := a["device-reference"].(string)
 	switch {
@@ -668,7 +777,7 @@ func (e *Emulator) checkAccess(s *site, a map[string]any, path string) *rcError 
 		return invalid(path+"/device-reference", "device-reference applies only to a provider- or co-managed site; site "+s.ID+" is customer-managed: use location-reference")
 	case hasLoc && loc != s.Location:
 		return leafref(path+"/location-reference", fmt.Sprintf("location %q does not exist in site %s", loc, s.ID))
-	case hasDev && dev != s.Device:
+	case hasDev && dev != s.Device && (!s.fake || dev != FakeDevice):
 		return leafref(path+"/device-reference", fmt.Sprintf("device %q does not exist in site %s", dev, s.ID))
 	}
 	att, _ := a["vpn-attachment"].(map[string]any)
@@ -732,14 +841,20 @@ func (e *Emulator) sitesTree() map[string]any {
 }
 
 func (e *Emulator) siteTree(s *site) map[string]any {
+	locations := []any{map[string]any{"location-id": s.Location}}
+	devices := []any{map[string]any{"device-id": s.Device, "location": s.Location}}
+	if s.fake {
+		locations = append(locations, map[string]any{"location-id": FakeLocation})
+		devices = append(devices, map[string]any{"device-id": FakeDevice, "location": FakeLocation})
+	}
 	out := map[string]any{
 		"site-id":            s.ID,
 		"management":         map[string]any{"type": Module + ":" + s.Management},
-		"locations":          map[string]any{"location": []any{map[string]any{"location-id": s.Location}}},
+		"locations":          map[string]any{"location": locations},
 		"default-ce-vlan-id": s.DefaultCEVLANID,
 	}
 	if s.Device != "" {
-		out["devices"] = map[string]any{"device": []any{map[string]any{"device-id": s.Device, "location": s.Location}}}
+		out["devices"] = map[string]any{"device": devices}
 	}
 	if len(s.accesses) > 0 {
 		out["site-network-accesses"] = accessesTree(s)

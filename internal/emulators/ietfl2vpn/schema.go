@@ -156,6 +156,10 @@ var accessSchema = list("network-access-id", fields{
 			}).ifFeature("dot1q").onlyWhen(identityIs("type", "priority-tagged", "dot1q")),
 			"priority-tagged": container(fields{"tag-type": identity("tag-type")}),
 		}),
+		"oam": container(fields{
+			"md-name":  str().must(),
+			"md-level": uintRange(0, 255).must(),
+		}).ifFeature("ethernet-oam"),
 		"untagged-interface": container(fields{
 			"speed":               uintRange(0, math.MaxUint32),
 			"phy-mtu":             uintRange(0, math.MaxUint32),
