@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 )
 
@@ -400,5 +401,38 @@ func TestSettings(t *testing.T) {
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("BoolSetting(%q) = %v, %v; want %v, error %v", tt.key, got, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+func TestMappingIndex(t *testing.T) {
+	t.Parallel()
+	cfg := connectors.Config{PortMappings: []wimro.PortMapping{
+		{WANServiceEndpointID: "ep-a", WANServiceMappingInfo: map[string]any{"site-id": "a"}},
+	}}
+	idx := cfg.Mappings()
+	own := map[string]any{"site-id": "own"}
+	tests := []struct {
+		name  string
+		point connectors.ConnectionPoint
+		want  any // the site-id, or nil for the error
+	}{
+		{"own info wins", connectors.ConnectionPoint{ServiceEndpointID: "ep-a", MappingInfo: own}, "own"},
+		{"falls back to the port mapping", connectors.ConnectionPoint{ServiceEndpointID: "ep-a"}, "a"},
+		{"neither", connectors.ConnectionPoint{ServiceEndpointID: "ep-z"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			info, err := idx.For("x", 3, tt.point)
+			if tt.want == nil {
+				if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), `x: connection point 3: no port mapping for service endpoint "ep-z"`) {
+					t.Fatalf("For = %v, %v; want a Permanent error naming the point", info, err)
+				}
+				return
+			}
+			if err != nil || info["site-id"] != tt.want {
+				t.Fatalf("For = %v, %v; want site-id %v", info, err, tt.want)
+			}
+		})
 	}
 }

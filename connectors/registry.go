@@ -251,3 +251,30 @@ func (r *Registry) Types() []string {
 	slices.Sort(types)
 	return types
 }
+
+// MappingIndex maps service endpoint ids to the wan_service_mapping_info
+// of the WIM's port mappings: where a connection point that carries no
+// MappingInfo of its own finds it.
+type MappingIndex map[string]map[string]any
+
+// Mappings indexes c.PortMappings by service endpoint id.
+func (c Config) Mappings() MappingIndex {
+	m := make(MappingIndex, len(c.PortMappings))
+	for _, pm := range c.PortMappings {
+		m[pm.WANServiceEndpointID] = pm.WANServiceMappingInfo
+	}
+	return m
+}
+
+// For returns the mapping info of point p, the i-th of a request: its own
+// MappingInfo, else the port mapping of its endpoint. With neither it is
+// a Permanent error naming the point, prefixed with connector (its type).
+func (m MappingIndex) For(connector string, i int, p ConnectionPoint) (map[string]any, error) {
+	if p.MappingInfo != nil {
+		return p.MappingInfo, nil
+	}
+	if info := m[p.ServiceEndpointID]; info != nil {
+		return info, nil
+	}
+	return nil, Errorf(KindPermanent, "%s: connection point %d: no port mapping for service endpoint %q", connector, i, p.ServiceEndpointID)
+}

@@ -85,15 +85,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
-	for _, m := range cfg.PortMappings {
-		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
-	}
 	return &connector{
 		client:    client,
 		bandwidth: bandwidth,
 		backup:    backup,
-		mappings:  mappings,
+		mappings:  cfg.Mappings(),
 		known:     knownFor(client.Base()),
 		log:       cfg.Log(),
 	}, nil
@@ -103,7 +99,7 @@ type connector struct {
 	client    *rest.Client
 	bandwidth int
 	backup    bool
-	mappings  map[string]map[string]any // endpoint id → wan_service_mapping_info
+	mappings  connectors.MappingIndex
 	known     *known
 	log       *slog.Logger
 }
@@ -237,12 +233,9 @@ func (c *connector) toPoints(t connectors.ServiceType, points []connectors.Conne
 		if p.Encapsulation != connectors.EncapDot1Q {
 			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d (%s): encapsulation %q is not supported, only dot1q", i, p.ServiceEndpointID, p.Encapsulation)
 		}
-		info := p.MappingInfo
-		if info == nil {
-			info = c.mappings[p.ServiceEndpointID]
-		}
-		if info == nil {
-			return nil, connectors.Errorf(connectors.KindPermanent, "dynpac: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
+		info, err := c.mappings.For(Type, i, p)
+		if err != nil {
+			return nil, err
 		}
 		dpid, port, err := switchPort(info)
 		if err != nil {

@@ -224,7 +224,7 @@ type connector struct {
 	rc       *rest.Client
 	cfg      connectors.Config
 	set      settings
-	mappings map[string]map[string]any // service endpoint id → wan_service_mapping_info
+	mappings connectors.MappingIndex
 	log      *slog.Logger
 }
 
@@ -239,11 +239,7 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
-	for _, m := range cfg.PortMappings {
-		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
-	}
-	return &connector{rc: rc, cfg: cfg, set: set, mappings: mappings, log: cfg.Log()}, nil
+	return &connector{rc: rc, cfg: cfg, set: set, mappings: cfg.Mappings(), log: cfg.Log()}, nil
 }
 
 func readSettings(cfg connectors.Config) (settings, error) {
@@ -308,12 +304,9 @@ func (a attachment) String() string { return a.id + " of site " + a.site }
 func (c *connector) endpoints(points []connectors.ConnectionPoint) ([]endpoint, error) {
 	eps := make([]endpoint, len(points))
 	for i, p := range points {
-		info := p.MappingInfo
-		if info == nil {
-			info = c.mappings[p.ServiceEndpointID]
-		}
-		if info == nil {
-			return nil, connectors.Errorf(connectors.KindPermanent, "%s: connection point %d: no port mapping for service endpoint %q", Type, i, p.ServiceEndpointID)
+		info, err := c.mappings.For(Type, i, p)
+		if err != nil {
+			return nil, err
 		}
 		ep, err := c.endpoint(p.ServiceEndpointID, info)
 		if err != nil {

@@ -140,7 +140,7 @@ type connector struct {
 	cfg      connectors.Config // for MutationLock
 	rest     *rest.Client
 	encap    string
-	mappings map[string]map[string]any // endpoint id → wan_service_mapping_info
+	mappings connectors.MappingIndex
 	lockName string
 	log      *slog.Logger
 }
@@ -166,15 +166,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if !encapsulations[encap] {
 		return nil, connectors.Errorf(connectors.KindPermanent, "onos: config \"encapsulation\" must be NONE, VLAN or MPLS, got %q", encap)
 	}
-	mappings := make(map[string]map[string]any, len(cfg.PortMappings))
-	for _, m := range cfg.PortMappings {
-		mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
-	}
 	return &connector{
 		cfg:      cfg,
 		rest:     client,
 		encap:    encap,
-		mappings: mappings,
+		mappings: cfg.Mappings(),
 		lockName: "onos-vpls:" + lockURL(client.Base()),
 		log:      cfg.Log(),
 	}, nil

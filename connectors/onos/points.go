@@ -69,12 +69,9 @@ func (c *connector) interfaces(key string, t connectors.ServiceType, points []co
 	out := make([]iface, len(points))
 	seen := make(map[string]int, len(points))
 	for i, p := range points {
-		info := p.MappingInfo
-		if info == nil {
-			info = c.mappings[p.ServiceEndpointID]
-		}
-		if info == nil {
-			return nil, connectors.Errorf(connectors.KindPermanent, "onos: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
+		info, err := c.mappings.For(Type, i, p)
+		if err != nil {
+			return nil, err
 		}
 		port, err := portSubject(info)
 		if err != nil {

@@ -232,8 +232,8 @@ type connector struct {
 	deleteMode string
 	capacity   capacity
 	multipoint bool
-	mappings   map[string]map[string]any // endpoint id → wan_service_mapping_info
-	ordered    []string                  // endpoint ids of mappings, sorted
+	mappings   connectors.MappingIndex
+	ordered    []string // endpoint ids of mappings, sorted
 	log        *slog.Logger
 }
 
@@ -275,11 +275,10 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		deleteMode: deleteMode,
 		capacity:   capacity{TotalSize: totalSize{Value: strconv.Itoa(value), Unit: unit}},
 		multipoint: multipoint,
-		mappings:   make(map[string]map[string]any, len(cfg.PortMappings)),
+		mappings:   cfg.Mappings(),
 		log:        cfg.Log(),
 	}
 	for _, m := range cfg.PortMappings {
-		c.mappings[m.WANServiceEndpointID] = m.WANServiceMappingInfo
 		c.ordered = append(c.ordered, m.WANServiceEndpointID)
 	}
 	slices.Sort(c.ordered)
@@ -410,12 +409,9 @@ func (c *connector) plan(t connectors.ServiceType, points []connectors.Connectio
 	ends := make([]end, len(points))
 	photonic := 0
 	for i, p := range points {
-		info := p.MappingInfo
-		if info == nil {
-			info = c.mappings[p.ServiceEndpointID]
-		}
-		if info == nil {
-			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: connection point %d: no port mapping for service endpoint %q", i, p.ServiceEndpointID)
+		info, err := c.mappings.For(Type, i, p)
+		if err != nil {
+			return "", nil, err
 		}
 		m, err := parseMapping(info)
 		if err == nil {
