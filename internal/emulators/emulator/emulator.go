@@ -1,5 +1,7 @@
 // Package emulator is the shared plumbing of wimro's controller emulators:
-// request log, fault injection, delays, basic auth.
+// request log, fault injection, delays, basic auth, and the
+// ietf-restconf:errors body the RESTCONF emulators share (a protocol
+// format, not a controller's).
 //
 // An emulator embeds a Recorder, which gives it FailNext, Delay and
 // Requests, and runs its ServeHTTP through Recorder.Serve. The package

@@ -353,19 +353,12 @@ type rcError struct {
 	allow, authRealm string
 }
 
-func (r *rcError) body() map[string]any {
+func (r *rcError) body() any {
 	typ := r.errType
 	if typ == "" {
 		typ = "application"
 	}
-	item := map[string]any{"error-type": typ, "error-tag": r.tag, "error-message": r.msg}
-	if r.appTag != "" {
-		item["error-app-tag"] = r.appTag
-	}
-	if r.path != "" {
-		item["error-path"] = r.path
-	}
-	return map[string]any{"ietf-restconf:errors": map[string]any{"error": []any{item}}}
+	return emulator.RESTCONFErrors(emulator.RESTCONFError{Type: typ, Tag: r.tag, AppTag: r.appTag, Path: r.path, Message: r.msg})
 }
 
 // reply is what a handler answers.

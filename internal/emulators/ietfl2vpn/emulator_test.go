@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 const (
@@ -101,21 +103,11 @@ func sub(m map[string]any, path ...string) map[string]any {
 // rcErr decodes an ietf-restconf:errors reply.
 func rcErr(t *testing.T, r result) (tag, path, msg string) {
 	t.Helper()
-	var doc struct {
-		Errors struct {
-			Error []struct {
-				Type    string `json:"error-type"`
-				Tag     string `json:"error-tag"`
-				Path    string `json:"error-path"`
-				Message string `json:"error-message"`
-			} `json:"error"`
-		} `json:"ietf-restconf:errors"`
-	}
-	if err := json.Unmarshal([]byte(r.body), &doc); err != nil || len(doc.Errors.Error) != 1 || doc.Errors.Error[0].Type == "" {
+	errs, err := emulator.DecodeRESTCONFErrors([]byte(r.body))
+	if err != nil || len(errs) != 1 || errs[0].Type == "" {
 		t.Fatalf("reply %d %q is not an ietf-restconf:errors body with one error", r.status, r.body)
 	}
-	e := doc.Errors.Error[0]
-	return e.Tag, e.Path, e.Message
+	return errs[0].Tag, errs[0].Path, errs[0].Message
 }
 
 func TestServiceValidation(t *testing.T) {

@@ -946,14 +946,7 @@ func writeError(w http.ResponseWriter, e *rcError) {
 	case "malformed-message", "access-denied", "operation-not-supported", "unknown-element":
 		typ = "protocol"
 	}
-	entry := map[string]any{"error-type": typ, "error-tag": e.tag, "error-message": e.msg}
-	if e.appTag != "" {
-		entry["error-app-tag"] = e.appTag
-	}
-	if e.path != "" {
-		entry["error-path"] = e.path
-	}
-	writeJSON(w, e.status, map[string]any{"ietf-restconf:errors": map[string]any{"error": []any{entry}}})
+	writeJSON(w, e.status, emulator.RESTCONFErrors(emulator.RESTCONFError{Type: typ, Tag: e.tag, AppTag: e.appTag, Path: e.path, Message: e.msg}))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

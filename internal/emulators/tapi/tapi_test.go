@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
 const yangJSON = "application/yang-data+json"
@@ -42,19 +44,11 @@ func call(t *testing.T, e *Emulator, method, path, body string, change ...func(*
 // error's tag and message.
 func restconfError(t *testing.T, r reply) (tag, msg string) {
 	t.Helper()
-	var doc struct {
-		Errors struct {
-			Error []struct {
-				Type    string `json:"error-type"`
-				Tag     string `json:"error-tag"`
-				Message string `json:"error-message"`
-			} `json:"error"`
-		} `json:"ietf-restconf:errors"`
-	}
-	if err := json.Unmarshal([]byte(r.body), &doc); err != nil || len(doc.Errors.Error) != 1 || doc.Errors.Error[0].Type == "" {
+	errs, err := emulator.DecodeRESTCONFErrors([]byte(r.body))
+	if err != nil || len(errs) != 1 || errs[0].Type == "" {
 		t.Fatalf("reply %d %q is not an ietf-restconf:errors body", r.status, r.body)
 	}
-	return doc.Errors.Error[0].Tag, doc.Errors.Error[0].Message
+	return errs[0].Tag, errs[0].Message
 }
 
 // setup returns an emulator with two DSR SIPs, a photonic pair and a
