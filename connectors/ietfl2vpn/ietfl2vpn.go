@@ -703,7 +703,7 @@ func (c *connector) teardown(ctx context.Context, id string, known []attachment,
 
 // lock serialises the changes to one vpn-service.
 func (c *connector) lock(ctx context.Context, id string) (func(), error) {
-	return c.cfg.MutationLock(ctx, Type+" "+c.rc.Base()+" "+id)
+	return c.cfg.MutationLock(ctx, Type+" "+c.rc.Controller()+" "+id)
 }
 
 func (c *connector) CheckCredentials(ctx context.Context) error {

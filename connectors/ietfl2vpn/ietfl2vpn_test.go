@@ -833,6 +833,12 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 		t.Fatalf("bad credentials: %v", err)
 	}
 	errs = append(errs, err)
+	// A create whose context ends while it waits for its lock: the lock
+	// name (which quotes the controller) must not carry the URL password.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, _, err = withURL.CreateService(cancelled, "sec3", connectors.ServiceELINE, points(2))
+	errs = append(errs, err)
 	if !strings.Contains(logs.String(), "ietfl2vpn service created") || !strings.Contains(logs.String(), "what it wrote is deleted") {
 		t.Fatalf("debug log = %s, want the create and compensation lines", logs.String())
 	}

@@ -94,9 +94,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -171,29 +169,9 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		rest:     client,
 		encap:    encap,
 		mappings: cfg.Mappings(),
-		lockName: "onos-vpls:" + lockURL(client.Base()),
+		lockName: "onos-vpls:" + client.Controller(),
 		log:      cfg.Log(),
 	}, nil
-}
-
-// lockURL names the controller in the lock: the base URL without user
-// info (lock names may be logged or hashed into database lock keys), with
-// the host lower-cased and the scheme's default port made explicit, so
-// that WIMs spelling one controller's URL differently share one lock.
-func lockURL(base string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	u.User = nil
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	u.Host = net.JoinHostPort(host, port)
-	u.Path = strings.TrimRight(u.Path, "/")
-	return u.String()
 }
 
 func vplsName(key string) string { return namePrefix + key }

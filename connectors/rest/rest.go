@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -109,6 +110,26 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 
 // Base returns the controller's base URL, without a trailing slash.
 func (c *Client) Base() string { return c.base }
+
+// Controller names the controller for lock names (which are hashed into
+// database lock keys and quoted in errors): the base URL without user info
+// (it may hold a password), the host lower-cased and the scheme's default
+// port made explicit, so that WIMs spelling one controller's URL
+// differently share its locks.
+func (c *Client) Controller() string {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return redact(c.base)
+	}
+	u.User = nil
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	u.Host = net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	u.Path = strings.TrimRight(u.Path, "/")
+	return u.String()
+}
 
 // Request is one request to the controller.
 type Request struct {

@@ -283,3 +283,19 @@ func writeCert(t *testing.T, path string, srv *httptest.Server) {
 		t.Fatal(err)
 	}
 }
+
+func TestController(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://onos:8181/onos/v1":             "http://onos:8181/onos/v1",
+		"http://ONOS:8181/onos/v1/":            "http://onos:8181/onos/v1",
+		"http://user:secret@onos:8181/onos/v1": "http://onos:8181/onos/v1",
+		"http://onos/onos/v1":                  "http://onos:80/onos/v1",
+		"https://onos/onos/v1":                 "https://onos:443/onos/v1",
+		"http://[::1]:8181/onos/v1":            "http://[::1]:8181/onos/v1",
+	} {
+		if got := client(t, connectors.Config{URL: in}).Controller(); got != want {
+			t.Errorf("Controller() of %q = %q, want %q", in, got, want)
+		}
+	}
+}

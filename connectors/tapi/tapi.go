@@ -168,7 +168,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -270,7 +269,7 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	c := &connector{
 		rc:         rc,
 		lock:       cfg.MutationLock,
-		lockPrefix: "tapi " + redacted(rc.Base()) + " service key ",
+		lockPrefix: "tapi " + rc.Controller() + " service key ",
 		createMode: createMode,
 		deleteMode: deleteMode,
 		capacity:   capacity{TotalSize: totalSize{Value: strconv.Itoa(value), Unit: unit}},
@@ -283,15 +282,6 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	}
 	slices.Sort(c.ordered)
 	return c, nil
-}
-
-// redacted hides a password in the URL's user info: lock names may end up
-// in error messages.
-func redacted(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // oneOf reads a string setting that must be one of allowed (the first is
