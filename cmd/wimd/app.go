@@ -441,10 +441,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 // accounts get a failing connector).
 func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 	return func(w wimro.WIM, accountConfig map[string]any) error {
-		if !slices.Contains(r.Types(), w.Type) {
-			return nil
-		}
-		_, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
+		_, err := buildFor(r, w, accountConfig)
 		return err
 	}
 }
@@ -454,18 +451,22 @@ func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 // cannot be built passes here: connectorCheck reports its settings.
 func mappingCheck(r *connectors.Registry) engine.MappingCheck {
 	return func(w wimro.WIM, endpointID string, info map[string]any) error {
-		if !slices.Contains(r.Types(), w.Type) {
-			return nil
-		}
-		c, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config})
-		if err != nil {
-			return nil
-		}
-		if mc, ok := c.(connectors.MappingChecker); ok {
+		c, err := buildFor(r, w, nil)
+		if mc, ok := c.(connectors.MappingChecker); ok && err == nil {
 			return mc.CheckMapping(endpointID, info)
 		}
 		return nil
 	}
+}
+
+// buildFor builds the connector of WIM w with an account's config, as the
+// workers would (it contacts nothing); nil and no error for a type no
+// connector handles.
+func buildFor(r *connectors.Registry, w wimro.WIM, accountConfig map[string]any) (connectors.Connector, error) {
+	if !slices.Contains(r.Types(), w.Type) {
+		return nil, nil
+	}
+	return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
 }
 
 // newRegistry lists every connector this build of wimd speaks.
