@@ -105,7 +105,6 @@ type InstanceAction struct {
 const (
 	ActionCreate = "CREATE"
 	ActionDelete = "DELETE"
-	ActionFind   = "FIND"
 
 	ActionScheduled  = "SCHEDULED"
 	ActionBuild      = "BUILD"

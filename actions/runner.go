@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -119,8 +120,17 @@ func (t Target) mapping(ctx context.Context, s *persistence.Store, dcID, dpid, p
 }
 
 // Run runs one claimed action and returns its outcome. It does not fail
-// on a cancelled ctx: the returned outcome then keeps the action queued.
-func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.Outcome {
+// on a cancelled ctx: the returned outcome then keeps the action queued. A
+// panic (a connector bug) fails the action with the panic's message and
+// logs the stack: running it again would panic again.
+func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persistence.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger.Error("action panicked", slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)),
+				slog.String("wan_link_id", a.ItemID), slog.String("account_id", t.AccountID), slog.Any("error", p), slog.String("stack", string(debug.Stack())))
+			out = r.fail(a, fmt.Sprintf("internal error: the connector panicked: %v", p))
+		}
+	}()
 	var (
 		o   persistence.Outcome
 		err error
@@ -128,12 +138,10 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.
 	switch {
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
 		o, err = r.create(ctx, t, a)
-	case (a.Action == wimro.ActionCreate || a.Action == wimro.ActionFind) && a.Status == wimro.ActionBuild:
+	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionBuild:
 		o, err = r.refresh(ctx, t, a)
 	case a.Action == wimro.ActionDelete && a.Status == wimro.ActionScheduled:
 		o, err = r.delete(ctx, t, a)
-	case a.Action == wimro.ActionFind && a.Status == wimro.ActionScheduled:
-		o, err = r.find(ctx, t, a)
 	default:
 		err = permanent("The action %s %s in status %s is not defined", a.Action, a.Item, a.Status)
 	}
@@ -141,6 +149,16 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.
 		return o
 	}
 	return r.onError(ctx, a, err)
+}
+
+// Unrecorded is the outcome written in place of one the database refused
+// (it cannot happen with the texts cleaned, but a claim must never be left
+// behind by a bug): the action keeps its status, says why, and runs again
+// after a back-off; it is safe to run twice.
+func (r *Runner) Unrecorded(a wimro.Action, cause error) persistence.Outcome {
+	msg := fmt.Sprintf("the outcome of the last attempt could not be recorded (%v); the action will run again", cause)
+	at := r.now().Add(r.policy.Backoff(a.Attempts))
+	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 }
 
 // actionError is a failure decided by the action itself (not the
@@ -361,15 +379,14 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action) (persist
 	connInfo, _ := a.Extra["conn_info"].(map[string]any)
 	st, err := t.Connector.GetServiceStatus(ctx, *a.WIMInternalID, connInfo)
 	if err != nil {
+		// Whatever the error (an outage, a 401, a service not found), keep
+		// asking, backing off up to the refresh interval: the link shows
+		// WIM_ERROR until a later good answer overwrites it.
 		msg := err.Error()
 		werr := wimro.LinkWIMError
-		up := &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}
-		if connectors.IsNotFound(err) || !connectors.Retryable(err) || a.Attempts >= r.policy.MaxAttempts {
-			// Stop polling: the link shows the error until an operator acts.
-			return persistence.Outcome{Status: wimro.ActionDone, ErrorMsg: &msg, Link: up}, nil
-		}
-		next := r.now().Add(r.policy.Backoff(a.Attempts))
-		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next, Link: up}, nil
+		next := r.now().Add(min(r.policy.Backoff(a.Attempts), r.policy.Refresh))
+		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
+			Link: &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
 	}
 	status := string(st.Status)
 	up := &persistence.LinkUpdate{Status: &status, WIMInfo: st.Info}
@@ -430,7 +447,7 @@ func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[str
 	}
 	for i := len(history) - 1; i >= 0; i-- {
 		h := history[i]
-		if (h.Action == wimro.ActionCreate || h.Action == wimro.ActionFind) && h.WIMInternalID != nil && *h.WIMInternalID != "" {
+		if h.Action == wimro.ActionCreate && h.WIMInternalID != nil && *h.WIMInternalID != "" {
 			ci, _ := h.Extra["conn_info"].(map[string]any)
 			return *h.WIMInternalID, ci, nil
 		}
@@ -449,27 +466,4 @@ func lookupByKey(ctx context.Context, c connectors.Connector, key string) (strin
 		}
 	}
 	return "", nil
-}
-
-func (r *Runner) find(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
-	id := ""
-	if a.WIMInternalID != nil {
-		id = *a.WIMInternalID
-	}
-	if id == "" {
-		var err error
-		if id, err = lookupByKey(ctx, t.Connector, a.ItemID); err != nil {
-			return persistence.Outcome{}, err
-		}
-	}
-	if id == "" {
-		return persistence.Outcome{}, permanent("no service for WAN link %s on the controller", a.ItemID)
-	}
-	if _, err := t.Connector.GetServiceStatus(ctx, id, nil); err != nil {
-		if connectors.IsNotFound(err) {
-			return persistence.Outcome{}, permanent("service %s not found on the controller", id)
-		}
-		return persistence.Outcome{}, err
-	}
-	return r.created(id, nil), nil
 }

@@ -73,6 +73,22 @@ func mapError(err error) error {
 	return err
 }
 
+// Refused reports whether the database refused the statement itself (bad
+// data, a constraint, a statement it cannot run): the same write would be
+// refused again. Anything else (the server away, a cut connection, a
+// timeout) may pass when tried again.
+func Refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "42", "54", "2B", "XX":
+		return true
+	}
+	return false
+}
+
 // Constraint returns the name of the PostgreSQL constraint that err
 // violated, or "". The engine uses it to turn a generic conflict into a
 // specific message (e.g. a tenant already attached to a WIM).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,14 +11,17 @@ import (
 	"github.com/wimro/wimro"
 )
 
-// ClaimActions claims up to limit due actions of one account for owner, in
-// one statement over the claim index. The actions of one WAN link run
-// strictly in order: an action is claimable only when no earlier action of
-// its link is unfinished, no action of its link is claimed, and its link is
-// not in busyLinks (links the caller is already working on). SKIP LOCKED
-// lets several claimers race without waiting on each other; the claim
-// records the owner and a lease, and counts the attempt.
-func (s *Store) ClaimActions(ctx context.Context, accountID, owner string, lease time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
+// ClaimActions claims up to limit due actions of one account under claim,
+// in one statement over the claim index. claim is written to claimed_by
+// and fences every later write: the caller makes it unique per claim
+// (ClaimName), so a stale outcome of an earlier claim of the same process
+// can never pass for a newer one. The actions of one WAN link run strictly
+// in order: an action is claimable only when no earlier action of its link
+// is unfinished, no action of its link is claimed, and its link is not in
+// busyLinks (links the caller is already working on). SKIP LOCKED lets
+// several claimers race without waiting on each other; the claim records a
+// lease and counts the attempt.
+func (s *Store) ClaimActions(ctx context.Context, accountID, claim string, lease time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -45,7 +47,37 @@ func (s *Store) ClaimActions(ctx context.Context, accountID, owner string, lease
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
-		accountID, owner, lease, limit, nonNil(busyLinks))
+		accountID, claim, lease, limit, nonNil(busyLinks))
+}
+
+// ClaimName returns the claimed_by value of claim number n of owner:
+// "<owner>#<n>". ReleaseClaims(owner) finds every claim named so.
+func ClaimName(owner string, n uint64) string { return fmt.Sprintf("%s#%d", owner, n) }
+
+// ClaimKey names one claimed action and the claim it was taken under.
+type ClaimKey struct {
+	InstanceActionID string
+	TaskIndex        int
+	ClaimedBy        string
+}
+
+// KeyOf returns the claim key of a claimed action.
+func KeyOf(a wimro.Action) ClaimKey {
+	k := ClaimKey{InstanceActionID: a.InstanceActionID, TaskIndex: a.TaskIndex}
+	if a.ClaimedBy != nil {
+		k.ClaimedBy = *a.ClaimedBy
+	}
+	return k
+}
+
+func claimArrays(keys []ClaimKey) ([]string, []int32, []string) {
+	ids := make([]string, len(keys))
+	idx := make([]int32, len(keys))
+	by := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i], idx[i], by[i] = k.InstanceActionID, int32(k.TaskIndex), k.ClaimedBy
+	}
+	return ids, idx, by
 }
 
 // Outcome is what running one action produced. It is written in one
@@ -89,8 +121,8 @@ type Finished struct {
 }
 
 // FinishAction writes one outcome; see FinishActions.
-func (s *Store) FinishAction(ctx context.Context, a wimro.Action, owner string, o Outcome) (wimro.Action, error) {
-	done, errs, err := s.FinishActions(ctx, owner, []Finished{{Action: a, Outcome: o}})
+func (s *Store) FinishAction(ctx context.Context, a wimro.Action, o Outcome) (wimro.Action, error) {
+	done, errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o}})
 	if err != nil {
 		return wimro.Action{}, err
 	}
@@ -109,14 +141,16 @@ const finishSQL = `
 	WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
 	RETURNING ` + actionCols
 
-// FinishActions writes the outcomes of actions claimed by owner and
-// releases their claims, in two round trips whatever their number: the
-// action rows first, then the WAN links and one counter increment per
-// instance action. Fencing: an action whose claim is no longer owner's is
-// not written (its error in errs is ErrClaimLost) and adds nothing to the
-// counters. Call it inside Tx so the outcomes, links and counters commit
-// together.
-func (s *Store) FinishActions(ctx context.Context, owner string, items []Finished) ([]wimro.Action, []error, error) {
+// FinishActions writes the outcomes of claimed actions and releases their
+// claims, in two round trips whatever their number: the action rows first,
+// then the WAN links and one counter increment per instance action.
+// Fencing: an action is written only while it is still held under the
+// claim it was taken with (Action.ClaimedBy as ClaimActions returned it);
+// otherwise its error in errs is ErrClaimLost and it adds nothing to the
+// counters. Every text is made storable first (wimro.CleanText), so a
+// controller's message can never make PostgreSQL refuse the batch. Call
+// it inside Tx so the outcomes, links and counters commit together.
+func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
 	out := make([]wimro.Action, len(items))
 	errs := make([]error, len(items))
 	b := &pgx.Batch{}
@@ -127,7 +161,11 @@ func (s *Store) FinishActions(ctx context.Context, owner string, items []Finishe
 		if o.RunAfter != nil {
 			runAfter = *o.RunAfter
 		}
-		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, owner, o.Status, truncateMsg(o.ErrorMsg), o.WIMInternalID, o.Extra, runAfter, o.ResetAttempts)
+		claim := ""
+		if a.ClaimedBy != nil {
+			claim = *a.ClaimedBy
+		}
+		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, claim, o.Status, cleanMsg(o.ErrorMsg), cleanID(o.WIMInternalID), wimro.CleanMap(o.Extra), runAfter, o.ResetAttempts)
 	}
 	if err := s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
 		list, err := collectAll[wimro.Action](rows, "vim_wim_actions")
@@ -164,7 +202,7 @@ func (s *Store) FinishActions(ctx context.Context, owner string, items []Finishe
 			d.failed += o.Failed
 		}
 		if u := o.Link; u != nil {
-			b.Queue(updateLinkSQL, it.Action.ItemID, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
+			b.Queue(updateLinkSQL, it.Action.ItemID, u.Status, cleanMsg(u.ErrorMsg), u.ClearError, cleanID(u.WIMInternalID), wimro.CleanMap(u.WIMInfo))
 		}
 	}
 	// Counters last and in a stable order: concurrent writers lock the
@@ -209,7 +247,7 @@ func (s *Store) runBatch(ctx context.Context, b *pgx.Batch, read func(i int, row
 
 // UpdateWANLink applies u to a WAN link; a missing link is not an error.
 func (s *Store) UpdateWANLink(ctx context.Context, id string, u LinkUpdate) error {
-	_, err := s.exec(ctx, "instance_wim_nets", updateLinkSQL, id, u.Status, truncateMsg(u.ErrorMsg), u.ClearError, u.WIMInternalID, u.WIMInfo)
+	_, err := s.exec(ctx, "instance_wim_nets", updateLinkSQL, id, u.Status, cleanMsg(u.ErrorMsg), u.ClearError, cleanID(u.WIMInternalID), wimro.CleanMap(u.WIMInfo))
 	return err
 }
 
@@ -228,18 +266,39 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 		WHERE claimed_by IS NOT NULL AND claim_expires_at < now()`)
 }
 
-// ReleaseClaims returns every action claimed by owner to the queue (a
-// clean stop).
+// ReleaseClaims returns every action claimed by owner (under any of its
+// ClaimName names) to the queue: a clean stop, once nothing runs.
 func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL WHERE claimed_by = $1`, owner)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
+		WHERE claimed_by = $1 OR starts_with(claimed_by, $1 || '#')`, owner)
 }
 
-// NextRunAfter returns when the next queued action of an account is due,
-// or nil when none is queued; the worker sleeps until then.
-func (s *Store) NextRunAfter(ctx context.Context, accountID string) (*time.Time, error) {
+// ReleaseClaimsOf returns exactly the named claims to the queue (an
+// outcome that could not be written), and says how many it found.
+func (s *Store) ReleaseClaimsOf(ctx context.Context, keys []ClaimKey) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	ids, idx, by := claimArrays(keys)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL
+		FROM unnest($1::uuid[], $2::int[], $3::text[]) AS k(id, idx, by)
+		WHERE a.instance_action_id = k.id AND a.task_index = k.idx AND a.claimed_by = k.by`, ids, idx, by)
+}
+
+// NextRunAfter returns when the next action of an account that a claim
+// could take becomes due, or nil when there is none: the head of each
+// link's queue (no earlier unfinished action), unclaimed, on a link not in
+// busyLinks. An action waiting behind another of its link is not counted:
+// it becomes due when that one finishes, and the worker is woken then.
+func (s *Store) NextRunAfter(ctx context.Context, accountID string, busyLinks []string) (*time.Time, error) {
 	var t *time.Time
-	err := s.q.QueryRow(ctx, `SELECT min(run_after) FROM vim_wim_actions
-		WHERE wim_account_id = $1 AND status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL`, accountID).Scan(&t)
+	err := s.q.QueryRow(ctx, `SELECT min(a.run_after) FROM vim_wim_actions a
+		WHERE a.wim_account_id = $1 AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
+		  AND a.item_id <> ALL($2::uuid[])
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions b
+			WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))`,
+		accountID, nonNil(busyLinks)).Scan(&t)
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: next action: %w", err))
 	}
@@ -250,13 +309,23 @@ func (s *Store) NextRunAfter(ctx context.Context, accountID string) (*time.Time,
 // tail (OSM's bug 1150: long controller errors broke the update).
 const maxMsg = 1024
 
-func truncateMsg(m *string) *string {
-	if m == nil || len(*m) < maxMsg {
-		return m
+// cleanMsg makes an error text storable: valid UTF-8, no NUL, at most
+// maxMsg bytes.
+func cleanMsg(m *string) *string {
+	if m == nil {
+		return nil
 	}
-	s := *m
-	half := (maxMsg - 5) / 2
-	out := strings.ToValidUTF8(s[:half]+" ... "+s[len(s)-half:], "")
+	out := wimro.CleanText(*m, maxMsg)
+	return &out
+}
+
+// cleanID makes a controller's service id storable (no length limit: an
+// id cut short would no longer name the service).
+func cleanID(m *string) *string {
+	if m == nil {
+		return nil
+	}
+	out := wimro.CleanText(*m, 0)
 	return &out
 }
 
@@ -267,9 +336,35 @@ func (s *Store) DueAccounts(ctx context.Context) ([]string, error) {
 		WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL AND run_after <= now() AND wim_account_id IS NOT NULL`)
 }
 
-// ExtendClaims renews the lease of every claim owner holds. A live process
-// calls it more often than the lease lasts, so only the claims of a dead
-// (or partitioned) process expire and are swept.
-func (s *Store) ExtendClaims(ctx context.Context, owner string, lease time.Duration) (int64, error) {
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claim_expires_at = now() + $2::interval WHERE claimed_by = $1`, owner, lease)
+// ExtendClaims renews the lease of exactly the named claims: those a
+// worker of the live process is running. A claim nobody runs any more is
+// never renewed, so it expires and is swept even while its process lives.
+// It says how many of the claims it found.
+func (s *Store) ExtendClaims(ctx context.Context, keys []ClaimKey, lease time.Duration) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	ids, idx, by := claimArrays(keys)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval
+		FROM unnest($1::uuid[], $2::int[], $3::text[]) AS k(id, idx, by)
+		WHERE a.instance_action_id = k.id AND a.task_index = k.idx AND a.claimed_by = k.by`, ids, idx, by, lease)
+}
+
+// ClaimsHeldBy lists the claims of owner (under any of its ClaimName
+// names) whose lease has not run out: what an invariant check compares
+// with the claims the process knows it runs.
+func (s *Store) ClaimsHeldBy(ctx context.Context, owner string) ([]ClaimKey, error) {
+	rows, err := s.q.Query(ctx, `SELECT instance_action_id::text, task_index, claimed_by FROM vim_wim_actions
+		WHERE (claimed_by = $1 OR starts_with(claimed_by, $1 || '#')) AND claim_expires_at > now()`, owner)
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: claims of %s: %w", owner, err))
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClaimKey, error) {
+		var k ClaimKey
+		return k, r.Scan(&k.InstanceActionID, &k.TaskIndex, &k.ClaimedBy)
+	})
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: claims of %s: %w", owner, err))
+	}
+	return keys, nil
 }

@@ -2,12 +2,16 @@ package persistence_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -69,13 +73,15 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		create1 = got[1]
 	}
 	// Fencing: B cannot finish A's claim.
-	_, err = b.db.FinishAction(b.ctx, create1, "B", persistence.Outcome{Status: wimro.ActionDone, Done: 1})
+	foreign := create1
+	foreign.ClaimedBy = ptr("B")
+	_, err = b.db.FinishAction(b.ctx, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
 	if !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("foreign finish = %v", err)
 	}
 	st := wimro.LinkBuild
 	id := "svc-1"
-	done, err := b.db.FinishAction(b.ctx, create1, "A", persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
+	done, err := b.db.FinishAction(b.ctx, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
 		Extra: map[string]any{"conn_info": map[string]any{"k": "v"}}, Link: &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, WIMInfo: map[string]any{"x": 1}}})
 	if err != nil || done.Status != wimro.ActionDone || done.ClaimedBy != nil || *done.WIMInternalID != id {
 		t.Fatalf("finish = %+v, %v", done, err)
@@ -85,7 +91,7 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		t.Fatalf("link = %+v", l)
 	}
 	// Finishing twice is refused: the claim is gone.
-	if _, err := b.db.FinishAction(b.ctx, create1, "A", persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if _, err := b.db.FinishAction(b.ctx, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("second finish = %v", err)
 	}
 	// Now link1's DELETE is next.
@@ -126,14 +132,14 @@ func TestSweepAndRelease(t *testing.T) {
 	if n, _ := b.db.ReleaseClaims(b.ctx, "B"); n != 1 {
 		t.Fatalf("released %d", n)
 	}
-	if next, err := b.db.NextRunAfter(b.ctx, acct); err != nil || next == nil {
+	if next, err := b.db.NextRunAfter(b.ctx, acct, nil); err != nil || next == nil {
 		t.Fatalf("NextRunAfter = %v, %v", next, err)
 	}
 	// A retry later is not due now.
 	got, _ = b.db.ClaimActions(b.ctx, acct, "B", time.Minute, 10, nil)
 	later := time.Now().Add(time.Hour)
 	for _, a := range got {
-		if _, err := b.db.FinishAction(b.ctx, a, "B", persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+		if _, err := b.db.FinishAction(b.ctx, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,10 +157,138 @@ func TestExtendClaims(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("claimed %d", len(got))
 	}
-	if n, err := b.db.ExtendClaims(b.ctx, "alive", time.Minute); err != nil || n != 2 {
+	// Only the named claim is renewed: the other one is no longer run by
+	// anybody, so it must expire although its process lives.
+	if n, err := b.db.ExtendClaims(b.ctx, []persistence.ClaimKey{persistence.KeyOf(got[0])}, time.Minute); err != nil || n != 1 {
 		t.Fatalf("extended %d, %v", n, err)
 	}
-	if n, err := b.db.SweepExpiredClaims(b.ctx); err != nil || n != 0 {
-		t.Fatalf("swept %d renewed claims, %v", n, err)
+	// A key with another claim name (an older claim of the same action)
+	// renews nothing.
+	stale := persistence.KeyOf(got[1])
+	stale.ClaimedBy += "-old"
+	if n, err := b.db.ExtendClaims(b.ctx, []persistence.ClaimKey{stale}, time.Minute); err != nil || n != 0 {
+		t.Fatalf("extended a stale claim: %d, %v", n, err)
+	}
+	eventually.Until(t, 10*time.Second, "the unrenewed claim swept", func() (bool, string) {
+		n, err := b.db.SweepExpiredClaims(b.ctx)
+		return err == nil && n == 1, fmt.Sprint(n, err)
+	})
+	held, err := b.db.ClaimsHeldBy(b.ctx, "alive")
+	if err != nil || len(held) != 1 || held[0] != persistence.KeyOf(got[0]) {
+		t.Fatalf("claims held = %v, %v", held, err)
+	}
+}
+
+// Claim names make every claim distinct: an outcome of an earlier claim of
+// the same process never lands on a later claim of the same action.
+func TestStaleClaimOfSameOwnerIsFenced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	first, _ := b.db.ClaimActions(b.ctx, acct, persistence.ClaimName("P", 1), time.Minute, 1, nil)
+	if len(first) != 1 {
+		t.Fatalf("claimed %d", len(first))
+	}
+	if n, err := b.db.ReleaseClaimsOf(b.ctx, []persistence.ClaimKey{persistence.KeyOf(first[0])}); err != nil || n != 1 {
+		t.Fatalf("released %d, %v", n, err)
+	}
+	second, _ := b.db.ClaimActions(b.ctx, acct, persistence.ClaimName("P", 2), time.Minute, 1, nil)
+	if len(second) != 1 || second[0].InstanceActionID != first[0].InstanceActionID || second[0].TaskIndex != first[0].TaskIndex {
+		t.Fatalf("reclaimed %+v", second)
+	}
+	if _, err := b.db.FinishAction(b.ctx, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+		t.Fatalf("stale outcome = %v, want ErrClaimLost", err)
+	}
+	if _, err := b.db.FinishAction(b.ctx, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.db.ReleaseClaims(b.ctx, "P"); n != 0 {
+		t.Fatalf("released %d after every claim was finished", n)
+	}
+}
+
+// An action waiting behind another action of its link is not "next": the
+// worker would wake for it and find nothing to claim, again and again
+// (issue 12, point 7: ~176 transactions/s).
+func TestNextRunAfterFollowsLinkOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, link1, link2, _ := queue(t, b)
+	got, _ := b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, nil)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d", len(got))
+	}
+	later := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	for _, a := range got {
+		// Both CREATEs are BUILD and refresh in an hour; link1's DELETE,
+		// due now, waits behind its CREATE.
+		if _, err := b.db.FinishAction(b.ctx, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, err := b.db.NextRunAfter(b.ctx, acct, nil)
+	if err != nil || next == nil || !next.Equal(later) {
+		t.Fatalf("NextRunAfter = %v, %v; want the CREATEs' %v, not the waiting DELETE's", next, err, later)
+	}
+	if next, err := b.db.NextRunAfter(b.ctx, acct, []string{link1, link2}); err != nil || next != nil {
+		t.Fatalf("NextRunAfter with both links busy = %v, %v; want none", next, err)
+	}
+}
+
+// Controllers answer with anything: a NUL, invalid UTF-8, a rune cut in
+// half, a huge text. The outcome is stored cleaned, and one such outcome
+// never rolls back the others of its batch (issue 12, point 2).
+func TestHostileOutcomeTextIsStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, link1, _, _ := queue(t, b)
+	got, _ := b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, nil)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d", len(got))
+	}
+	if got[0].ItemID != link1 {
+		got[0], got[1] = got[1], got[0]
+	}
+	bad := "refused\x00 by \xff\xfe controller " + strings.Repeat("€", 600) + "\xe2\x82"
+	id := "svc\x00\xff"
+	st := wimro.LinkBuild
+	items := []persistence.Finished{
+		{Action: got[0], Outcome: persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &bad, WIMInternalID: &id, Done: 1,
+			Extra: map[string]any{"conn_info": map[string]any{"k\x00": "v\xff"}},
+			Link:  &persistence.LinkUpdate{Status: &st, ErrorMsg: &bad, WIMInternalID: &id, WIMInfo: map[string]any{"m": bad}}}},
+		{Action: got[1], Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1}},
+	}
+	var errs []error
+	err := b.db.Tx(b.ctx, func(s *persistence.Store) error {
+		var err error
+		_, errs, err = s.FinishActions(b.ctx, items)
+		return err
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("finish = %v, %v", err, errs)
+	}
+	for _, a := range got {
+		rows, err := b.db.ListActionsOfItem(b.ctx, a.ItemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.TaskIndex != a.TaskIndex {
+				continue
+			}
+			if r.Status != wimro.ActionBuild || r.ClaimedBy != nil {
+				t.Fatalf("action %d not written: %+v", a.TaskIndex, r)
+			}
+			if r.ErrorMsg != nil && (!utf8.ValidString(*r.ErrorMsg) || strings.ContainsRune(*r.ErrorMsg, 0) || len(*r.ErrorMsg) > 1024) {
+				t.Fatalf("stored error_msg %q", *r.ErrorMsg)
+			}
+		}
+	}
+	l, err := b.db.GetWANLink(b.ctx, link1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ErrorMsg == nil || (l.WIMInternalID == nil || *l.WIMInternalID != "svc\uFFFD" || !strings.HasPrefix(*l.ErrorMsg, "refused by \uFFFD")) {
+		t.Fatalf("link = id %v, error %q", l.WIMInternalID, *l.ErrorMsg)
 	}
 }

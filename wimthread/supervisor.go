@@ -22,9 +22,9 @@ import (
 type Options struct {
 	Owner      string        // claim owner; default host:pid:random
 	Parallel   int           // links run at once per account; default 8
-	Lease      time.Duration // claim lease, renewed while this process lives; default 30 s
+	Lease      time.Duration // claim lease, renewed while a worker runs the action; default 30 s
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
-	SweepEvery time.Duration // expired-claim sweep and lease renewal interval; default Lease/3
+	SweepEvery time.Duration // claim renewal and expired-claim sweep interval; default Lease/3
 	Policy     actions.Policy
 }
 
@@ -56,6 +56,7 @@ type Supervisor struct {
 	runner   *actions.Runner
 	logger   *slog.Logger
 	opts     Options
+	claims   *claims
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -77,6 +78,7 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 		db: db, box: box, registry: registry, logger: logger, opts: opts,
 		runner:  actions.NewRunner(&db.Store, opts.Policy, logger),
 		workers: map[string]*worker{},
+		claims:  newClaims(),
 	}
 }
 
@@ -241,10 +243,13 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("wimthread: stop: %w", ctx.Err())
 	}
+	// Nothing runs any more: every claim of this process, including any
+	// given up while the database was away, goes back to the queue.
 	n, err := s.db.ReleaseClaims(ctx, s.opts.Owner)
 	if err != nil {
 		return fmt.Errorf("wimthread: release claims: %w", err)
 	}
+	s.claims.reset()
 	if n > 0 {
 		s.logger.Info("released claims", slog.Int64("actions", n))
 	}
@@ -348,14 +353,29 @@ func (s *Supervisor) reloadAll() {
 	s.requestPoll()
 }
 
-// sweep renews this process's leases and returns expired claims (of dead
-// processes) to the queue.
+// sweep renews the leases of the claims the workers run (and only those),
+// releases the claims given up after a failed outcome write, and returns
+// expired claims (of dead processes, or given up while the database was
+// away) to the queue.
 func (s *Supervisor) sweep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
 	for {
-		if _, err := s.db.ExtendClaims(s.ctx, s.opts.Owner, s.opts.Lease); err != nil && s.ctx.Err() == nil {
-			s.logger.Error("renew claim leases", slog.Any("error", err))
+		if keys := s.claims.Running(); len(keys) > 0 {
+			if _, err := s.db.ExtendClaims(s.ctx, keys, s.opts.Lease); err != nil && s.ctx.Err() == nil {
+				s.logger.Error("renew claim leases", slog.Int("actions", len(keys)), slog.Any("error", err))
+			}
+		}
+		if keys := s.claims.Releasing(); len(keys) > 0 {
+			if n, err := s.db.ReleaseClaimsOf(s.ctx, keys); err != nil {
+				if s.ctx.Err() == nil {
+					s.logger.Warn("release claims whose outcome could not be written", slog.Int("actions", len(keys)), slog.Any("error", err))
+				}
+			} else {
+				s.claims.released(keys)
+				s.logger.Info("released claims whose outcome could not be written; the actions will run again", slog.Int64("actions", n))
+				s.requestPoll()
+			}
 		}
 		if n, err := s.db.SweepExpiredClaims(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.logger.Error("sweep expired claims", slog.Any("error", err))

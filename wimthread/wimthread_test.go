@@ -3,7 +3,9 @@ package wimthread_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -87,20 +89,28 @@ func registry() *connectors.Registry {
 // start runs a supervisor owning every account until the test ends.
 func (b *bundle) start(t testing.TB, r *connectors.Registry, opts wimthread.Options) *wimthread.Supervisor {
 	t.Helper()
+	return b.startWith(t, r, nil, opts)
+}
+
+// startWith is start with a logger.
+func (b *bundle) startWith(t testing.TB, r *connectors.Registry, logger *slog.Logger, opts wimthread.Options) *wimthread.Supervisor {
+	t.Helper()
 	if opts.Policy == (actions.Policy{}) {
 		opts.Policy = fast
 	}
 	if opts.Poll == 0 {
 		opts.Poll = 100 * time.Millisecond
 	}
-	s := wimthread.New(b.db, b.box, r, nil, opts)
+	s := wimthread.New(b.db, b.box, r, logger, opts)
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.OwnAll(b.ctx); err != nil {
 		t.Fatal(err)
 	}
+	stopCheck := watchClaims(t, s)
 	t.Cleanup(func() {
+		stopCheck()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := s.Stop(ctx); err != nil {
@@ -108,6 +118,50 @@ func (b *bundle) start(t testing.TB, r *connectors.Registry, opts wimthread.Opti
 		}
 	})
 	return s
+}
+
+// watchClaims checks the ownership invariant over and over while the
+// supervisor runs: every unexpired claim the database holds under its
+// owner is one of its workers' (wimthread.VerifyClaims). The returned
+// function stops the checks and fails the test if one ever failed. A
+// database that does not answer (tests take it away) is not a violation.
+func watchClaims(t testing.TB, s *wimthread.Supervisor) func() {
+	done := make(chan struct{})
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed error
+		checks int
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := s.VerifyClaims(ctx)
+			cancel()
+			mu.Lock()
+			checks++
+			if errors.Is(err, wimthread.ErrStrayClaims) && failed == nil {
+				failed = err
+			}
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		if failed != nil {
+			t.Errorf("ownership invariant broken (after %d checks): %v", checks, failed)
+		}
+	}
 }
 
 // instance creates an instance with n VLDs across dcA and dcB.

@@ -193,7 +193,16 @@ func (w *worker) run(ctx context.Context) {
 			for id := range inflight {
 				busy = append(busy, id)
 			}
-			claimed, err := w.s.db.ClaimActions(ctx, w.id, opts.Owner, opts.Lease, opts.Parallel-len(inflight), busy)
+			var claimed []wimro.Action
+			err := w.s.claims.claim(func() ([]persistence.ClaimKey, error) {
+				var err error
+				claimed, err = w.s.db.ClaimActions(ctx, w.id, w.s.claims.name(opts.Owner), opts.Lease, opts.Parallel-len(inflight), busy)
+				keys := make([]persistence.ClaimKey, len(claimed))
+				for i, a := range claimed {
+					keys[i] = persistence.KeyOf(a)
+				}
+				return keys, err
+			})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claim actions", slog.Any("error", err))
 				wait = backoff
@@ -209,7 +218,10 @@ func (w *worker) run(ctx context.Context) {
 				inflight[a.ItemID] = true
 				go w.runAction(ctx, t, a)
 			}
-			if next, err := w.s.db.NextRunAfter(ctx, w.id); err == nil && next != nil && len(inflight) < opts.Parallel {
+			for _, a := range claimed {
+				busy = append(busy, a.ItemID)
+			}
+			if next, err := w.s.db.NextRunAfter(ctx, w.id, busy); err == nil && next != nil && len(inflight) < opts.Parallel {
 				if d := time.Until(*next); wait == 0 || d < wait {
 					wait = max(d, 10*time.Millisecond)
 				}
@@ -252,7 +264,9 @@ func (w *worker) sleep(ctx context.Context, d time.Duration, inflight map[string
 	return true
 }
 
-// runAction runs one action and hands its outcome to the writer.
+// runAction runs one action and hands its outcome to the writer. The
+// runner turns a panic into a FAILED outcome, so a broken connector fails
+// its action and the worker goes on.
 func (w *worker) runAction(ctx context.Context, t actions.Target, a wimro.Action) {
 	w.outcomes <- persistence.Finished{Action: a, Outcome: w.s.runner.Run(ctx, t, a)}
 }
@@ -284,26 +298,80 @@ func (w *worker) write() {
 	}
 }
 
+// flush writes a batch of outcomes so that no claim is left behind:
+//   - the database is away: retry, with back-off, for up to one lease
+//     (the claims stay renewed, so the write lands when it comes back);
+//   - the database refuses the batch: write each outcome alone, so one bad
+//     outcome cannot hold back the others, and for the one it refuses
+//     write the runner's "could not be recorded" outcome instead;
+//   - still nothing written: give the claims up (no longer renewed, and
+//     released as soon as the database answers). The actions run again,
+//     which they are written to survive.
 func (w *worker) flush(batch []persistence.Finished) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var errs []error
-	err := w.s.db.Tx(ctx, func(s *persistence.Store) error {
-		var err error
-		_, errs, err = s.FinishActions(ctx, w.s.opts.Owner, batch)
-		return err
-	})
-	for i, f := range batch {
-		a := f.Action
-		log := w.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("wan_link_id", a.ItemID))
-		switch {
-		case err != nil:
-			// The claims expire and the actions run again.
-			log.Error("write action outcome", slog.Any("error", err))
-		case errors.Is(errs[i], persistence.ErrClaimLost):
-			log.Warn("claim lost before the outcome was written; the action will run again")
-		default:
-			log.Debug("action ran", slog.String("action", a.Action), slog.String("status", f.Outcome.Status))
+	err := w.commit(batch)
+	if err == nil {
+		return
+	}
+	if !transient(err) {
+		if len(batch) > 1 {
+			for _, f := range batch {
+				w.flush([]persistence.Finished{f})
+			}
+			return
+		}
+		a := batch[0].Action
+		w.actionLog(a).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
+		if w.commit([]persistence.Finished{{Action: a, Outcome: w.s.runner.Unrecorded(a, err)}}) == nil {
+			return
 		}
 	}
+	for _, f := range batch {
+		w.s.claims.giveUp(persistence.KeyOf(f.Action))
+		w.actionLog(f.Action).Error("action outcome not written; the claim is given up and the action will run again", slog.Any("error", err))
+	}
+}
+
+// commit writes a batch in one transaction, retrying while the database is
+// unavailable for up to one lease, and settles each claim it wrote or
+// found lost.
+func (w *worker) commit(batch []persistence.Finished) error {
+	opts := w.s.opts
+	deadline := time.Now().Add(opts.Lease)
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
+		var errs []error
+		err := w.s.db.Tx(ctx, func(s *persistence.Store) error {
+			var err error
+			_, errs, err = s.FinishActions(ctx, batch)
+			return err
+		})
+		cancel()
+		if err == nil {
+			for i, f := range batch {
+				a := f.Action
+				w.s.claims.done(persistence.KeyOf(a))
+				if errors.Is(errs[i], persistence.ErrClaimLost) {
+					w.actionLog(a).Warn("claim lost before the outcome was written; the action will run again")
+				} else {
+					w.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", f.Outcome.Status))
+				}
+			}
+			return nil
+		}
+		if !transient(err) || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		w.log.Warn("writing action outcomes failed; retrying", slog.Int("actions", len(batch)), slog.Int("attempt", attempt), slog.Any("error", err))
+		time.Sleep(delay) // back-off between retries of an I/O call, not synchronisation
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// transient reports whether a failed write may succeed if tried again
+// unchanged: anything but the database refusing the statement itself.
+func transient(err error) bool { return !persistence.Refused(err) }
+
+func (w *worker) actionLog(a wimro.Action) *slog.Logger {
+	return w.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("wan_link_id", a.ItemID))
 }
