@@ -1,21 +1,32 @@
-// Package actions says what CREATE, DELETE and FIND do to a WAN link, step
-// by step. A Runner runs one claimed action against the account's
-// connector and returns the Outcome; the worker writes it in one
-// transaction (action status, WAN link, instance-action counters).
+// Package actions says what CREATE and DELETE do to a WAN link, step by
+// step. A Runner runs one claimed action against the account's connector
+// and returns the Outcome; the worker writes it in one transaction (action
+// status, WAN link, instance-action counters). The runner never writes and
+// never holds a claim: who holds one, and for how long, is wimthread's
+// (see its doc.go).
 //
-// The state machine of an action (vim_wim_actions.status):
+// The state machine of an action (vim_wim_actions.status); every row has a
+// case in TestStateMachine:
 //
-//	CREATE  SCHEDULED --local nets pending--> SCHEDULED (run_after = now+wait; fails after 1 h and >10 waits)
+//	CREATE  SCHEDULED --local nets pending--> SCHEDULED (run_after = now+Wait; FAILED after WaitTimeout and > WaitMin checks)
 //	        SCHEDULED --local net broken / no exit port / no port mapping / multipoint / permanent error--> FAILED (link ERROR; failed+1)
 //	        SCHEDULED --retryable controller error--> SCHEDULED (capped exponential backoff; FAILED after MaxAttempts)
-//	        SCHEDULED --service created or adopted--> BUILD (link BUILD + service id; done+1; refresh soon)
+//	        SCHEDULED --worker stopping--> SCHEDULED (due at once: it was interrupted, not refused)
+//	        SCHEDULED --service created or adopted--> BUILD (link BUILD + service id; done+1; refresh after Refresh)
 //	        SCHEDULED --link gone (instance deleted first)--> SUPERSEDED (done+1, so the instance action completes)
-//	        BUILD --controller says BUILD/INACTIVE--> BUILD (refresh again)
-//	        BUILD --controller says ACTIVE/DOWN/ERROR--> DONE (link status copied)
+//	        SCHEDULED --connector panics--> FAILED (link ERROR; failed+1; stack logged at ERROR; never retried)
+//	        BUILD --controller says BUILD/INACTIVE--> BUILD (link status copied; refresh again after Refresh)
+//	        BUILD --controller says ACTIVE/DOWN/ERROR--> DONE (link status and message copied)
+//	        BUILD --status call fails, whatever the error--> BUILD (link WIM_ERROR + message; polled again after
+//	              min(backoff, Refresh): polling never stops while the link is BUILD, and a good answer overwrites it)
 //	        BUILD --link gone (a DELETE is queued behind it)--> SUPERSEDED
-//	DELETE  SCHEDULED --deleted, already gone, or nothing was created--> DONE (done+1)
+//	DELETE  SCHEDULED --deleted, already gone, or nothing was created--> DONE (link DELETED if the row exists; done+1)
 //	        SCHEDULED --retryable error--> SCHEDULED (backoff) ; --permanent error--> FAILED (failed+1)
-//	FIND    SCHEDULED --service found by key or id--> BUILD (done+1) ; --not found--> FAILED
+//	any other (action, status) --> FAILED ("not defined")
+//
+// An outcome the database refuses (it cannot happen for text: every text is
+// cleaned before it is written) is replaced by Unrecorded: the status is
+// kept, the reason recorded, and the action runs again after a back-off.
 //
 // Every step is safe to run twice: CREATE passes a key derived from the
 // WAN link, so a re-run after a crash adopts the service it already made;

@@ -1,0 +1,488 @@
+package actions_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/persistence"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var policy = actions.Policy{RetryBase: time.Second, RetryMax: time.Minute, MaxAttempts: 3,
+	Refresh: 10 * time.Second, Wait: 5 * time.Second, WaitTimeout: time.Hour, WaitMin: 2}
+
+// fixture is one tenant, two datacenters, a fake WIM mapped to both, the
+// tenant's account, and one instance with one two-datacenter VLD: one
+// WAN link and its CREATE action.
+type fixture struct {
+	ctx    context.Context
+	db     *persistence.DB
+	eng    *engine.Engine
+	ctrl   *fake.Controller
+	conn   connectors.Connector
+	runner *actions.Runner
+	target actions.Target
+	inst   engine.InstanceView
+	link   wimro.WANLink
+	create wimro.Action
+}
+
+type fixtureOpts struct {
+	netStatus  string // of the dcB network; dcA is ACTIVE
+	noExitPort bool   // dcB's network matches no external_connections rule
+	noMapping  bool   // dcB's network leaves by a port the WIM has no mapping for
+	extraDC    bool   // a third datacenter in the VLD (multipoint)
+}
+
+func newFixture(t *testing.T, o fixtureOpts) *fixture {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	box, err := secret.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := persistence.NewDB(pgtest.NewPool(t), nil)
+	f := &fixture{ctx: t.Context(), db: db, eng: engine.New(db, box, nil)}
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := "http://fake-" + uuid.NewString()
+	f.ctrl = fake.ControllerFor(url)
+	t.Cleanup(f.ctrl.Reset)
+	must(f.eng.CreateTenant(f.ctx, engine.TenantInput{Name: "t0"}))
+	dcs := []string{"dcA", "dcB"}
+	if o.extraDC {
+		dcs = append(dcs, "dcC")
+	}
+	var mappings []any
+	for i, dc := range dcs {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		must(f.eng.CreateDatacenter(f.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://" + dc), Config: map[string]any{
+			"external_connections": []any{map[string]any{"condition": map[string]any{"provider:physical_network": "physnet1"},
+				"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}))
+		must(f.eng.AttachDatacenter(f.ctx, "t0", dc))
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
+			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
+	}
+	must(f.eng.CreateWIM(f.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: &url, Config: map[string]any{"wim_port_mapping": mappings}}))
+	acct, err := f.eng.CreateAccount(f.ctx, "t0", "wan1", engine.AccountInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vld := uuid.NewString()
+	var nets []engine.NetworkInput
+	for i, dc := range dcs {
+		n := engine.NetworkInput{Name: "net-" + dc, SceNetID: vld, Datacenter: dc, Status: wimro.NetActive,
+			PhysicalNetwork: "physnet1", EncapsulationType: "vlan", EncapsulationID: ptr(100 + i)}
+		if dc == "dcB" {
+			if o.netStatus != "" {
+				n.Status = o.netStatus
+			}
+			if o.noExitPort {
+				n.PhysicalNetwork = "elsewhere"
+			}
+		}
+		nets = append(nets, n)
+	}
+	if f.inst, err = f.eng.CreateInstance(f.ctx, "t0", engine.InstanceInput{Name: "ns", Networks: nets}); err != nil {
+		t.Fatal(err)
+	}
+	if o.noMapping {
+		port := engine.Port("7")
+		must(f.eng.UpdateNetwork(f.ctx, "t0", f.inst.UUID, "net-dcB", engine.NetworkUpdate{PopSwitchDPID: ptr("00:00:00:00:00:00:00:99"), PopSwitchPort: &port}))
+	}
+	links, err := f.eng.ListWANLinks(f.ctx, "t0", f.inst.UUID)
+	if err != nil || len(links) != 1 {
+		t.Fatalf("links = %v, %v", links, err)
+	}
+	f.link = links[0]
+	acts, err := db.ListActionsOfItem(f.ctx, f.link.UUID)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("actions = %v, %v", acts, err)
+	}
+	f.create = acts[0]
+	if f.conn, err = fake.Factory(connectors.Config{URL: url}); err != nil {
+		t.Fatal(err)
+	}
+	f.runner = actions.NewRunner(&db.Store, policy, nil)
+	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Connector: f.conn}
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// made creates the link's service on the controller and returns the
+// CREATE as it stands once that outcome is written: BUILD, with the id.
+func (f *fixture) made(t *testing.T) wimro.Action {
+	t.Helper()
+	id, info, err := f.conn.CreateService(f.ctx, f.link.UUID, connectors.ServiceELINE, []connectors.ConnectionPoint{
+		{ServiceEndpointID: "ep-dcA", Encapsulation: connectors.EncapDot1Q, VLAN: 100},
+		{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.create
+	a.Status, a.WIMInternalID, a.Extra = wimro.ActionBuild, &id, map[string]any{"conn_info": info}
+	return a
+}
+
+// deleted deletes the instance (the link row goes) and returns its DELETE.
+func (f *fixture) deleted(t *testing.T, serviceID *string) wimro.Action {
+	t.Helper()
+	if serviceID != nil {
+		if err := f.db.UpdateWANLink(f.ctx, f.link.UUID, persistence.LinkUpdate{WIMInternalID: serviceID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := f.eng.DeleteInstance(f.ctx, "t0", f.inst.UUID); err != nil {
+		t.Fatal(err)
+	}
+	acts, err := f.db.ListActionsOfItem(f.ctx, f.link.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if a.Action == wimro.ActionDelete {
+			return a
+		}
+	}
+	t.Fatal("no DELETE action")
+	return wimro.Action{}
+}
+
+// scripted answers the status calls with a fixed status or error, and
+// panics on create when told to; the rest goes to the fake controller.
+type scripted struct {
+	connectors.Connector
+	status  *connectors.ServiceStatus
+	err     error
+	panicky bool
+}
+
+func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[string]any) (connectors.ServiceStatus, error) {
+	if s.err != nil {
+		return connectors.ServiceStatus{}, s.err
+	}
+	if s.status != nil {
+		return *s.status, nil
+	}
+	return s.Connector.GetServiceStatus(ctx, id, info)
+}
+
+func (s *scripted) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+	if s.panicky {
+		panic("connector bug")
+	}
+	return s.Connector.CreateService(ctx, key, t, p)
+}
+
+// want is what one row of the state machine (actions/doc.go) produces.
+type want struct {
+	status     string // the action's new status
+	done       int
+	failed     int
+	linkStatus string // "" = the link is not touched
+	msg        string // a part of the action's error_msg; "" = none
+	runAfter   [2]time.Duration
+	services   int // on the controller afterwards
+}
+
+// TestStateMachine runs every row of the action state machine in
+// actions/doc.go through Runner.Run against a real database and the fake
+// controller, and checks the outcome the worker would write.
+func TestStateMachine(t *testing.T) {
+	t.Parallel()
+	soon := [2]time.Duration{0, time.Second}
+	tests := []struct {
+		name    string
+		opts    fixtureOpts
+		prepare func(t *testing.T, f *fixture) (wimro.Action, context.Context)
+		want    want
+	}{
+		{
+			name: "CREATE: local network pending -> SCHEDULED, waits",
+			opts: fixtureOpts{netStatus: wimro.NetBuild},
+			want: want{status: wimro.ActionScheduled, msg: "Still waiting for the local networks to be active", runAfter: [2]time.Duration{policy.Wait, policy.Wait + time.Second}},
+		},
+		{
+			name: "CREATE: still pending after the wait timeout and enough checks -> FAILED",
+			opts: fixtureOpts{netStatus: wimro.NetBuild},
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.create
+				a.Extra = map[string]any{"first_attempted_at": time.Now().Add(-2 * time.Hour).Format(time.RFC3339Nano), "wait_attempts": 5.0}
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "Timeout reached", runAfter: soon},
+		},
+		{
+			name: "CREATE: local network broken -> FAILED",
+			opts: fixtureOpts{netStatus: wimro.NetError},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "issue with the local networks", runAfter: soon},
+		},
+		{
+			name: "CREATE: no exit port -> FAILED",
+			opts: fixtureOpts{noExitPort: true},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "No external port", runAfter: soon},
+		},
+		{
+			name: "CREATE: no port mapping -> FAILED",
+			opts: fixtureOpts{noMapping: true},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "No WIM port mapping found", runAfter: soon},
+		},
+		{
+			name: "CREATE: multipoint -> FAILED",
+			opts: fixtureOpts{extraDC: true},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: connectors.MultipointNotSupported, runAfter: soon},
+		},
+		{
+			name: "CREATE: permanent controller error -> FAILED",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.ctrl.FailNext(1, connectors.KindPermanent)
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "injected", runAfter: soon},
+		},
+		{
+			name: "CREATE: retryable controller error -> SCHEDULED, backs off",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.ctrl.FailNext(1, connectors.KindRetryable)
+				a := f.create
+				a.Attempts = 2
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{time.Second, policy.RetryMax + time.Second}, services: 0},
+		},
+		{
+			name: "CREATE: retryable error at the last attempt -> FAILED",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.ctrl.FailNext(1, connectors.KindRetryable)
+				a := f.create
+				a.Attempts = policy.MaxAttempts
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "gave up after 3 attempts", runAfter: soon},
+		},
+		{
+			name: "CREATE: interrupted (worker stopping) -> SCHEDULED, due at once",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				ctx, cancel := context.WithCancel(f.ctx)
+				cancel()
+				return f.create, ctx
+			},
+			want: want{status: wimro.ActionScheduled, msg: "interrupted", runAfter: soon, services: 0},
+		},
+		{
+			name: "CREATE: service created -> BUILD, counted done, refresh later",
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: service already there (a re-run) -> adopted, BUILD",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.made(t)
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: link gone (instance deleted first) -> SUPERSEDED, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.deleted(t, nil)
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionSuperseded, done: 1, msg: "superseded", runAfter: soon, services: 0},
+		},
+		{
+			name: "CREATE: connector panics -> FAILED with the panic",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, panicky: true}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "the connector panicked: connector bug", runAfter: soon, services: 0},
+		},
+		{
+			name: "BUILD: controller says BUILD -> BUILD, refresh again",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusBuild}}
+				return f.made(t), f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "BUILD: controller says INACTIVE -> BUILD, refresh again",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusInactive}}
+				return f.made(t), f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkInactive, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "BUILD: controller says ACTIVE -> DONE",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				return f.made(t), f.ctx
+			},
+			want: want{status: wimro.ActionDone, linkStatus: wimro.LinkActive, runAfter: soon, services: 1},
+		},
+		{
+			name: "BUILD: controller says DOWN -> DONE, link DOWN with the reason",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusDown, Message: "port down"}}
+				return f.made(t), f.ctx
+			},
+			want: want{status: wimro.ActionDone, linkStatus: wimro.LinkDown, runAfter: soon, services: 1},
+		},
+		{
+			name: "BUILD: controller says ERROR -> DONE, link ERROR",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusError, Message: "no path"}}
+				return f.made(t), f.ctx
+			},
+			want: want{status: wimro.ActionDone, linkStatus: wimro.LinkError, runAfter: soon, services: 1},
+		},
+		{
+			name: "BUILD: status call fails (any kind, any attempt) -> BUILD, link WIM_ERROR, polled again within the refresh interval",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, err: connectors.HTTPError(401, "credentials refused")}
+				a := f.made(t)
+				a.Attempts = 50
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkWIMError, msg: "credentials refused", runAfter: [2]time.Duration{0, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "BUILD: link gone (a DELETE waits behind) -> SUPERSEDED",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.made(t)
+				f.deleted(t, a.WIMInternalID)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionSuperseded, runAfter: soon, services: 1},
+		},
+		{
+			name: "DELETE: service deleted -> DONE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.made(t)
+				return f.deleted(t, a.WIMInternalID), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
+		},
+		{
+			name: "DELETE: service already gone -> DONE",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				return f.deleted(t, ptr("no-such-service")), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
+		},
+		{
+			name: "DELETE: no id recorded, nothing on the controller -> DONE",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				return f.deleted(t, nil), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
+		},
+		{
+			name: "DELETE: no id recorded but a crashed CREATE made the service -> found by key and deleted",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.made(t) // the CREATE's outcome was never written
+				return f.deleted(t, nil), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
+		},
+		{
+			name: "DELETE: retryable error -> SCHEDULED, backs off",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.made(t)
+				d := f.deleted(t, a.WIMInternalID)
+				f.ctrl.FailNext(1, connectors.KindRetryable)
+				return d, f.ctx
+			},
+			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1},
+		},
+		{
+			name: "DELETE: permanent error -> FAILED, counted failed, link untouched",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.made(t)
+				d := f.deleted(t, a.WIMInternalID)
+				f.ctrl.FailNext(1, connectors.KindPermanent)
+				return d, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, msg: "Impossible to delete WAN connectivity", runAfter: soon, services: 1},
+		},
+		{
+			name: "an action in a state the machine does not define -> FAILED",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.made(t)
+				d := f.deleted(t, a.WIMInternalID)
+				d.Status = wimro.ActionBuild
+				return d, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, msg: "is not defined", runAfter: soon, services: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, tt.opts)
+			a, ctx := f.create, f.ctx
+			if tt.prepare != nil {
+				a, ctx = tt.prepare(t, f)
+			}
+			before := time.Now()
+			o := f.runner.Run(ctx, f.target, a)
+			w := tt.want
+			if o.Status != w.status || o.Done != w.done || o.Failed != w.failed {
+				t.Fatalf("outcome %s done=%d failed=%d (msg %v), want %s done=%d failed=%d", o.Status, o.Done, o.Failed, deref(o.ErrorMsg), w.status, w.done, w.failed)
+			}
+			switch {
+			case w.msg == "" && o.ErrorMsg != nil:
+				t.Fatalf("error_msg %q, want none", *o.ErrorMsg)
+			case w.msg != "" && (o.ErrorMsg == nil || !strings.Contains(*o.ErrorMsg, w.msg)):
+				t.Fatalf("error_msg %q, want it to say %q", deref(o.ErrorMsg), w.msg)
+			}
+			var linkStatus string
+			if o.Link != nil && o.Link.Status != nil {
+				linkStatus = *o.Link.Status
+			}
+			if linkStatus != w.linkStatus {
+				t.Fatalf("link status %q, want %q", linkStatus, w.linkStatus)
+			}
+			runAfter := before
+			if o.RunAfter != nil {
+				runAfter = *o.RunAfter
+			}
+			if d := runAfter.Sub(before); d < w.runAfter[0]-time.Millisecond || d > w.runAfter[1] {
+				t.Fatalf("run_after in %v, want within %v", d, w.runAfter)
+			}
+			if n := f.ctrl.Count(); n != w.services {
+				t.Fatalf("%d services on the controller, want %d", n, w.services)
+			}
+			if o.Status == wimro.ActionBuild && w.done == 1 && (o.WIMInternalID == nil || o.Link.WIMInternalID == nil || *o.WIMInternalID != f.ctrl.Services()[0].ID) {
+				t.Fatalf("created without recording the service id: %v", o.WIMInternalID)
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
