@@ -335,6 +335,7 @@ type serveConfig struct {
 	parallel      int
 	claimLease    time.Duration
 	refresh       time.Duration
+	retention     time.Duration
 }
 
 func (a *App) serve(ctx context.Context, args []string) error {
@@ -349,6 +350,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		"claim lease, renewed while this process lives: how soon another process takes over the actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
 		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
+	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
+		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
@@ -360,6 +363,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	if err := a.envError(); err != nil {
 		return err
+	}
+	if c.retention < 0 {
+		return fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
 	}
 	logger, err := a.logger(c.db)
 	if err != nil {
@@ -410,17 +416,16 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := sup.Stop(stopCtx); err != nil {
-			logger.Error("stop workers", slog.Any("error", err))
-		}
-	}()
+	defer stopPart(logger, "workers", sup.Stop)
 	// Without a coordinator this process owns every account.
 	if err := sup.OwnAll(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
+	purge := wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention})
+	if err := purge.Start(ctx); err != nil {
+		return fmt.Errorf("start action retention: %w", err)
+	}
+	defer stopPart(logger, "action retention", purge.Stop)
 	api := httpapi.New(eng, httpapi.Options{
 		Logger:       logger,
 		Token:        c.apiToken,
@@ -433,6 +438,16 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	return a.runHTTP(ctx, ln, api.Handler(), logger)
+}
+
+// stopPart stops a long-lived part of serve, giving it 30 s, and logs a
+// failure (serve is returning anyway).
+func stopPart(logger *slog.Logger, what string, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		logger.Error("stop "+what, slog.Any("error", err))
+	}
 }
 
 // connectorCheck validates connector settings when a WIM or an account is

@@ -186,6 +186,9 @@ func TestUsageAndHelp(t *testing.T) {
 		{nil, 2, "Usage:"},
 		{[]string{"--help"}, 0, "wimd serve"},
 		{[]string{"serve", "--help"}, 0, "-database-url"},
+		{[]string{"serve", "--help"}, 0, "-action-retention duration"},
+		{[]string{"serve", "--help"}, 0, "(env WIMRO_ACTION_RETENTION) (default 720h0m0s)"},
+		{[]string{"serve", "--action-retention", "-1h"}, 1, "--action-retention must not be negative"},
 		{[]string{"migrate", "--help"}, 0, "status"},
 		{[]string{"migrate"}, 2, "up|down|status|version"},
 		{[]string{"migrate", "sideways"}, 2, "unknown subcommand"},
@@ -210,6 +213,22 @@ func TestBadEnvironmentValue(t *testing.T) {
 	b := setup(t)
 	b.env["WIMRO_PARALLEL"] = "eight"
 	if code := b.app(nil).Run(t.Context(), []string{"serve"}); code != 1 || !strings.Contains(b.stderr.String(), "WIMRO_PARALLEL") {
+		t.Fatalf("exit %d: %s", code, b.stderr.String())
+	}
+}
+
+// WIMRO_ACTION_RETENTION sets the default of --action-retention, and a
+// value that does not parse stops wimd.
+func TestActionRetentionFromEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env["WIMRO_ACTION_RETENTION"] = "48h"
+	if code := b.app(nil).Run(t.Context(), []string{"serve", "--help"}); code != 0 || !strings.Contains(b.stderr.String(), "(env WIMRO_ACTION_RETENTION) (default 48h0m0s)") {
+		t.Fatalf("exit %d: %s", code, b.stderr.String())
+	}
+	b = setup(t)
+	b.env["WIMRO_ACTION_RETENTION"] = "a month"
+	if code := b.app(nil).Run(t.Context(), []string{"serve"}); code != 1 || !strings.Contains(b.stderr.String(), "WIMRO_ACTION_RETENTION") {
 		t.Fatalf("exit %d: %s", code, b.stderr.String())
 	}
 }

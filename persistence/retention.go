@@ -1,0 +1,95 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wimro/wimro"
+)
+
+// purgeLockName names the advisory lock (in lockClass, hashed like Lock's
+// names) that lets one process at a time purge finished actions.
+const purgeLockName = "wimro:purge-finished-actions"
+
+// purgeActionsSQL deletes up to $2 finished actions older than $1 whose
+// instance is gone. An action stays while anything it belongs to is still
+// in progress: its instance action (its counters and its history), or its
+// WAN link (a DELETE still queued may read the link's earlier CREATE for
+// the service id). The rows are picked and locked in one statement and
+// deleted by ctid; SKIP LOCKED passes over the rows a worker is writing.
+const purgeActionsSQL = `
+	WITH doomed AS (
+		SELECT a.ctid
+		FROM vim_wim_actions a
+		JOIN instance_actions ia ON ia.uuid = a.instance_action_id
+		WHERE a.status IN ('DONE', 'FAILED', 'SUPERSEDED', 'FINISHED')
+		  AND a.modified_at < now() - $1::interval
+		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions u
+			WHERE u.instance_action_id = a.instance_action_id AND u.status IN ('SCHEDULED', 'BUILD'))
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions l
+			WHERE l.item = a.item AND l.item_id = a.item_id AND l.status IN ('SCHEDULED', 'BUILD'))
+		LIMIT $2
+		FOR UPDATE OF a SKIP LOCKED
+	)
+	DELETE FROM vim_wim_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
+
+// purgeInstanceActionsSQL deletes up to $2 instance actions older than $1
+// that have no action left and whose instance is gone. Locking the row
+// (SKIP LOCKED) keeps it from a transaction adding an action to it.
+const purgeInstanceActionsSQL = `
+	WITH doomed AS (
+		SELECT ia.ctid
+		FROM instance_actions ia
+		WHERE ia.modified_at < now() - $1::interval
+		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
+		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	)
+	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
+
+// PurgeFinishedActions deletes one batch of history: at most batch
+// finished actions (DONE, FAILED, SUPERSEDED, FINISHED) last modified more
+// than olderThan ago whose instance no longer exists, then at most batch
+// instance actions of such instances left with no action, and says how
+// many of each it deleted. An action of an instance that still exists, an
+// unfinished action, and every action of an instance action or a WAN link
+// that still has unfinished work are kept. Callers loop until a batch
+// comes back short.
+//
+// Several processes may share the database: the batch runs in one
+// transaction under a transaction-scoped advisory lock taken without
+// waiting, so only one process purges at a time and a call that finds the
+// lock taken deletes nothing and returns 0, 0, nil. Rows locked by others
+// are skipped, never waited for.
+func (db *DB) PurgeFinishedActions(ctx context.Context, olderThan time.Duration, batch int) (actions, instanceActions int64, err error) {
+	if olderThan < 0 {
+		return 0, 0, wimro.Errorf(wimro.EINVALID, "persistence: purge: negative retention %s", olderThan)
+	}
+	if batch <= 0 {
+		return 0, 0, nil
+	}
+	err = db.Tx(ctx, func(s *Store) error {
+		var locked bool
+		if err := s.q.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, lockClass, purgeLockName).Scan(&locked); err != nil {
+			return mapError(fmt.Errorf("persistence: purge: lock: %w", err))
+		}
+		if !locked {
+			return nil // another process is purging
+		}
+		var err error
+		if actions, err = s.exec(ctx, "vim_wim_actions", purgeActionsSQL, olderThan, batch); err != nil {
+			return err
+		}
+		instanceActions, err = s.exec(ctx, "instance_actions", purgeInstanceActionsSQL, olderThan, batch)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return actions, instanceActions, nil
+}
