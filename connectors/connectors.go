@@ -99,7 +99,9 @@ type Service struct {
 //
 // Errors should be *Error values so the caller can tell retry from give-up
 // (see Kind); Retryable and KindOf also classify bare context and network
-// errors. A connector is used by one worker, but the worker may run the
+// errors. A Retryable error may carry the controller's Retry-After
+// (RetryAfter reads it); Backoff turns it and the attempt number into the
+// delay before the next try. A connector is used by one worker, but the worker may run the
 // actions of different WAN links in parallel, so implementations must be
 // safe for concurrent use.
 type Connector interface {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
@@ -432,6 +434,96 @@ func TestMappingIndex(t *testing.T) {
 			}
 			if err != nil || info["site-id"] != tt.want {
 				t.Fatalf("For = %v, %v; want site-id %v", info, err, tt.want)
+			}
+		})
+	}
+}
+
+// storable reports what keeps s from being stored as PostgreSQL text in
+// error_msg, or "" when nothing does.
+func storable(s string, limit int) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "invalid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "a NUL byte"
+	case len(s) > limit:
+		return fmt.Sprintf("%d bytes, more than %d", len(s), limit)
+	}
+	return ""
+}
+
+func TestErrorTextIsStorable(t *testing.T) {
+	t.Parallel()
+	// A 3-byte rune across the MaxMessage cut; NUL and 0xff bytes (a run of
+	// invalid bytes becomes one U+FFFD).
+	long := strings.Repeat("x", connectors.MaxMessage-1) + "€" + strings.Repeat("y", 10000)
+	dirty := "refused\x00 \xff\xfe vlan"
+	tests := []struct {
+		name string
+		err  *connectors.Error
+		want string // a part of the text that must survive
+		// built says Errorf or HTTPError made err, so Message itself
+		// must be storable too.
+		built bool
+	}{
+		{"Errorf argument", connectors.Errorf(connectors.KindPermanent, "controller says %s", dirty), "controller says refused \uFFFD vlan", true},
+		{"HTTPError argument", connectors.HTTPError(503, "HTTP 503: %s", dirty), "HTTP 503: refused \uFFFD vlan", true},
+		{"wrapped cause", connectors.Errorf(connectors.KindRetryable, "read: %w", errors.New(dirty)), "read: refused \uFFFD vlan", true},
+		{"long Errorf", connectors.Errorf(connectors.KindPermanent, "%s", long), "xxxx ... yyyy", true},
+		{"literal message", &connectors.Error{Message: dirty}, "refused \uFFFD vlan", false},
+		{"literal cause", &connectors.Error{Message: "read", Err: errors.New(dirty)}, "read: refused \uFFFD vlan", false},
+		{"long literal", &connectors.Error{Message: long}, "xxxx ... yyyy", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.err.Error()
+			if why := storable(got, connectors.MaxMessage); why != "" {
+				t.Errorf("Error() is not storable (%s): %q", why, got)
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("Error() = %q, want it to contain %q", got, tt.want)
+			}
+			if why := storable(tt.err.Message, connectors.MaxMessage); tt.built && why != "" {
+				t.Errorf("Message is not storable (%s): %q", why, tt.err.Message)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	hinted := func(d time.Duration) *connectors.Error {
+		e := connectors.HTTPError(503, "HTTP 503")
+		e.RetryAfter = d
+		return e
+	}
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"nil", nil, 0},
+		{"plain error", errors.New("refused"), 0},
+		{"no hint", connectors.HTTPError(503, "HTTP 503"), 0},
+		{"hint", hinted(7 * time.Second), 7 * time.Second},
+		{"wrapped by fmt", fmt.Errorf("create: %w", hinted(7*time.Second)), 7 * time.Second},
+		{"wrapped by an *Error without one", connectors.Errorf(connectors.KindRetryable, "create: %w", hinted(7*time.Second)), 7 * time.Second},
+		{"the outer hint first", func() error {
+			e := connectors.Errorf(connectors.KindRetryable, "create: %w", hinted(7*time.Second))
+			e.RetryAfter = 2 * time.Second
+			return e
+		}(), 2 * time.Second},
+		{"in a join", errors.Join(errors.New("other"), hinted(7*time.Second)), 7 * time.Second},
+		{"capped", hinted(48 * time.Hour), connectors.MaxRetryAfter},
+		{"negative", hinted(-time.Second), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := connectors.RetryAfter(tt.err); got != tt.want {
+				t.Errorf("RetryAfter(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

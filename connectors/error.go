@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/wimro/wimro"
 )
 
 // Kind says what the caller can do about a connector error. The actions
@@ -74,13 +77,25 @@ func ParseKind(s string) (Kind, error) {
 	return KindPermanent, fmt.Errorf("unknown connector error kind %q (want one of %s)", s, strings.Join(kindNames[:], ", "))
 }
 
+// MaxMessage bounds the text of an *Error, in bytes: a longer one keeps
+// its head and tail (wimro.CleanText). Controller text quoted in a message
+// is bounded well below (rest.Snippet), so this only catches what was not.
+const MaxMessage = 4096
+
 // Error is a classified connector error.
 type Error struct {
 	Kind Kind
 	// Status is the controller's HTTP status, 0 when there was no reply.
 	Status int
+	// RetryAfter is the controller's Retry-After hint (429 and 503
+	// replies): the least time to wait before retrying, 0 when it gave
+	// none. Read it with the function RetryAfter, which finds it through
+	// wrapping errors.
+	RetryAfter time.Duration
 	// Message is the text for the operator; it ends up in the WAN link's
 	// error_msg, so it should carry the controller's own explanation.
+	// Errorf and HTTPError make it storable (wimro.CleanText: valid UTF-8,
+	// no NUL, at most MaxMessage bytes); Error() does so whatever it is.
 	Message string
 	// Err is the underlying cause, kept for errors.Is / errors.As.
 	Err error
@@ -90,7 +105,9 @@ type Error struct {
 	causeInMessage bool
 }
 
-// Error returns Message followed by the cause, if any.
+// Error returns Message followed by the cause, if any, as storable text:
+// valid UTF-8 without NUL, at most MaxMessage bytes (wimro.CleanText), so
+// that it can go to error_msg as it is.
 func (e *Error) Error() string {
 	msg := e.Message
 	if msg == "" {
@@ -99,7 +116,7 @@ func (e *Error) Error() string {
 	if e.Err != nil && !e.causeInMessage {
 		msg += ": " + e.Err.Error()
 	}
-	return msg
+	return wimro.CleanText(msg, MaxMessage)
 }
 
 // Unwrap returns the cause.
@@ -109,12 +126,27 @@ func (e *Error) Unwrap() error { return e.Err }
 // fmt.Errorf; the wrapped errors stay reachable through errors.Is/As.
 func Errorf(kind Kind, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
-	e := &Error{Kind: kind, Message: err.Error()}
+	e := &Error{Kind: kind, Message: wimro.CleanText(err.Error(), MaxMessage)}
 	switch err.(type) {
 	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
 		e.Err, e.causeInMessage = err, true
 	}
 	return e
+}
+
+// RetryAfter returns the controller's Retry-After hint that err carries:
+// the RetryAfter of the first *Error in its chain that has one (an error
+// wrapping a 503 keeps its hint), capped at MaxRetryAfter; 0 when none
+// has, and for nil. Whether to retry at all is Retryable's call.
+func RetryAfter(err error) time.Duration {
+	var ce *Error
+	for errors.As(err, &ce) {
+		if ce.RetryAfter > 0 {
+			return min(ce.RetryAfter, MaxRetryAfter)
+		}
+		err = ce.Err
+	}
+	return 0
 }
 
 // HTTPError returns an *Error for a controller reply with HTTP status

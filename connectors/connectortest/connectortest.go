@@ -2,7 +2,8 @@
 // log to search for secrets, JSON for comparisons, a URL where nothing
 // answers, building a connector through a registry as wimd does, and the
 // check that a connector hands its transport settings to the shared REST
-// client. It is imported only by _test.go files.
+// client, and the check of how a connector reports an overloaded
+// controller's error text. It is imported only by _test.go files.
 package connectortest
 
 import (
@@ -15,8 +16,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/rest"
 )
 
 // LogBuffer is an io.Writer that concurrent writers may share (a
@@ -167,6 +171,67 @@ func CheckTransport(t testing.TB, build func(testing.TB, connectors.Config) conn
 	for i, a := range auth {
 		if a != "Bearer "+token {
 			t.Errorf("request %d: Authorization = %q, want the bearer token", i, a)
+		}
+	}
+}
+
+// Unstorable is controller text that PostgreSQL would refuse as it is:
+// "busy", a NUL and an 0xff byte, then a 3-byte rune (€) across byte
+// rest.MaxSnippet both as it is and once cleaned (the NUL dropped, 0xff
+// made the 3-byte U+FFFD), then 64 KiB. Its clean start is
+// UnstorableStart.
+var Unstorable = "busy\x00 \xff" + strings.Repeat("a", rest.MaxSnippet-9) + "€" + strings.Repeat("b", 64<<10)
+
+// UnstorableStart is how an error quoting Unstorable shows its start.
+const UnstorableStart = "busy \uFFFDaaaa"
+
+// MaxQuoting bounds the text of an error quoting Unstorable: the
+// connector's words around one rest.Snippet.
+const MaxQuoting = 1024
+
+// CheckControllerError checks how a connector reports an overloaded
+// controller. Behind a server answering every request 503 Service
+// Unavailable with "Retry-After: 7" and a body quoting Unstorable, first
+// Unstorable itself, then errorBody as JSON (the controller's error format
+// holding Unstorable; nil skips it), CheckCredentials must fail Retryable,
+// with connectors.RetryAfter 7s, and with a text that PostgreSQL can store
+// (valid UTF-8, no NUL), at most MaxQuoting bytes, quoting the controller:
+// it contains UnstorableStart.
+func CheckControllerError(t testing.TB, build func(testing.TB, connectors.Config) connectors.Connector, errorBody any) {
+	t.Helper()
+	bodies := [][2]string{{"raw body", Unstorable}}
+	if errorBody != nil {
+		bodies = append(bodies, [2]string{"error body", MustJSON(t, errorBody)})
+	}
+	for _, b := range bodies {
+		name, body := b[0], b[1]
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		err := build(t, connectors.Config{URL: srv.URL}).CheckCredentials(t.Context())
+		if err == nil {
+			t.Errorf("%s: CheckCredentials succeeded against a controller answering 503", name)
+			continue
+		}
+		if !connectors.Retryable(err) {
+			t.Errorf("%s: CheckCredentials = %v (%s), want Retryable", name, err, connectors.KindOf(err))
+		}
+		if got := connectors.RetryAfter(err); got != 7*time.Second {
+			t.Errorf("%s: Retry-After 7: connectors.RetryAfter = %v, want 7s", name, got)
+		}
+		text := err.Error()
+		switch {
+		case !utf8.ValidString(text):
+			t.Errorf("%s: the error text is not valid UTF-8: %q", name, text)
+		case strings.IndexByte(text, 0) >= 0:
+			t.Errorf("%s: the error text holds a NUL byte: %q", name, text)
+		case len(text) > MaxQuoting:
+			t.Errorf("%s: the error text is %d bytes long, more than %d", name, len(text), MaxQuoting)
+		case !strings.Contains(text, UnstorableStart):
+			t.Errorf("%s: the error text %q does not quote the controller (%q)", name, text, UnstorableStart)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package connectortest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -149,6 +150,74 @@ func TestCheckTransport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := failures(t, func(tb testing.TB) { connectortest.CheckTransport(tb, builder(tt.change), ok) })
+		if (len(got) > 0) != tt.fails {
+			t.Errorf("%s: failures %q, want failing %v", tt.name, got, tt.fails)
+		}
+	}
+}
+
+// quoting is a connector whose CheckCredentials is one GET whose failure
+// it reports with report.
+type quoting struct {
+	connectors.Connector
+	c      *rest.Client
+	report func(c *rest.Client, rep rest.Reply) error
+}
+
+func (q quoting) CheckCredentials(ctx context.Context) error {
+	rep, err := q.c.Do(ctx, "check", rest.Request{Method: http.MethodGet, Path: "/"})
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return q.report(q.c, rep)
+	}
+	return nil
+}
+
+func TestCheckControllerError(t *testing.T) {
+	t.Parallel()
+	// The error format of a controller that sends {"message": …}.
+	format := func(c *rest.Client, rep rest.Reply) error {
+		var e struct{ Message string }
+		_ = json.Unmarshal(rep.Body, &e)
+		return c.Error("check", rep, rest.Clip(e.Message, rest.MaxSnippet))
+	}
+	tests := []struct {
+		name   string
+		report func(c *rest.Client, rep rest.Reply) error
+		fails  bool
+	}{
+		{"error format read", format, false},
+		{"error format read but not clipped", func(c *rest.Client, rep rest.Reply) error {
+			var e struct{ Message string }
+			_ = json.Unmarshal(rep.Body, &e)
+			return c.Error("check", rep, e.Message)
+		}, true},
+		{"wrapped", func(c *rest.Client, rep rest.Reply) error { return fmt.Errorf("check: %w", format(c, rep)) }, false},
+		{"error format ignored", func(c *rest.Client, rep rest.Reply) error { return c.Error("check", rep, "") }, true},
+		{"raw body", func(_ *rest.Client, rep rest.Reply) error {
+			return fmt.Errorf("check: HTTP %d: %s: %w", rep.Status, rep.Body, context.DeadlineExceeded)
+		}, true},
+		{"hint dropped", func(_ *rest.Client, rep rest.Reply) error {
+			return connectors.HTTPError(rep.Status, "check: HTTP %d: %s", rep.Status, rest.Snippet(rep.Body))
+		}, true},
+		{"controller not quoted", func(c *rest.Client, rep rest.Reply) error { return c.Error("check", rep, "overloaded") }, true},
+		{"not retryable", func(c *rest.Client, rep rest.Reply) error {
+			return connectors.Errorf(connectors.KindPermanent, "check: %v", format(c, rep))
+		}, true},
+	}
+	for _, tt := range tests {
+		build := func(t testing.TB, cfg connectors.Config) connectors.Connector {
+			c, err := rest.New("check", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return quoting{c: c, report: tt.report}
+		}
+		got := failures(t, func(tb testing.TB) {
+			connectortest.CheckControllerError(tb, build, map[string]any{"message": connectortest.Unstorable})
+		})
 		if (len(got) > 0) != tt.fails {
 			t.Errorf("%s: failures %q, want failing %v", tt.name, got, tt.fails)
 		}

@@ -189,7 +189,7 @@ func (c *connector) httpError(op string, r rest.Reply) error {
 	}
 	detail := ""
 	if json.Unmarshal(r.Body, &e) == nil && (e.Code != nil || e.Description != "") {
-		detail = fmt.Sprintf("Reason: %v. Description: %s.", e.Code, e.Description)
+		detail = rest.Clip(fmt.Sprintf("Reason: %v. Description: %s.", e.Code, e.Description), rest.MaxSnippet)
 	}
 	return c.client.Error(op, r, detail)
 }
@@ -337,12 +337,8 @@ func (c *connector) connInfo(key string, dp []point) map[string]any {
 	return map[string]any{"service_key": key, "connection_points": pts, "bandwidth": c.bandwidth, "backup": c.backup}
 }
 
-func truncate(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "…"
-	}
-	return s
-}
+// truncate quotes controller text briefly (rest.Clip at 128 bytes).
+func truncate(s string) string { return rest.Clip(s, 128) }
 
 func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
 	if id == "" {
@@ -477,7 +473,7 @@ func (c *connector) ClearAll(ctx context.Context) error {
 		return c.httpError("clear all", r)
 	}
 	c.known.clear()
-	c.log.Debug("dynpac services cleared", "deleted", truncate(strings.TrimSpace(string(r.Body))))
+	c.log.Debug("dynpac services cleared", "deleted", truncate(string(r.Body)))
 	return nil
 }
 

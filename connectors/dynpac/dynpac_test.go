@@ -441,6 +441,14 @@ func TestMappingFromPortMappings(t *testing.T) {
 	}
 }
 
+// TestOverloadedController: a 503 with Retry-After whose text, raw or in
+// DynPaC's {code, description}, PostgreSQL would refuse, fails Retryable
+// with the hint and quotes the controller storably.
+func TestOverloadedController(t *testing.T) {
+	t.Parallel()
+	connectortest.CheckControllerError(t, build, map[string]any{"code": 503, "description": connectortest.Unstorable})
+}
+
 // TestTLSAndBearerToken: dynpac hands TLS and token settings to the
 // shared REST client.
 func TestTLSAndBearerToken(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
+	"github.com/wimro/wimro/internal/emulators/emulator"
 	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
 )
 
@@ -802,6 +803,14 @@ func TestBearerToken(t *testing.T) {
 	if reqs := e.Requests(); !reqs[0].Bearer || reqs[0].User != "" {
 		t.Fatalf("request = %+v, want a bearer token", reqs[0])
 	}
+}
+
+// TestOverloadedController: a 503 with Retry-After whose text, raw or as
+// an ietf-restconf:errors error-message, PostgreSQL would refuse, fails
+// Retryable with the hint and quotes the controller storably.
+func TestOverloadedController(t *testing.T) {
+	t.Parallel()
+	connectortest.CheckControllerError(t, build, emulator.RESTCONFErrors(emulator.RESTCONFError{Type: "application", Tag: "resource-denied", Message: connectortest.Unstorable}))
 }
 
 // TestTLSAndBearerToken: ietfl2vpn hands TLS and token settings to the

@@ -73,7 +73,7 @@ func (c *connector) getService(ctx context.Context, op, id string) (rest.Reply, 
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(r.Body, &body) == nil && strings.Contains(body.Error, "not found in database") {
-		e := connectors.Errorf(connectors.KindNotFound, "%s %s: HTTP %d: %s", Type, op, r.Status, body.Error)
+		e := connectors.Errorf(connectors.KindNotFound, "%s %s: HTTP %d: %s", Type, op, r.Status, rest.Clip(body.Error, rest.MaxSnippet))
 		e.Status = r.Status
 		return r, e
 	}

@@ -351,8 +351,8 @@ func (c *connector) fail(op string, r rest.Reply) error {
 }
 
 // onosDetail returns the message of an ONOS error body {"code",
-// "message"}, where message is a string or, for 207, a list of strings; ""
-// for any other body.
+// "message"}, where message is a string or, for 207, a list of strings,
+// through rest.Clip with rest.MaxSnippet; "" for any other body.
 func onosDetail(body []byte) string {
 	var e struct {
 		Message json.RawMessage `json:"message"`
@@ -362,11 +362,11 @@ func onosDetail(body []byte) string {
 	}
 	var one string
 	if json.Unmarshal(e.Message, &one) == nil {
-		return one
+		return rest.Clip(one, rest.MaxSnippet)
 	}
 	var many []string
 	if json.Unmarshal(e.Message, &many) == nil {
-		return strings.Join(many, "; ")
+		return rest.Clip(strings.Join(many, "; "), rest.MaxSnippet)
 	}
 	return ""
 }

@@ -959,6 +959,14 @@ func TestFactoryErrors(t *testing.T) {
 	}
 }
 
+// TestOverloadedController: a 503 with Retry-After whose text, raw or in
+// ONOS's {code, message}, PostgreSQL would refuse, fails Retryable with
+// the hint and quotes the controller storably.
+func TestOverloadedController(t *testing.T) {
+	t.Parallel()
+	connectortest.CheckControllerError(t, build, map[string]any{"code": 503, "message": connectortest.Unstorable})
+}
+
 // TestTransport checks that onos, which rewrites the URL it hands the
 // shared REST client, hands it the client's other settings too, through
 // CheckCredentials.

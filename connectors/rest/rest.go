@@ -2,7 +2,8 @@
 // place that turns a connectors.Config into an http.Client (per-request
 // timeout, TLS with an optional CA file or no verification, basic or bearer
 // auth), sends a request, reads the reply in full, and classifies transport
-// failures and HTTP statuses into connectors.Error kinds. The RESTCONF
+// failures and HTTP statuses into connectors.Error kinds, with the
+// controller's Retry-After hint on 429 and 503. The RESTCONF
 // helpers (media type, key escaping, ietf-restconf:errors bodies) live here
 // too, for the ietfl2vpn and tapi connectors.
 //
@@ -22,15 +23,18 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 )
 
@@ -228,22 +232,70 @@ func (c *Client) Decode(op string, r Reply, out any) error {
 
 // Error returns the classified error for a non-2xx reply: its kind comes
 // from connectors.KindForStatus, and its text carries detail, or the start
-// of the body when detail is empty.
+// of the body when detail is empty. Controller text in detail must have
+// been through Clip already. On 429 and 503 the error carries the reply's
+// Retry-After (see RetryAfter).
 func (c *Client) Error(op string, r Reply, detail string) error {
 	if detail == "" {
 		detail = Snippet(r.Body)
 	}
+	var e *connectors.Error
 	if detail == "" {
-		return connectors.HTTPError(r.Status, "%s %s: HTTP %d %s", c.name, op, r.Status, http.StatusText(r.Status))
+		e = connectors.HTTPError(r.Status, "%s %s: HTTP %d %s", c.name, op, r.Status, http.StatusText(r.Status))
+	} else {
+		e = connectors.HTTPError(r.Status, "%s %s: HTTP %d: %s", c.name, op, r.Status, detail)
 	}
-	return connectors.HTTPError(r.Status, "%s %s: HTTP %d: %s", c.name, op, r.Status, detail)
+	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+		e.RetryAfter = RetryAfter(r.Header, time.Now())
+	}
+	return e
 }
 
-// Snippet returns the start of a body for an error message.
-func Snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 512 {
-		s = s[:512] + "…"
+// RetryAfter reads the Retry-After header of a reply received at now
+// (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date taken relative to the
+// reply's Date header when it has a valid one (the controller's clock),
+// else to now. A date in the past, a missing header and anything else
+// (negative or fractional numbers, units, garbage) give 0; a delay above
+// connectors.MaxRetryAfter, including numbers too big for any integer,
+// gives connectors.MaxRetryAfter.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	// ParseUint takes digits only: no sign, point, unit or underscore.
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || n > uint64(connectors.MaxRetryAfter/time.Second) {
+			return connectors.MaxRetryAfter
+		}
+		return time.Duration(n) * time.Second
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	if date, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = date
+	}
+	// Sub saturates instead of overflowing on absurd dates.
+	return min(max(at.Sub(now), 0), connectors.MaxRetryAfter)
+}
+
+// MaxSnippet bounds, in bytes, the controller text Snippet quotes.
+const MaxSnippet = 512
+
+// Snippet returns the start of a body for an error message: Clip with
+// MaxSnippet.
+func Snippet(b []byte) string { return Clip(string(b), MaxSnippet) }
+
+// Clip makes controller text s fit to quote in an error message: valid
+// UTF-8 without NUL bytes (wimro.CleanText: PostgreSQL refuses both in
+// error_msg) and surrounding white space trimmed; when longer than n
+// bytes, its first n bytes at most, cut on a rune boundary, then "…".
+func Clip(s string, n int) string {
+	s = strings.TrimSpace(wimro.CleanText(s, 0))
+	if len(s) > n {
+		s = wimro.Truncate(s, n) + "…"
 	}
 	return s
 }

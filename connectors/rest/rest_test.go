@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/connectortest"
@@ -297,5 +300,184 @@ func TestController(t *testing.T) {
 		if got := client(t, connectors.Config{URL: in}).Controller(); got != want {
 			t.Errorf("Controller() of %q = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRetryAfterHeader(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+	date := func(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
+	tests := []struct {
+		name        string
+		value, date string // Retry-After and Date; "" leaves it out
+		want        time.Duration
+	}{
+		{"none", "", "", 0},
+		{"seconds", "7", "", 7 * time.Second},
+		{"seconds with spaces", " 7 ", "", 7 * time.Second},
+		{"zero", "0", "", 0},
+		{"leading zeros", "007", "", 7 * time.Second},
+		{"an hour", "3600", "", time.Hour},
+		{"above the cap", "3601", "", connectors.MaxRetryAfter},
+		{"huge", "99999999999999999999", "", connectors.MaxRetryAfter},
+		{"huger", strings.Repeat("9", 400), "", connectors.MaxRetryAfter},
+		{"negative", "-5", "", 0},
+		{"plus sign", "+5", "", 0},
+		{"fraction", "1.5", "", 0},
+		{"unit", "7s", "", 0},
+		{"hex", "0x10", "", 0},
+		{"garbage", "soon", "", 0},
+		{"two values", "7, 8", "", 0},
+		{"date", date(now.Add(30 * time.Second)), "", 30 * time.Second},
+		{"date in the past", date(now.Add(-30 * time.Second)), "", 0},
+		{"date now", date(now), "", 0},
+		{"date far ahead", date(now.Add(48 * time.Hour)), "", connectors.MaxRetryAfter},
+		{"date year 9999", "Fri, 31 Dec 9999 23:59:59 GMT", "", connectors.MaxRetryAfter},
+		{"date year 1", "Mon, 01 Jan 0001 00:00:00 GMT", "", 0},
+		{"RFC 850 date", now.Add(time.Minute).Format(time.RFC850), "", time.Minute},
+		{"asctime date", now.Add(time.Minute).Format(time.ANSIC), "", time.Minute},
+		// The controller's clock runs an hour late: its Date header, not
+		// ours, is the reference.
+		{"date after the reply's Date", date(now.Add(-time.Hour + 30*time.Second)), date(now.Add(-time.Hour)), 30 * time.Second},
+		{"date before the reply's Date", date(now.Add(-time.Hour)), date(now.Add(-time.Hour + 30*time.Second)), 0},
+		{"garbage Date header", date(now.Add(30 * time.Second)), "yesterday", 30 * time.Second},
+		{"seconds ignore the Date header", "7", date(now.Add(-time.Hour)), 7 * time.Second},
+		{"garbage date", "Fri, 32 Dec 2026 25:00:00 GMT", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			if tt.value != "" {
+				h.Set("Retry-After", tt.value)
+			}
+			if tt.date != "" {
+				h.Set("Date", tt.date)
+			}
+			if got := rest.RetryAfter(h, now); got != tt.want {
+				t.Errorf("RetryAfter(Retry-After %q, Date %q) = %v, want %v", tt.value, tt.date, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestErrorRetryAfter: the error of a 429 or 503 reply carries the
+// controller's Retry-After, and stays Retryable.
+func TestErrorRetryAfter(t *testing.T) {
+	t.Parallel()
+	serverDate := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC) // a controller clock far off ours
+	tests := []struct {
+		name      string
+		status    int
+		header    map[string]string
+		want      time.Duration
+		retryable bool
+	}{
+		{"429 seconds", http.StatusTooManyRequests, map[string]string{"Retry-After": "7"}, 7 * time.Second, true},
+		{"503 seconds", http.StatusServiceUnavailable, map[string]string{"Retry-After": "7"}, 7 * time.Second, true},
+		{"503 date", http.StatusServiceUnavailable, map[string]string{
+			"Retry-After": serverDate.Add(90 * time.Second).Format(http.TimeFormat),
+			"Date":        serverDate.Format(http.TimeFormat),
+		}, 90 * time.Second, true},
+		{"429 huge", http.StatusTooManyRequests, map[string]string{"Retry-After": "99999999999999999999"}, connectors.MaxRetryAfter, true},
+		{"429 garbage", http.StatusTooManyRequests, map[string]string{"Retry-After": "later"}, 0, true},
+		{"429 without", http.StatusTooManyRequests, nil, 0, true},
+		{"500 ignores it", http.StatusInternalServerError, map[string]string{"Retry-After": "7"}, 0, true},
+		{"400 ignores it", http.StatusBadRequest, map[string]string{"Retry-After": "7"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(tt.status)
+			}))
+			t.Cleanup(srv.Close)
+			c := client(t, connectors.Config{URL: srv.URL})
+			rep, err := c.Do(t.Context(), "op", rest.Request{Method: http.MethodGet, Path: "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := c.Error("op", rep, "")
+			if got := connectors.RetryAfter(e); got != tt.want {
+				t.Errorf("RetryAfter(%v) = %v, want %v", e, got, tt.want)
+			}
+			if got := connectors.RetryAfter(fmt.Errorf("create: %w", e)); got != tt.want {
+				t.Errorf("RetryAfter of the wrapped error = %v, want %v", got, tt.want)
+			}
+			if connectors.Retryable(e) != tt.retryable {
+				t.Errorf("Retryable(%v) = %v, want %v", e, !tt.retryable, tt.retryable)
+			}
+		})
+	}
+}
+
+func TestSnippet(t *testing.T) {
+	t.Parallel()
+	head := "busy \uFFFD" + strings.Repeat("a", rest.MaxSnippet-9) // 511 bytes
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{"empty", "", ""},
+		{"short", "  bad vlan\n", "bad vlan"},
+		{"exactly MaxSnippet", strings.Repeat("a", rest.MaxSnippet), strings.Repeat("a", rest.MaxSnippet)},
+		{"one byte more", strings.Repeat("a", rest.MaxSnippet+1), strings.Repeat("a", rest.MaxSnippet) + "…"},
+		{"rune across the cut", strings.Repeat("a", rest.MaxSnippet-1) + "€b", strings.Repeat("a", rest.MaxSnippet-1) + "…"},
+		{"rune ending at the cut", strings.Repeat("a", rest.MaxSnippet-3) + "€b", strings.Repeat("a", rest.MaxSnippet-3) + "€…"},
+		{"NUL bytes", "a\x00b\x00", "ab"},
+		{"only NUL bytes", "\x00\x00", ""},
+		{"NUL around spaces", "\x00 x \x00", "x"},
+		{"0xff bytes", "a\xffb\xfe\xff", "a\uFFFDb\uFFFD"},
+		{"all at once", connectortest.Unstorable, head + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := rest.Snippet([]byte(tt.body))
+			if got != tt.want {
+				t.Errorf("Snippet = %q, want %q", got, tt.want)
+			}
+			if !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 || len(got) > rest.MaxSnippet+len("…") {
+				t.Errorf("Snippet = %q: not storable", got)
+			}
+		})
+	}
+}
+
+// TestControllerTextInErrors: whichever way the controller's text reaches
+// an error (Snippet of the body, a RESTCONF error-message, a detail that
+// went through Clip), the error text is valid UTF-8, without NUL, and
+// short.
+func TestControllerTextInErrors(t *testing.T) {
+	t.Parallel()
+	restconf := connectortest.MustJSON(t, map[string]any{"ietf-restconf:errors": map[string]any{"error": []any{
+		map[string]any{"error-type": "application", "error-tag": "operation-failed", "error-message": connectortest.Unstorable},
+	}}})
+	c := client(t, connectors.Config{URL: "http://x"})
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"Error with the body", c.Error("op", rest.Reply{Status: 503, Body: []byte(connectortest.Unstorable)}, ""), "test op: HTTP 503: busy \uFFFDaaa"},
+		{"Error with RESTCONF detail", c.Error("op", rest.Reply{Status: 503, Body: []byte(restconf)}, rest.RESTCONFDetail([]byte(restconf))), "test op: HTTP 503: operation-failed: busy \uFFFDaaa"},
+		{"Error with a clipped detail", c.Error("op", rest.Reply{Status: 503}, rest.Clip(connectortest.Unstorable, rest.MaxSnippet)), "test op: HTTP 503: busy \uFFFDaaa"},
+		{"Decode", c.Decode("op", rest.Reply{Status: 200, Body: []byte(connectortest.Unstorable)}, new(map[string]any)), "not the expected JSON (busy \uFFFDaaa"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.err.Error()
+			if !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 || len(got) > 2*rest.MaxSnippet {
+				t.Errorf("error text is not storable (%d bytes): %q", len(got), got)
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("error = %q, want it to contain %q", got, tt.want)
+			}
+		})
 	}
 }

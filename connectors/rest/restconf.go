@@ -62,7 +62,7 @@ func ParseRESTCONFErrors(body []byte) []RESTCONFError {
 
 // RESTCONFDetail summarises an ietf-restconf:errors body for an error
 // message ("data-exists: <message> (at <path>)"; several joined with "; "),
-// or returns "" when body is not one.
+// through Clip with MaxSnippet, or returns "" when body is not one.
 func RESTCONFDetail(body []byte) string {
 	errs := ParseRESTCONFErrors(body)
 	parts := make([]string, 0, len(errs))
@@ -76,7 +76,7 @@ func RESTCONFDetail(body []byte) string {
 		}
 		parts = append(parts, s)
 	}
-	return strings.Join(parts, "; ")
+	return Clip(strings.Join(parts, "; "), MaxSnippet)
 }
 
 // HasRESTCONFTag reports whether body is an ietf-restconf:errors body with

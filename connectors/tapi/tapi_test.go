@@ -21,6 +21,7 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/tapi"
+	"github.com/wimro/wimro/internal/emulators/emulator"
 	emu "github.com/wimro/wimro/internal/emulators/tapi"
 )
 
@@ -946,6 +947,14 @@ func TestFactoryErrors(t *testing.T) {
 	if _, err := tapi.Factory(connectors.Config{URL: "http://x", WIMConfig: map[string]any{"create_mode": "put"}, AccountConfig: map[string]any{"create_mode": "rpc"}}); err != nil {
 		t.Fatalf("the account's setting should override the WIM's: %v", err)
 	}
+}
+
+// TestOverloadedController: a 503 with Retry-After whose text, raw or as
+// an ietf-restconf:errors error-message, PostgreSQL would refuse, fails
+// Retryable with the hint and quotes the controller storably.
+func TestOverloadedController(t *testing.T) {
+	t.Parallel()
+	connectortest.CheckControllerError(t, build, emulator.RESTCONFErrors(emulator.RESTCONFError{Type: "application", Tag: "resource-denied", Message: connectortest.Unstorable}))
 }
 
 // TestTLSAndBearerToken: tapi hands TLS and token settings to the shared
