@@ -59,8 +59,9 @@ func (p Policy) withDefaults() Policy {
 	return d
 }
 
-// Backoff returns the delay before retry number attempt (1-based): base
-// doubled per attempt, capped.
+// Backoff returns the back-off window before retry number attempt
+// (1-based): base doubled per attempt, capped at RetryMax. The delay
+// actually used is drawn from it (Runner.delay).
 func (p Policy) Backoff(attempt int) time.Duration {
 	p = p.withDefaults()
 	if attempt < 1 {
@@ -80,6 +81,15 @@ type Runner struct {
 	policy Policy
 	logger *slog.Logger
 	now    func() time.Time
+	rnd    func() float64 // nil: math/rand/v2
+}
+
+// delay is how long to wait before retry number attempt after err: a
+// draw over the back-off window (full jitter, so that the links of one
+// controller that failed together do not retry together), never sooner
+// than the controller's Retry-After.
+func (r *Runner) delay(attempt int, err error) time.Duration {
+	return connectors.Backoff(attempt, r.policy.RetryBase, r.policy.RetryMax, connectors.RetryAfter(err), r.rnd)
 }
 
 // NewRunner returns a runner reading through s.
@@ -157,7 +167,7 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persist
 // after a back-off; it is safe to run twice.
 func (r *Runner) Unrecorded(a wimro.Action, cause error) persistence.Outcome {
 	msg := fmt.Sprintf("the outcome of the last attempt could not be recorded (%v); the action will run again", cause)
-	at := r.now().Add(r.policy.Backoff(a.Attempts))
+	at := r.now().Add(r.delay(a.Attempts, cause))
 	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 }
 
@@ -177,7 +187,7 @@ func (r *Runner) onError(ctx context.Context, a wimro.Action, err error) persist
 	var ae *actionError
 	retry := !errors.As(err, &ae) && (connectors.Retryable(err) || wimro.ErrorCode(err) == wimro.EUNAVAILABLE || ctx.Err() != nil)
 	if retry && (a.Attempts < r.policy.MaxAttempts || ctx.Err() != nil) {
-		at := r.now().Add(r.policy.Backoff(a.Attempts))
+		at := r.now().Add(r.delay(a.Attempts, err))
 		if ctx.Err() != nil {
 			// Stopped, not refused: run it again at once on the next start.
 			at = r.now()
@@ -384,7 +394,7 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action) (persist
 		// WIM_ERROR until a later good answer overwrites it.
 		msg := err.Error()
 		werr := wimro.LinkWIMError
-		next := r.now().Add(min(r.policy.Backoff(a.Attempts), r.policy.Refresh))
+		next := r.now().Add(min(r.delay(a.Attempts, err), r.policy.Refresh))
 		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
 			Link: &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
 	}

@@ -172,9 +172,10 @@ func (f *fixture) deleted(t *testing.T, serviceID *string) wimro.Action {
 // panics on create when told to; the rest goes to the fake controller.
 type scripted struct {
 	connectors.Connector
-	status  *connectors.ServiceStatus
-	err     error
-	panicky bool
+	status    *connectors.ServiceStatus
+	err       error // of status calls
+	createErr error
+	panicky   bool
 }
 
 func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[string]any) (connectors.ServiceStatus, error) {
@@ -190,6 +191,9 @@ func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[str
 func (s *scripted) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
 	if s.panicky {
 		panic("connector bug")
+	}
+	if s.createErr != nil {
+		return "", nil, s.createErr
 	}
 	return s.Connector.CreateService(ctx, key, t, p)
 }
@@ -268,7 +272,17 @@ func TestStateMachine(t *testing.T) {
 				a.Attempts = 2
 				return a, f.ctx
 			},
-			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{time.Second, policy.RetryMax + time.Second}, services: 0},
+			// Full jitter over the window of attempt 2 (2 s).
+			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, 2*time.Second + time.Second}, services: 0},
+		},
+		{
+			name: "CREATE: 429 with Retry-After -> SCHEDULED, not before the controller asked",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, createErr: &connectors.Error{Kind: connectors.KindRetryable, Status: 429, RetryAfter: 90 * time.Second, Message: "slow down"}}
+				return f.create, f.ctx
+			},
+			// The hint wins over RetryMax (1 min); jitter comes on top.
+			want: want{status: wimro.ActionScheduled, msg: "slow down", runAfter: [2]time.Duration{90 * time.Second, 90*time.Second + policy.RetryBase + time.Second}, services: 0},
 		},
 		{
 			name: "CREATE: retryable error at the last attempt -> FAILED",
