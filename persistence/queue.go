@@ -11,17 +11,19 @@ import (
 	"github.com/wimro/wimro"
 )
 
-// ClaimActions claims up to limit due actions of one account under claim,
-// in one statement over the claim index. claim is written to claimed_by
-// and fences every later write: the caller makes it unique per claim
-// (ClaimName), so a stale outcome of an earlier claim of the same process
-// can never pass for a newer one. The actions of one WAN link run strictly
-// in order: an action is claimable only when no earlier action of its link
-// is unfinished, no action of its link is claimed, and its link is not in
+// ClaimActions claims up to limit due actions of the lease's account under
+// claim, in one statement over the claim index, and only while lease is
+// held as given (same owner and epoch, not expired): a process that lost
+// the account claims nothing. claim is written to claimed_by and fences
+// every later write: the caller makes it unique per claim (ClaimName), so
+// a stale outcome of an earlier claim of the same process can never pass
+// for a newer one. The actions of one WAN link run strictly in order: an
+// action is claimable only when no earlier action of its link is
+// unfinished, no action of its link is claimed, and its link is not in
 // busyLinks (links the caller is already working on). SKIP LOCKED lets
 // several claimers race without waiting on each other; the claim records a
 // lease and counts the attempt.
-func (s *Store) ClaimActions(ctx context.Context, accountID, claim string, lease time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
+func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -38,6 +40,9 @@ func (s *Store) ClaimActions(ctx context.Context, accountID, claim string, lease
 			  AND NOT EXISTS (
 				SELECT 1 FROM vim_wim_actions c
 				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			  AND EXISTS (
+				SELECT 1 FROM wim_account_leases l
+				WHERE l.account_id = $1 AND l.owner = $6 AND l.epoch = $7 AND l.expires_at > now())
 			ORDER BY a.run_after, a.seq
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED
@@ -47,7 +52,7 @@ func (s *Store) ClaimActions(ctx context.Context, accountID, claim string, lease
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
-		accountID, claim, lease, limit, nonNil(busyLinks))
+		lease.AccountID, claim, ttl, limit, nonNil(busyLinks), lease.Owner, lease.Epoch)
 }
 
 // ClaimName returns the claimed_by value of claim number n of owner:
@@ -112,17 +117,19 @@ type LinkUpdate struct {
 // ErrClaimLost means the action is no longer claimed by this owner: its
 // lease expired and another worker may have taken it. The outcome is
 // dropped; the action's code is safe to run again.
-var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action was lost (lease expired)")
+var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action, or its account's lease, was lost")
 
-// Finished is one claimed action and its outcome, for FinishActions.
+// Finished is one claimed action and its outcome, for FinishActions, with
+// the account lease it was claimed under.
 type Finished struct {
 	Action  wimro.Action
 	Outcome Outcome
+	Lease   Lease
 }
 
 // FinishAction writes one outcome; see FinishActions.
-func (s *Store) FinishAction(ctx context.Context, a wimro.Action, o Outcome) (wimro.Action, error) {
-	done, errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o}})
+func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Outcome) (wimro.Action, error) {
+	done, errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o, Lease: l}})
 	if err != nil {
 		return wimro.Action{}, err
 	}
@@ -139,15 +146,18 @@ const finishSQL = `
 	    run_after = $8, attempts = CASE WHEN $9 THEN 0 ELSE a.attempts END,
 	    claimed_by = NULL, claim_expires_at = NULL
 	WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
+	  AND EXISTS (
+		SELECT 1 FROM wim_account_leases l
+		WHERE l.account_id = a.wim_account_id AND l.owner = $10 AND l.epoch = $11 AND l.expires_at > now())
 	RETURNING ` + actionCols
 
 // FinishActions writes the outcomes of claimed actions and releases their
 // claims, in two round trips whatever their number: the action rows first,
 // then the WAN links and one counter increment per instance action.
 // Fencing: an action is written only while it is still held under the
-// claim it was taken with (Action.ClaimedBy as ClaimActions returned it);
-// otherwise its error in errs is ErrClaimLost and it adds nothing to the
-// counters. Every text is made storable first (wimro.CleanText), so a
+// claim it was taken with (Action.ClaimedBy as ClaimActions returned it)
+// and its account's lease is still held as it was then; otherwise its
+// error in errs is ErrClaimLost and it adds nothing to the counters. Every text is made storable first (wimro.CleanText), so a
 // controller's message can never make PostgreSQL refuse the batch. Call
 // it inside Tx so the outcomes, links and counters commit together.
 func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
@@ -165,7 +175,8 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		if a.ClaimedBy != nil {
 			claim = *a.ClaimedBy
 		}
-		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, claim, o.Status, cleanMsg(o.ErrorMsg), cleanID(o.WIMInternalID), wimro.CleanMap(o.Extra), runAfter, o.ResetAttempts)
+		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, claim, o.Status, cleanMsg(o.ErrorMsg), cleanID(o.WIMInternalID), wimro.CleanMap(o.Extra), runAfter, o.ResetAttempts,
+			it.Lease.Owner, it.Lease.Epoch)
 	}
 	if err := s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
 		list, err := collectAll[wimro.Action](rows, "vim_wim_actions")
@@ -260,10 +271,22 @@ const updateLinkSQL = `
 	WHERE uuid = $1`
 
 // SweepExpiredClaims returns actions whose claim lease ran out (their
-// worker died or hung) to the queue, and says how many.
+// worker died or hung, or gave them up) to the queue, notifies their
+// accounts so that their owners look at once, and says how many.
 func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
-		WHERE claimed_by IS NOT NULL AND claim_expires_at < now()`)
+	var n int64
+	err := s.q.QueryRow(ctx, `
+		WITH swept AS (
+			UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
+			WHERE claimed_by IS NOT NULL AND claim_expires_at < now()
+			RETURNING wim_account_id),
+		accounts AS (SELECT DISTINCT wim_account_id AS id FROM swept WHERE wim_account_id IS NOT NULL),
+		notified AS (SELECT pg_notify($1, id::text) FROM accounts)
+		SELECT (SELECT count(*) FROM swept) + 0 * (SELECT count(*) FROM notified)`, ChannelAccounts).Scan(&n)
+	if err != nil {
+		return 0, mapError(fmt.Errorf("persistence: sweep expired claims: %w", err))
+	}
+	return n, nil
 }
 
 // ReleaseClaims returns every action claimed by owner (under any of its

@@ -48,13 +48,25 @@ func queue(t *testing.T, b *bundle) (acct string, link1, link2 string, ia wimro.
 	return a.UUID, link1, link2, ia
 }
 
+// lease takes the account's lease for owner (the fence every claim and
+// outcome write checks).
+func lease(t *testing.T, b *bundle, acct, owner string) persistence.Lease {
+	t.Helper()
+	got, err := b.db.AcquireLeases(b.ctx, owner, []string{acct}, time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("lease of %s for %s: %v, %v", acct, owner, got, err)
+	}
+	return got[0]
+}
+
 func TestClaimOrderAndFencing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, link1, link2, ia := queue(t, b)
+	la := lease(t, b, acct, "P")
 
 	// One claim per link, the first of each: link1's DELETE waits.
-	got, err := b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, nil)
+	got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("claim = %d, %v", len(got), err)
 	}
@@ -64,7 +76,7 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		}
 	}
 	// Nothing more while they are claimed.
-	if more, _ := b.db.ClaimActions(b.ctx, acct, "B", time.Minute, 10, nil); len(more) != 0 {
+	if more, _ := b.db.ClaimActions(b.ctx, la, "B", time.Minute, 10, nil); len(more) != 0 {
 		t.Fatalf("claimed %d actions of busy links", len(more))
 	}
 
@@ -75,13 +87,13 @@ func TestClaimOrderAndFencing(t *testing.T) {
 	// Fencing: B cannot finish A's claim.
 	foreign := create1
 	foreign.ClaimedBy = ptr("B")
-	_, err = b.db.FinishAction(b.ctx, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
+	_, err = b.db.FinishAction(b.ctx, la, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
 	if !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("foreign finish = %v", err)
 	}
 	st := wimro.LinkBuild
 	id := "svc-1"
-	done, err := b.db.FinishAction(b.ctx, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
+	done, err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
 		Extra: map[string]any{"conn_info": map[string]any{"k": "v"}}, Link: &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, WIMInfo: map[string]any{"x": 1}}})
 	if err != nil || done.Status != wimro.ActionDone || done.ClaimedBy != nil || *done.WIMInternalID != id {
 		t.Fatalf("finish = %+v, %v", done, err)
@@ -91,11 +103,11 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		t.Fatalf("link = %+v", l)
 	}
 	// Finishing twice is refused: the claim is gone.
-	if _, err := b.db.FinishAction(b.ctx, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if _, err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("second finish = %v", err)
 	}
 	// Now link1's DELETE is next.
-	got, _ = b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, []string{link2})
+	got, _ = b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, []string{link2})
 	if len(got) != 1 || got[0].Action != wimro.ActionDelete || got[0].ItemID != link1 {
 		t.Fatalf("after the CREATE: %+v", got)
 	}
@@ -109,7 +121,8 @@ func TestSweepAndRelease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, _, _, _ := queue(t, b)
-	got, _ := b.db.ClaimActions(b.ctx, acct, "dead", time.Millisecond, 10, nil)
+	la := lease(t, b, acct, "P")
+	got, _ := b.db.ClaimActions(b.ctx, la, "dead", time.Millisecond, 10, nil)
 	if len(got) != 2 {
 		t.Fatalf("claimed %d", len(got))
 	}
@@ -125,7 +138,7 @@ func TestSweepAndRelease(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("swept %d, want 2", n)
 	}
-	got, _ = b.db.ClaimActions(b.ctx, acct, "B", time.Minute, 1, nil)
+	got, _ = b.db.ClaimActions(b.ctx, la, "B", time.Minute, 1, nil)
 	if len(got) != 1 || got[0].Attempts != 2 {
 		t.Fatalf("reclaimed %+v", got)
 	}
@@ -136,14 +149,14 @@ func TestSweepAndRelease(t *testing.T) {
 		t.Fatalf("NextRunAfter = %v, %v", next, err)
 	}
 	// A retry later is not due now.
-	got, _ = b.db.ClaimActions(b.ctx, acct, "B", time.Minute, 10, nil)
+	got, _ = b.db.ClaimActions(b.ctx, la, "B", time.Minute, 10, nil)
 	later := time.Now().Add(time.Hour)
 	for _, a := range got {
-		if _, err := b.db.FinishAction(b.ctx, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+		if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if again, _ := b.db.ClaimActions(b.ctx, acct, "B", time.Minute, 10, nil); len(again) != 0 {
+	if again, _ := b.db.ClaimActions(b.ctx, la, "B", time.Minute, 10, nil); len(again) != 0 {
 		t.Fatalf("claimed %d actions before their run_after", len(again))
 	}
 }
@@ -153,7 +166,8 @@ func TestExtendClaims(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, _, _, _ := queue(t, b)
-	got, _ := b.db.ClaimActions(b.ctx, acct, "alive", time.Millisecond, 10, nil)
+	la := lease(t, b, acct, "P")
+	got, _ := b.db.ClaimActions(b.ctx, la, "alive", time.Millisecond, 10, nil)
 	if len(got) != 2 {
 		t.Fatalf("claimed %d", len(got))
 	}
@@ -185,21 +199,22 @@ func TestStaleClaimOfSameOwnerIsFenced(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, _, _, _ := queue(t, b)
-	first, _ := b.db.ClaimActions(b.ctx, acct, persistence.ClaimName("P", 1), time.Minute, 1, nil)
+	la := lease(t, b, acct, "P")
+	first, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", 1), time.Minute, 1, nil)
 	if len(first) != 1 {
 		t.Fatalf("claimed %d", len(first))
 	}
 	if n, err := b.db.ReleaseClaimsOf(b.ctx, []persistence.ClaimKey{persistence.KeyOf(first[0])}); err != nil || n != 1 {
 		t.Fatalf("released %d, %v", n, err)
 	}
-	second, _ := b.db.ClaimActions(b.ctx, acct, persistence.ClaimName("P", 2), time.Minute, 1, nil)
+	second, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", 2), time.Minute, 1, nil)
 	if len(second) != 1 || second[0].InstanceActionID != first[0].InstanceActionID || second[0].TaskIndex != first[0].TaskIndex {
 		t.Fatalf("reclaimed %+v", second)
 	}
-	if _, err := b.db.FinishAction(b.ctx, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if _, err := b.db.FinishAction(b.ctx, la, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("stale outcome = %v, want ErrClaimLost", err)
 	}
-	if _, err := b.db.FinishAction(b.ctx, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
+	if _, err := b.db.FinishAction(b.ctx, la, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := b.db.ReleaseClaims(b.ctx, "P"); n != 0 {
@@ -214,7 +229,8 @@ func TestNextRunAfterFollowsLinkOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, link1, link2, _ := queue(t, b)
-	got, _ := b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, nil)
+	la := lease(t, b, acct, "P")
+	got, _ := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
 	if len(got) != 2 {
 		t.Fatalf("claimed %d", len(got))
 	}
@@ -222,7 +238,7 @@ func TestNextRunAfterFollowsLinkOrder(t *testing.T) {
 	for _, a := range got {
 		// Both CREATEs are BUILD and refresh in an hour; link1's DELETE,
 		// due now, waits behind its CREATE.
-		if _, err := b.db.FinishAction(b.ctx, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
+		if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -242,7 +258,8 @@ func TestHostileOutcomeTextIsStored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	acct, link1, _, _ := queue(t, b)
-	got, _ := b.db.ClaimActions(b.ctx, acct, "A", time.Minute, 10, nil)
+	la := lease(t, b, acct, "P")
+	got, _ := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
 	if len(got) != 2 {
 		t.Fatalf("claimed %d", len(got))
 	}
@@ -255,8 +272,8 @@ func TestHostileOutcomeTextIsStored(t *testing.T) {
 	items := []persistence.Finished{
 		{Action: got[0], Outcome: persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &bad, WIMInternalID: &id, Done: 1,
 			Extra: map[string]any{"conn_info": map[string]any{"k\x00": "v\xff"}},
-			Link:  &persistence.LinkUpdate{Status: &st, ErrorMsg: &bad, WIMInternalID: &id, WIMInfo: map[string]any{"m": bad}}}},
-		{Action: got[1], Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1}},
+			Link:  &persistence.LinkUpdate{Status: &st, ErrorMsg: &bad, WIMInternalID: &id, WIMInfo: map[string]any{"m": bad}}}, Lease: la},
+		{Action: got[1], Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1}, Lease: la},
 	}
 	var errs []error
 	err := b.db.Tx(b.ctx, func(s *persistence.Store) error {
@@ -290,5 +307,52 @@ func TestHostileOutcomeTextIsStored(t *testing.T) {
 	}
 	if l.ErrorMsg == nil || (l.WIMInternalID == nil || *l.WIMInternalID != "svc\uFFFD" || !strings.HasPrefix(*l.ErrorMsg, "refused by \uFFFD")) {
 		t.Fatalf("link = id %v, error %q", l.WIMInternalID, *l.ErrorMsg)
+	}
+}
+
+// The account lease fences claims and outcomes: once it expired and
+// another process took it, the old holder can neither claim nor write.
+func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	got, err := b.db.AcquireLeases(b.ctx, "old", []string{acct}, time.Millisecond)
+	if err != nil || len(got) != 1 || got[0].Epoch != 1 {
+		t.Fatalf("first lease = %v, %v", got, err)
+	}
+	old := got[0]
+	claimed, _ := b.db.ClaimActions(b.ctx, old, "old#1", time.Minute, 1, nil)
+	var taken []persistence.Lease
+	eventually.Until(t, 10*time.Second, "the lease taken over once expired", func() (bool, string) {
+		taken, err = b.db.AcquireLeases(b.ctx, "new", []string{acct}, time.Minute)
+		return err == nil && len(taken) == 1, fmt.Sprint(taken, err)
+	})
+	if taken[0].Epoch != 2 {
+		t.Fatalf("epoch after a takeover = %d, want 2", taken[0].Epoch)
+	}
+	if kept, err := b.db.RenewLeases(b.ctx, []persistence.Lease{old}, time.Minute); err != nil || len(kept) != 0 {
+		t.Fatalf("the old holder renewed a lost lease: %v, %v", kept, err)
+	}
+	if more, err := b.db.ClaimActions(b.ctx, old, "old#2", time.Minute, 10, nil); err != nil || len(more) != 0 {
+		t.Fatalf("claimed under a lost lease: %d, %v", len(more), err)
+	}
+	if len(claimed) == 1 {
+		if _, err := b.db.FinishAction(b.ctx, old, claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+			t.Fatalf("outcome under a lost lease = %v, want ErrClaimLost", err)
+		}
+	}
+	// Another owner cannot take a live lease; its holder renews it under the
+	// same epoch, and a release frees it for the next one (epoch 3).
+	if other, err := b.db.AcquireLeases(b.ctx, "third", []string{acct}, time.Minute); err != nil || len(other) != 0 {
+		t.Fatalf("took a live lease: %v, %v", other, err)
+	}
+	if again, err := b.db.AcquireLeases(b.ctx, "new", []string{acct}, time.Minute); err != nil || len(again) != 1 || again[0] != taken[0] {
+		t.Fatalf("re-acquire by the holder = %v, %v", again, err)
+	}
+	if err := b.db.ReleaseLeases(b.ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	if third, err := b.db.AcquireLeases(b.ctx, "third", []string{acct}, time.Minute); err != nil || len(third) != 1 || third[0].Epoch != 3 {
+		t.Fatalf("after a release = %v, %v", third, err)
 	}
 }

@@ -3,6 +3,7 @@ package wimthread_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -48,16 +50,11 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		before := rssMiB(b)
 		goroutines := runtime.NumGoroutine()
 		start := time.Now()
-		s := wimthread.New(bd.db, bd.box, registry(), nil, wimthread.Options{Poll: time.Second})
-		if err := s.Start(bd.ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.OwnAll(bd.ctx); err != nil {
-			b.Fatal(err)
-		}
-		if n := len(s.Accounts()); n != accounts {
-			b.Fatalf("%d workers", n)
-		}
+		s := bd.own(b, registry(), nil, wimthread.Options{Poll: time.Second})
+		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
+			n := len(s.Accounts())
+			return n == accounts, fmt.Sprint(n)
+		})
 		startup := time.Since(start)
 		runtime.GC()
 		after := rssMiB(b)
@@ -94,27 +91,26 @@ func BenchmarkFirstClaimWith100kPending(b *testing.B) {
 		}
 		pool.Exec(bd.ctx, `ANALYZE vim_wim_actions`)
 
+		leases, err := bd.db.AcquireLeases(bd.ctx, "baseline", []string{acct}, time.Minute)
+		if err != nil || len(leases) != 1 {
+			b.Fatalf("baseline lease: %v, %v", leases, err)
+		}
 		t0 := time.Now()
-		claimed, err := bd.db.ClaimActions(bd.ctx, acct, "baseline", time.Minute, 8, nil)
+		claimed, err := bd.db.ClaimActions(bd.ctx, leases[0], "baseline", time.Minute, 8, nil)
 		baseline := time.Since(t0)
 		if err != nil || len(claimed) != 8 {
 			b.Fatalf("baseline claim: %d, %v", len(claimed), err)
 		}
 		bd.db.ReleaseClaims(bd.ctx, "baseline")
+		bd.db.ReleaseLeases(bd.ctx, leases)
 
 		start := time.Now()
-		s := wimthread.New(bd.db, bd.box, registry(), nil, wimthread.Options{Owner: "bench", Poll: time.Second, Policy: fast})
-		if err := s.Start(bd.ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.OwnAll(bd.ctx); err != nil {
-			b.Fatal(err)
-		}
+		s := bd.own(b, registry(), nil, wimthread.Options{Owner: "bench", Poll: time.Second, Policy: fast})
 		tick := time.NewTicker(time.Millisecond)
 		deadline := time.Now().Add(time.Minute)
 		for {
 			var any bool
-			pool.QueryRow(bd.ctx, `SELECT EXISTS (SELECT 1 FROM vim_wim_actions WHERE claimed_by = 'bench' OR status <> 'SCHEDULED')`).Scan(&any)
+			pool.QueryRow(bd.ctx, `SELECT EXISTS (SELECT 1 FROM vim_wim_actions WHERE claimed_by LIKE 'bench#%' OR status <> 'SCHEDULED')`).Scan(&any)
 			if any {
 				break
 			}

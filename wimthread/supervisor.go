@@ -20,12 +20,15 @@ import (
 
 // Options tune the supervisor; zero fields take the defaults.
 type Options struct {
-	Owner      string        // claim owner; default host:pid:random
+	Owner      string        // lease and claim owner; default host:pid:random
 	Parallel   int           // links run at once per account; default 8
-	Lease      time.Duration // claim lease, renewed while a worker runs the action; default 30 s
+	Lease      time.Duration // account lease and claim lease, renewed while the work runs; default 30 s
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
-	SweepEvery time.Duration // claim renewal and expired-claim sweep interval; default Lease/3
+	SweepEvery time.Duration // lease and claim renewal interval; default Lease/3
 	Policy     actions.Policy
+	// Notifications follows persistence.ChannelAccounts: wake-ups and
+	// reloads of the accounts' workers. Nil: the poll alone finds work.
+	Notifications *persistence.Subscription
 }
 
 func (o Options) withDefaults() Options {
@@ -48,7 +51,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Supervisor keeps one worker per owned account.
+// Supervisor runs one worker per account it owns. It is told which
+// accounts to own (SetAccounts); it drives one only while it holds the
+// account's lease in PostgreSQL (see doc.go).
 type Supervisor struct {
 	db       *persistence.DB
 	box      *secret.Box
@@ -58,14 +63,17 @@ type Supervisor struct {
 	opts     Options
 	claims   *claims
 
-	mu      sync.Mutex
-	ctx     context.Context
-	cancel  context.CancelFunc
-	ownAll  bool
-	workers map[string]*worker
-	wg      sync.WaitGroup
-	started bool
-	pollNow chan struct{}
+	mu       sync.Mutex
+	ctx      context.Context
+	cancel   context.CancelFunc
+	want     map[string]bool
+	leases   map[string]persistence.Lease
+	workers  map[string]*worker
+	stopping map[string]*worker // stopped workers whose lease is released once they are done
+	wg       sync.WaitGroup
+	started  bool
+	pollNow  chan struct{}
+	kick     chan struct{} // take leases / apply ownership now
 }
 
 // New returns a stopped supervisor.
@@ -76,135 +84,74 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 	opts = opts.withDefaults()
 	return &Supervisor{
 		db: db, box: box, registry: registry, logger: logger, opts: opts,
-		runner:  actions.NewRunner(&db.Store, opts.Policy, logger),
-		workers: map[string]*worker{},
-		claims:  newClaims(),
+		runner:   actions.NewRunner(&db.Store, opts.Policy, logger),
+		claims:   newClaims(),
+		want:     map[string]bool{},
+		leases:   map[string]persistence.Lease{},
+		workers:  map[string]*worker{},
+		stopping: map[string]*worker{},
 	}
 }
 
-// Owner is the name this supervisor claims actions under.
+// Owner is the name this supervisor takes leases and claims under.
 func (s *Supervisor) Owner() string { return s.opts.Owner }
 
-// Start begins listening for notifications and sweeping expired claims.
-// Workers start with SetAccounts or OwnAll.
+// Start begins following notifications, polling for due work and keeping
+// the leases. Workers start with SetAccounts.
 func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("wimthread: supervisor already started")
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.started = true
-	listening := make(chan error, 1)
-	s.pollNow = make(chan struct{}, 1)
-	s.wg.Add(3)
-	go func() { defer s.wg.Done(); s.listen(listening) }()
-	go func() { defer s.wg.Done(); s.sweep() }()
-	go func() { defer s.wg.Done(); s.poll() }()
-	select {
-	case err := <-listening:
-		if err != nil {
-			s.cancel()
-			return err
-		}
-	case <-ctx.Done():
-		s.cancel()
-		return ctx.Err()
-	}
-	return nil
-}
-
-// OwnAll makes this process own every account, now and as they change.
-func (s *Supervisor) OwnAll(ctx context.Context) error {
-	s.mu.Lock()
-	s.ownAll = true
-	s.mu.Unlock()
-	return s.refreshAll(ctx)
-}
-
-func (s *Supervisor) refreshAll(ctx context.Context) error {
-	accts, err := s.db.ListAccounts(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ids := make([]string, len(accts))
-	for i, a := range accts {
-		ids[i] = a.UUID
-	}
-	s.SetAccounts(ids)
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.started = true
+	s.pollNow = make(chan struct{}, 1)
+	s.kick = make(chan struct{}, 1)
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); s.follow() }()
+	go func() { defer s.wg.Done(); s.keep() }()
+	go func() { defer s.wg.Done(); s.poll() }()
 	return nil
 }
 
-// SetAccounts makes the owned accounts exactly ids: it starts the missing
-// workers and stops the others.
+// SetAccounts makes the accounts this process should own exactly ids. It
+// does not wait: the supervisor takes the leases it can get (those free,
+// now or as soon as their holder releases them) and starts their workers;
+// it stops the workers of the others and releases their leases once their
+// running actions are written.
 func (s *Supervisor) SetAccounts(ids []string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx == nil || s.ctx.Err() != nil {
-		return
-	}
-	want := map[string]bool{}
+	s.want = make(map[string]bool, len(ids))
 	for _, id := range ids {
-		want[id] = true
+		s.want[id] = true
 	}
-	for id, w := range s.workers {
-		if !want[id] {
-			w.stop()
-			delete(s.workers, id)
-		}
-	}
-	started := false
-	for id := range want {
-		if _, ok := s.workers[id]; !ok {
-			s.workers[id] = s.startWorker(id)
-			started = true
-		}
-	}
-	if started {
-		s.requestPoll()
-	}
+	s.mu.Unlock()
+	s.signal(s.kick)
 }
 
-// requestPoll asks the poll loop to look for due work now.
-func (s *Supervisor) requestPoll() {
-	select {
-	case s.pollNow <- struct{}{}:
-	default:
-	}
-}
-
-// poll is the fallback for lost notifications and the wake-up of due
-// retries: one query finds the accounts with work due, and only their
-// workers wake. Idle workers never touch the database.
-func (s *Supervisor) poll() {
-	t := time.NewTicker(s.opts.Poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		case <-s.pollNow:
-		}
-		due, err := s.db.DueAccounts(s.ctx)
-		if err != nil {
-			if s.ctx.Err() == nil {
-				s.logger.Error("find accounts with due actions", slog.Any("error", err))
-			}
-			continue
-		}
-		for _, id := range due {
-			s.Wake(id)
-		}
-	}
-}
-
-// Accounts returns the accounts that have a running worker.
+// Accounts returns the accounts that have a running worker (their lease
+// is held).
 func (s *Supervisor) Accounts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.workers))
 	for id := range s.workers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Owned returns the accounts whose lease this process holds now.
+func (s *Supervisor) Owned() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.leases))
+	for id := range s.leases {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -221,8 +168,18 @@ func (s *Supervisor) Wake(accountID string) {
 	}
 }
 
-// Stop stops every worker, waits for them, and returns the claims they
-// still hold to the queue.
+func (s *Supervisor) signal(c chan struct{}) {
+	if c == nil {
+		return
+	}
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Stop stops every worker, waits for them (their outcomes are written),
+// returns the claims they still hold to the queue and releases the leases.
 func (s *Supervisor) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.started {
@@ -253,140 +210,277 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	if n > 0 {
 		s.logger.Info("released claims", slog.Int64("actions", n))
 	}
+	s.mu.Lock()
+	leases := make([]persistence.Lease, 0, len(s.leases))
+	for _, l := range s.leases {
+		leases = append(leases, l)
+	}
+	clear(s.leases)
+	clear(s.stopping)
+	s.mu.Unlock()
+	if err := s.db.ReleaseLeases(ctx, leases); err != nil {
+		return fmt.Errorf("wimthread: release account leases: %w", err)
+	}
+	if len(leases) > 0 {
+		s.logger.Info("released account leases", slog.Int("accounts", len(leases)))
+	}
 	return nil
 }
 
-// listen follows the account notifications, reconnecting on failure.
-func (s *Supervisor) listen(ready chan<- error) {
-	first := true
-	for s.ctx.Err() == nil {
-		err := s.listenOnce(func() {
-			if first {
-				ready <- nil
-				first = false
-			}
-		})
-		if s.ctx.Err() != nil {
-			break
-		}
-		if first {
-			ready <- fmt.Errorf("wimthread: listen: %w", err)
-			return
-		}
-		s.logger.Warn("notification listener failed; reconnecting", slog.Any("error", err))
+// poll is the fallback for lost notifications and the wake-up of due
+// retries: one query finds the accounts with work due, and only their
+// workers wake. Idle workers never touch the database.
+func (s *Supervisor) poll() {
+	t := time.NewTicker(s.opts.Poll)
+	defer t.Stop()
+	for {
 		select {
 		case <-s.ctx.Done():
-		case <-time.After(time.Second):
+			return
+		case <-t.C:
+		case <-s.pollNow:
 		}
-	}
-	if first {
-		ready <- s.ctx.Err()
+		due, err := s.db.DueAccounts(s.ctx)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Error("find accounts with due actions", slog.Any("error", err))
+			}
+			continue
+		}
+		for _, id := range due {
+			s.Wake(id)
+		}
 	}
 }
 
-func (s *Supervisor) listenOnce(onReady func()) error {
-	conn, err := s.db.Pool().Acquire(s.ctx)
-	if err != nil {
-		return err
+// follow turns account notifications into wake-ups: a worker's account,
+// WIM, mappings or actions changed (reload it and wake it), a lease this
+// process waits for was released (take it), or notifications were lost
+// (reload every worker and look for due work).
+func (s *Supervisor) follow() {
+	sub := s.opts.Notifications
+	if sub == nil {
+		<-s.ctx.Done()
+		return
 	}
-	// The connection will be in LISTEN state: take it out of the pool for
-	// good, and close it when done.
-	pc := conn.Hijack()
-	defer pc.Close(context.Background())
-	if _, err := pc.Exec(s.ctx, "LISTEN "+persistence.ChannelAccounts); err != nil {
-		return err
-	}
-	onReady()
-	// Anything missed while (re)connecting is caught by one pass now.
-	s.reloadAll()
 	for {
-		n, err := pc.WaitForNotification(s.ctx)
-		if err != nil {
-			return err
+		select {
+		case <-s.ctx.Done():
+			return
+		case n := <-sub.C:
+			s.onNotify(n.Payload)
+		case <-sub.Resync:
+			s.reloadAll()
+			s.signal(s.kick)
 		}
-		s.onNotify(n.Payload)
 	}
 }
 
 func (s *Supervisor) onNotify(payload string) {
+	if payload == persistence.NotifyAll {
+		s.reloadAll()
+		return
+	}
 	s.mu.Lock()
-	ownAll := s.ownAll
 	w := s.workers[payload]
+	waiting := s.want[payload] && w == nil
 	s.mu.Unlock()
 	switch {
-	case payload == persistence.NotifyAll:
-		s.reloadAll()
 	case w != nil:
-		// The account, its WIM or mappings may have changed, or it may be
-		// gone: reload, which also wakes it.
 		w.poke(true)
-		if ownAll {
-			if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.logger.Error("list accounts", slog.Any("error", err))
-			}
-		}
-	case ownAll:
-		// An account this process does not run yet: a new one.
-		if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
-			s.logger.Error("list accounts", slog.Any("error", err))
-		}
+	case waiting:
+		s.signal(s.kick)
 	}
 }
 
-// reloadAll re-reads the account list (when owning all) and marks every
-// worker to rebuild its connector before its next action, without waking
-// them all at once: the poll wakes those with due work.
+// reloadAll marks every worker to rebuild its connector before its next
+// action, without waking them all at once: the poll wakes those with due
+// work.
 func (s *Supervisor) reloadAll() {
-	s.mu.Lock()
-	ownAll := s.ownAll
-	s.mu.Unlock()
-	if ownAll {
-		if err := s.refreshAll(s.ctx); err != nil && s.ctx.Err() == nil {
-			s.logger.Error("list accounts", slog.Any("error", err))
-		}
-	}
 	s.mu.Lock()
 	for _, w := range s.workers {
 		w.markReload()
 	}
 	s.mu.Unlock()
-	s.requestPoll()
+	s.signal(s.pollNow)
 }
 
-// sweep renews the leases of the claims the workers run (and only those),
-// releases the claims given up after a failed outcome write, and returns
-// expired claims (of dead processes, or given up while the database was
-// away) to the queue.
-func (s *Supervisor) sweep() {
+// keep holds the leases and the claims: every SweepEvery (or when kicked)
+// it renews the leases held and the claims the workers run, releases the
+// claims given up after a failed outcome write, takes the leases of the
+// accounts it should own, and starts and stops workers to match.
+func (s *Supervisor) keep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
 	for {
-		if keys := s.claims.Running(); len(keys) > 0 {
-			if _, err := s.db.ExtendClaims(s.ctx, keys, s.opts.Lease); err != nil && s.ctx.Err() == nil {
-				s.logger.Error("renew claim leases", slog.Int("actions", len(keys)), slog.Any("error", err))
-			}
-		}
-		if keys := s.claims.Releasing(); len(keys) > 0 {
-			if n, err := s.db.ReleaseClaimsOf(s.ctx, keys); err != nil {
-				if s.ctx.Err() == nil {
-					s.logger.Warn("release claims whose outcome could not be written", slog.Int("actions", len(keys)), slog.Any("error", err))
-				}
-			} else {
-				s.claims.released(keys)
-				s.logger.Info("released claims whose outcome could not be written; the actions will run again", slog.Int64("actions", n))
-				s.requestPoll()
-			}
-		}
-		if n, err := s.db.SweepExpiredClaims(s.ctx); err != nil && s.ctx.Err() == nil {
-			s.logger.Error("sweep expired claims", slog.Any("error", err))
-		} else if n > 0 {
-			s.logger.Info("returned expired claims to the queue", slog.Int64("actions", n))
-			s.requestPoll()
-		}
+		s.renew()
+		s.releaseGivenUp()
+		s.apply()
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+		case <-s.kick:
 		}
+	}
+}
+
+// renew extends the leases held and the claims in the record. A lease
+// that could not be renewed (it expired and may be another process's now)
+// stops its worker at once: PostgreSQL, not this process's memory, says
+// who may drive the account.
+func (s *Supervisor) renew() {
+	s.mu.Lock()
+	held := make([]persistence.Lease, 0, len(s.leases))
+	for _, l := range s.leases {
+		held = append(held, l)
+	}
+	s.mu.Unlock()
+	if len(held) > 0 {
+		kept, err := s.db.RenewLeases(s.ctx, held, s.opts.Lease)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Error("renew account leases", slog.Int("accounts", len(held)), slog.Any("error", err))
+			}
+		} else {
+			s.dropLost(held, kept)
+		}
+	}
+	if keys := s.claims.Running(); len(keys) > 0 {
+		if _, err := s.db.ExtendClaims(s.ctx, keys, s.opts.Lease); err != nil && s.ctx.Err() == nil {
+			s.logger.Error("renew claim leases", slog.Int("actions", len(keys)), slog.Any("error", err))
+		}
+	}
+}
+
+// dropLost stops the workers of the leases that were not renewed.
+func (s *Supervisor) dropLost(held, kept []persistence.Lease) {
+	ok := make(map[string]bool, len(kept))
+	for _, l := range kept {
+		ok[l.AccountID] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range held {
+		if ok[l.AccountID] || s.leases[l.AccountID] != l {
+			continue
+		}
+		delete(s.leases, l.AccountID)
+		if w := s.workers[l.AccountID]; w != nil {
+			w.stop()
+			delete(s.workers, l.AccountID)
+			s.stopping[l.AccountID] = w
+		}
+		s.logger.Warn("account lease lost; its worker is stopped", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
+	}
+}
+
+// releaseGivenUp releases the claims whose outcome could not be written.
+func (s *Supervisor) releaseGivenUp() {
+	keys := s.claims.Releasing()
+	if len(keys) == 0 {
+		return
+	}
+	n, err := s.db.ReleaseClaimsOf(s.ctx, keys)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.logger.Warn("release claims whose outcome could not be written", slog.Int("actions", len(keys)), slog.Any("error", err))
+		}
+		return
+	}
+	s.claims.released(keys)
+	s.logger.Info("released claims whose outcome could not be written; the actions will run again", slog.Int64("actions", n))
+	s.signal(s.pollNow)
+}
+
+// apply makes the workers match the accounts wanted: it stops the workers
+// of accounts no longer wanted (their lease is released once they are
+// done), takes the leases it can of the wanted ones, and starts their
+// workers.
+func (s *Supervisor) apply() {
+	s.mu.Lock()
+	for id, w := range s.workers {
+		if !s.want[id] {
+			w.stop()
+			delete(s.workers, id)
+			s.stopping[id] = w
+		}
+	}
+	var release []persistence.Lease
+	for id, w := range s.stopping {
+		select {
+		case <-w.done:
+			delete(s.stopping, id)
+			if l, ok := s.leases[id]; ok && !s.want[id] {
+				release = append(release, l)
+				delete(s.leases, id)
+			}
+		default:
+		}
+	}
+	for id, l := range s.leases {
+		_, running := s.workers[id]
+		_, busy := s.stopping[id]
+		if !s.want[id] && !running && !busy {
+			release = append(release, l)
+			delete(s.leases, id)
+		}
+	}
+	var missing []string
+	for id := range s.want {
+		if _, ok := s.leases[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	s.mu.Unlock()
+
+	if len(release) > 0 {
+		if err := s.db.ReleaseLeases(s.ctx, release); err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Warn("release account leases", slog.Int("accounts", len(release)), slog.Any("error", err))
+			}
+		} else {
+			s.logger.Info("released account leases", slog.Int("accounts", len(release)))
+		}
+	}
+	if len(missing) > 0 {
+		got, err := s.db.AcquireLeases(s.ctx, s.opts.Owner, missing, s.opts.Lease)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Error("take account leases", slog.Int("accounts", len(missing)), slog.Any("error", err))
+			}
+		} else {
+			s.mu.Lock()
+			for _, l := range got {
+				s.leases[l.AccountID] = l
+			}
+			s.mu.Unlock()
+			if n := len(missing) - len(got); n > 0 {
+				s.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))
+			}
+		}
+	}
+
+	s.mu.Lock()
+	started := false
+	for id, l := range s.leases {
+		if !s.want[id] {
+			continue
+		}
+		if _, running := s.workers[id]; running {
+			continue
+		}
+		if _, busy := s.stopping[id]; busy {
+			continue // the previous worker is still writing
+		}
+		if s.ctx.Err() != nil {
+			break
+		}
+		s.workers[id] = s.startWorker(id, l)
+		started = true
+	}
+	s.mu.Unlock()
+	if started {
+		s.signal(s.pollNow)
 	}
 }

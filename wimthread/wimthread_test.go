@@ -18,6 +18,7 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -95,28 +96,53 @@ func (b *bundle) start(t testing.TB, r *connectors.Registry, opts wimthread.Opti
 // startWith is start with a logger.
 func (b *bundle) startWith(t testing.TB, r *connectors.Registry, logger *slog.Logger, opts wimthread.Options) *wimthread.Supervisor {
 	t.Helper()
+	s := b.own(t, r, logger, opts)
+	stopCheck := watchClaims(t, s)
+	t.Cleanup(stopCheck) // runs before own's cleanup stops the supervisor
+	return s
+}
+
+// own starts a supervisor wired as wimd wires it without a cluster: one
+// listener, the supervisor following account notifications, and the
+// "none" coordinator giving it every account and running the expired-claim
+// rescue every SweepEvery. It is stopped when the test ends.
+func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, opts wimthread.Options) *wimthread.Supervisor {
+	t.Helper()
 	if opts.Policy == (actions.Policy{}) {
 		opts.Policy = fast
 	}
 	if opts.Poll == 0 {
 		opts.Poll = 100 * time.Millisecond
 	}
+	stop := func(what string, f func(context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			t.Errorf("stop %s: %v", what, err)
+		}
+	}
+	l := persistence.NewListener(b.db, logger)
+	opts.Notifications = l.Subscribe(persistence.ChannelAccounts)
+	list := l.Subscribe(persistence.ChannelAccountList)
+	if err := l.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop("listener", l.Stop) })
 	s := wimthread.New(b.db, b.box, r, logger, opts)
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.OwnAll(b.ctx); err != nil {
+	t.Cleanup(func() { stop("supervisor", s.Stop) })
+	rescueEvery := opts.SweepEvery
+	if rescueEvery <= 0 || rescueEvery > time.Second {
+		rescueEvery = 100 * time.Millisecond
+	}
+	c := coordinator.NewNone(coordinator.NoneConfig{DB: b.db, AccountList: list, Runner: s, Logger: logger,
+		Chores: []coordinator.Chore{wimthread.NewRescuer(b.db, logger, rescueEvery)}})
+	if err := c.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
-	stopCheck := watchClaims(t, s)
-	t.Cleanup(func() {
-		stopCheck()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := s.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	t.Cleanup(func() { stop("coordinator", c.Stop) })
 	return s
 }
 
@@ -492,13 +518,9 @@ func TestKillAndRestart(t *testing.T) {
 		c, err := fake.Factory(cfg)
 		return &hangAfterCreate{Connector: c, release: release, hung: &hung}, err
 	})
-	a := wimthread.New(b.db, b.box, ra, nil, wimthread.Options{Owner: "process-A", Parallel: 3, Lease: 500 * time.Millisecond, SweepEvery: time.Hour, Policy: fast, Poll: 50 * time.Millisecond})
-	if err := a.Start(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.OwnAll(b.ctx); err != nil {
-		t.Fatal(err)
-	}
+	// A renews nothing (SweepEvery: an hour): its account lease and claims
+	// expire as a dead process's would.
+	a := b.own(t, ra, nil, wimthread.Options{Owner: "process-A", Parallel: 3, Lease: 500 * time.Millisecond, SweepEvery: time.Hour, Poll: 50 * time.Millisecond})
 	v := b.instance(t, "ns", 5, wimro.NetActive)
 	hung.Wait() // three creates reached the controller, none was recorded
 	if got := b.ctrl.Count(); got != 3 {
@@ -553,10 +575,9 @@ func TestSupervisorFollowsAccounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)
 	s := b.start(t, registry(), wimthread.Options{})
-	if got := s.Accounts(); len(got) != 1 {
-		t.Fatalf("accounts = %v", got)
-	}
-	// A new account appears through NOTIFY; a removed one goes.
+	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
+	// A new account appears through NOTIFY (the account list channel); a
+	// removed one goes.
 	if _, err := b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -564,13 +585,21 @@ func TestSupervisorFollowsAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "two workers", func() (bool, string) { return len(s.Accounts()) == 2, fmt.Sprint(s.Accounts()) })
+	if got := s.Owned(); len(got) != 2 {
+		t.Fatalf("leases held = %v, want both accounts", got)
+	}
 	if _, err := b.eng.DeleteAccounts(b.ctx, "t1", "wan1"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
-	// SetAccounts from outside (the coordinator) wins.
+	// SetAccounts from outside (the coordinator) stops the worker and
+	// releases the lease once the worker is done.
 	s.SetAccounts(nil)
-	if got := s.Accounts(); len(got) != 0 {
-		t.Fatalf("accounts after SetAccounts(nil) = %v", got)
+	waitFor(t, "no worker and no lease", func() (bool, string) {
+		return len(s.Accounts()) == 0 && len(s.Owned()) == 0, fmt.Sprint(s.Accounts(), s.Owned())
+	})
+	holders, err := b.db.LeaseHolders(b.ctx)
+	if err != nil || len(holders) != 0 {
+		t.Fatalf("leases still held in the database: %v, %v", holders, err)
 	}
 }

@@ -14,22 +14,24 @@ import (
 	"github.com/wimro/wimro/persistence"
 )
 
-// worker runs the actions of one account.
+// worker runs the actions of one account, under the account's lease.
 type worker struct {
 	s        *Supervisor
 	id       string
+	lease    persistence.Lease
 	log      *slog.Logger
 	cancel   context.CancelFunc
+	done     chan struct{} // closed once stopped and every outcome is written
 	wake     chan struct{} // look for work now
 	reload   chan struct{} // rebuild the connector first
 	results  chan string   // a link finished and its outcome is written
 	outcomes chan persistence.Finished
 }
 
-func (s *Supervisor) startWorker(id string) *worker {
+func (s *Supervisor) startWorker(id string, lease persistence.Lease) *worker {
 	ctx, cancel := context.WithCancel(s.ctx)
 	w := &worker{
-		s: s, id: id, cancel: cancel,
+		s: s, id: id, lease: lease, cancel: cancel, done: make(chan struct{}),
 		log:      s.logger.With(slog.String("account_id", id)),
 		wake:     make(chan struct{}, 1),
 		reload:   make(chan struct{}, 1),
@@ -39,6 +41,7 @@ func (s *Supervisor) startWorker(id string) *worker {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer close(w.done)
 		w.run(ctx)
 	}()
 	return w
@@ -196,7 +199,7 @@ func (w *worker) run(ctx context.Context) {
 			var claimed []wimro.Action
 			err := w.s.claims.claim(func() ([]persistence.ClaimKey, error) {
 				var err error
-				claimed, err = w.s.db.ClaimActions(ctx, w.id, w.s.claims.name(opts.Owner), opts.Lease, opts.Parallel-len(inflight), busy)
+				claimed, err = w.s.db.ClaimActions(ctx, w.lease, w.s.claims.name(opts.Owner), opts.Lease, opts.Parallel-len(inflight), busy)
 				keys := make([]persistence.ClaimKey, len(claimed))
 				for i, a := range claimed {
 					keys[i] = persistence.KeyOf(a)
@@ -268,7 +271,7 @@ func (w *worker) sleep(ctx context.Context, d time.Duration, inflight map[string
 // runner turns a panic into a FAILED outcome, so a broken connector fails
 // its action and the worker goes on.
 func (w *worker) runAction(ctx context.Context, t actions.Target, a wimro.Action) {
-	w.outcomes <- persistence.Finished{Action: a, Outcome: w.s.runner.Run(ctx, t, a)}
+	w.outcomes <- persistence.Finished{Action: a, Outcome: w.s.runner.Run(ctx, t, a), Lease: w.lease}
 }
 
 // write writes outcomes as they come, batching those that are ready
@@ -321,7 +324,7 @@ func (w *worker) flush(batch []persistence.Finished) {
 		}
 		a := batch[0].Action
 		w.actionLog(a).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
-		if w.commit([]persistence.Finished{{Action: a, Outcome: w.s.runner.Unrecorded(a, err)}}) == nil {
+		if w.commit([]persistence.Finished{{Action: a, Outcome: w.s.runner.Unrecorded(a, err), Lease: w.lease}}) == nil {
 			return
 		}
 	}
@@ -348,14 +351,26 @@ func (w *worker) commit(batch []persistence.Finished) error {
 		})
 		cancel()
 		if err == nil {
+			var lost []persistence.ClaimKey
 			for i, f := range batch {
 				a := f.Action
 				w.s.claims.done(persistence.KeyOf(a))
 				if errors.Is(errs[i], persistence.ErrClaimLost) {
-					w.actionLog(a).Warn("claim lost before the outcome was written; the action will run again")
+					lost = append(lost, persistence.KeyOf(a))
+					w.actionLog(a).Warn("claim or account lease lost before the outcome was written; the action will run again")
 				} else {
 					w.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", f.Outcome.Status))
 				}
+			}
+			// A claim still held under its name but refused because the
+			// account's lease was lost goes back to the queue now, for the
+			// account's new owner; one lost to another claim is untouched.
+			if len(lost) > 0 {
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if _, err := w.s.db.ReleaseClaimsOf(rctx, lost); err != nil {
+					w.log.Warn("release claims after a lost lease", slog.Any("error", err))
+				}
+				cancel()
 			}
 			return nil
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
 	"github.com/wimro/wimro/connectors/onos"
 	"github.com/wimro/wimro/connectors/tapi"
+	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/internal/pglocal"
@@ -347,7 +348,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
-		"claim lease, renewed while this process lives: how soon another process takes over the actions of a dead one (env WIMRO_CLAIM_LEASE)")
+		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
 		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
 	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
@@ -411,21 +412,32 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	registry := newRegistry()
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
+	// One LISTEN connection for the process: the workers follow account
+	// changes, the coordinator the account list.
+	listener := persistence.NewListener(db, logger)
+	accountNotes := listener.Subscribe(persistence.ChannelAccounts)
+	accountList := listener.Subscribe(persistence.ChannelAccountList)
+	if err := listener.Start(ctx); err != nil {
+		return fmt.Errorf("start notification listener: %w", err)
+	}
+	defer stopPart(logger, "notification listener", listener.Stop)
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
-		Policy: actions.Policy{Refresh: c.refresh}})
+		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
 	defer stopPart(logger, "workers", sup.Stop)
-	// Without a coordinator this process owns every account.
-	if err := sup.OwnAll(ctx); err != nil {
-		return fmt.Errorf("start workers: %w", err)
+	chores := []coordinator.Chore{
+		wimthread.NewRescuer(db, logger, c.claimLease/3),
+		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
 	}
-	purge := wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention})
-	if err := purge.Start(ctx); err != nil {
-		return fmt.Errorf("start action retention: %w", err)
+	// Without a cluster this process owns every account and runs every chore.
+	coord := coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
+		InstanceID: sup.Owner(), Address: c.listen, Version: version, Logger: logger})
+	if err := coord.Start(ctx); err != nil {
+		return fmt.Errorf("start coordinator: %w", err)
 	}
-	defer stopPart(logger, "action retention", purge.Stop)
+	defer stopPart(logger, "coordinator", coord.Stop)
 	api := httpapi.New(eng, httpapi.Options{
 		Logger:       logger,
 		Token:        c.apiToken,

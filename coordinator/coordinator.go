@@ -1,0 +1,96 @@
+// Package coordinator decides which WIM accounts this process runs, and
+// which process runs the cluster-wide chores. It knows nothing of workers:
+// it tells a Runner the accounts it should own (SetAccounts) and starts or
+// stops Chores (the expired-claim rescue, the retention purge) as this
+// process gains or loses the right to run them, the way a leader's
+// components are switched on without knowing about leadership.
+//
+// Two modes: None (this process owns every account and runs every chore)
+// and Consul (processes split the accounts through Consul; see doc.go).
+// Whatever the coordinator says, PostgreSQL has the last word: the Runner
+// drives an account only while it holds that account's lease row.
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Runner runs the accounts it is given: wimthread's Supervisor.
+type Runner interface {
+	SetAccounts(ids []string)
+}
+
+// Chore is a cluster-wide duty that one process runs at a time.
+type Chore interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Member is one wimd process of the cluster.
+type Member struct {
+	ID        string    `json:"id"`
+	Address   string    `json:"address"`
+	StartedAt time.Time `json:"started_at"`
+	Version   string    `json:"version,omitempty"`
+}
+
+// Status is what the coordinator knows of the cluster (GET /cluster).
+type Status struct {
+	Coordinator string              `json:"coordinator"`
+	InstanceID  string              `json:"instance_id"`
+	Leader      string              `json:"leader"`
+	Members     []Member            `json:"members"`
+	Assignments map[string][]string `json:"assignments"`
+}
+
+// Coordinator is a running ownership policy.
+type Coordinator interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	// Ready reports whether the first assignment has been applied.
+	Ready() bool
+	Status(ctx context.Context) (Status, error)
+}
+
+// chores starts and stops a set of chores together.
+type chores struct {
+	list    []Chore
+	logger  *slog.Logger
+	running bool
+}
+
+func (c *chores) start(ctx context.Context) error {
+	if c.running {
+		return nil
+	}
+	for i, ch := range c.list {
+		if err := ch.Start(ctx); err != nil {
+			for _, started := range c.list[:i] {
+				if serr := started.Stop(ctx); serr != nil {
+					c.logger.Error("stop chore", slog.Any("error", serr))
+				}
+			}
+			return fmt.Errorf("coordinator: start chore: %w", err)
+		}
+	}
+	c.running = true
+	return nil
+}
+
+func (c *chores) stop(ctx context.Context) error {
+	if !c.running {
+		return nil
+	}
+	c.running = false
+	var errs []error
+	for i := len(c.list) - 1; i >= 0; i-- {
+		if err := c.list[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

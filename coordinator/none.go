@@ -1,0 +1,162 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wimro/wimro/persistence"
+)
+
+// NoneConfig configures None.
+type NoneConfig struct {
+	DB *persistence.DB
+	// AccountList follows persistence.ChannelAccountList.
+	AccountList *persistence.Subscription
+	Runner      Runner
+	Chores      []Chore
+	InstanceID  string
+	Address     string
+	Version     string
+	Logger      *slog.Logger
+	// Retry is the delay before listing the accounts again after a failure
+	// (default 1 s).
+	Retry time.Duration
+}
+
+// None is the single-process policy: this process owns every account, now
+// and as accounts come and go, and runs every chore.
+type None struct {
+	cfg     NoneConfig
+	started time.Time
+
+	mu       sync.Mutex
+	accounts []string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	chores   chores
+	ready    atomic.Bool
+}
+
+// NewNone returns a stopped None.
+func NewNone(cfg NoneConfig) *None {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	return &None{cfg: cfg, chores: chores{list: cfg.Chores, logger: cfg.Logger}}
+}
+
+// Start gives the runner every account and starts the chores; it then
+// follows the account list until Stop.
+func (n *None) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cancel != nil {
+		return errors.New("coordinator: already started")
+	}
+	n.started = time.Now()
+	if err := n.refresh(ctx); err != nil {
+		return err
+	}
+	if err := n.chores.start(ctx); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel, n.done = cancel, make(chan struct{})
+	go func() {
+		defer close(n.done)
+		n.follow(runCtx)
+	}()
+	return nil
+}
+
+// refresh lists the accounts and hands them to the runner.
+func (n *None) refresh(ctx context.Context) error {
+	accts, err := n.cfg.DB.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(accts))
+	for i, a := range accts {
+		ids[i] = a.UUID
+	}
+	sort.Strings(ids)
+	n.cfg.Runner.SetAccounts(ids)
+	n.accounts = ids
+	n.ready.Store(true)
+	return nil
+}
+
+// follow lists the accounts again whenever the list may have changed (a
+// notification, or a resync after the listener reconnected).
+func (n *None) follow(ctx context.Context) {
+	sub := n.cfg.AccountList
+	var notify <-chan persistence.Notification
+	var resync <-chan struct{}
+	if sub != nil {
+		notify, resync = sub.C, sub.Resync
+	}
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-notify:
+		case <-resync:
+		case <-retry:
+		}
+		retry = nil
+		n.mu.Lock()
+		err := n.refresh(ctx)
+		n.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			n.cfg.Logger.Error("list accounts", slog.Any("error", err))
+			retry = time.After(n.cfg.Retry)
+		}
+	}
+}
+
+// Stop stops following the account list and the chores. The runner keeps
+// its accounts: the caller stops it.
+func (n *None) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	cancel, done := n.cancel, n.done
+	n.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.chores.stop(ctx)
+}
+
+// Ready reports whether the accounts were handed to the runner once.
+func (n *None) Ready() bool { return n.ready.Load() }
+
+// Status shows this process as the leader and only member, assigned every
+// account.
+func (n *None) Status(context.Context) (Status, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id := n.cfg.InstanceID
+	return Status{
+		Coordinator: "none",
+		InstanceID:  id,
+		Leader:      id,
+		Members:     []Member{{ID: id, Address: n.cfg.Address, StartedAt: n.started, Version: n.cfg.Version}},
+		Assignments: map[string][]string{id: append([]string{}, n.accounts...)},
+	}, nil
+}
