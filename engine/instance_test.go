@@ -65,11 +65,7 @@ func nets(vlds []string, dcs ...string) []engine.NetworkInput {
 
 func (sc *scenario) count(t *testing.T, table string) int {
 	t.Helper()
-	var n int
-	if err := sc.db.Pool().QueryRow(sc.ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return sc.countWhere(t, table, "true")
 }
 
 func TestCreateInstanceDerivesWANLinks(t *testing.T) {
