@@ -295,6 +295,19 @@ func (s *Store) CountUnfinishedActions(ctx context.Context, accountIDs []string)
 	return u.Total, err
 }
 
+// MakeLinksDue makes the waiting CREATE of each of the WAN links due now:
+// a CREATE that waits for its local networks is SCHEDULED with run_after
+// in the future, and a NOTIFY alone would not run it before then. A
+// claimed action is left to its worker. It returns how many were moved.
+func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, error) {
+	if len(linkIDs) == 0 {
+		return 0, nil
+	}
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now()
+		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
+		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
+}
+
 // detachFinishedActions clears the account of the finished actions of the
 // accounts that accounts (SQL over $1 = arg) selects, so that deleting the
 // accounts keeps their history. Unfinished actions keep their account:
