@@ -289,10 +289,11 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 }
 
 // DeleteAccounts detaches the tenant (or with "any" every tenant) from the
-// WIM. An account left serving no tenant is deleted with its actions; an
-// account still serving another tenant is kept (openmano deleted it under
-// the other tenant's feet). WAN links that use a deleted account make the
-// whole request a conflict.
+// WIM. An account left serving no tenant is deleted (its finished actions
+// stay as history); an account still serving another tenant is kept
+// (openmano deleted it under the other tenant's feet). WAN links or
+// unfinished actions of a deleted account make the whole request a
+// conflict.
 func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (string, error) {
 	var lines []string
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
@@ -314,11 +315,7 @@ func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			a := touched[id]
-			name := a.UUID
-			if a.Name != nil {
-				name = *a.Name
-			}
+			name := accountName(touched[id])
 			left, err := s.ListAssociationsOfAccount(ctx, id)
 			if err != nil {
 				return err
@@ -331,11 +328,7 @@ func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (
 				return err
 			}
 			if err := s.DeleteAccount(ctx, id); err != nil {
-				if wimro.ErrorCode(err) == wimro.ECONFLICT {
-					return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: fmt.Sprintf(
-						"WIM account `%s` is still used by WAN links: delete the NS instances that use it first. %s", name, wimro.ErrorMessage(err))}
-				}
-				return err
+				return accountDeleteConflict(err, fmt.Sprintf("WIM account `%s`", name))
 			}
 			lines = append(lines, fmt.Sprintf("WIM account `%s` deleted.", name))
 		}
@@ -344,17 +337,70 @@ func (e *Engine) DeleteAccounts(ctx context.Context, tenantRef, wimRef string) (
 	return strings.Join(lines, "\n"), err
 }
 
+// accountName is how messages name an account: its name, else its uuid.
+func accountName(a wimro.WIMAccount) string {
+	if a.Name != nil {
+		return *a.Name
+	}
+	return a.UUID
+}
+
+// maxListed caps the unfinished actions that a refused delete names.
+const maxListed = 10
+
 // checkIdle refuses to delete accounts that still have unfinished actions:
-// deleting the account deletes its actions, and a pending DELETE would then
-// never remove its service from the controller.
+// a pending DELETE would then never remove its service from the
+// controller. It gives a clear answer in the common case; under
+// concurrency the RESTRICT foreign key of the actions is what keeps them
+// (see accountDeleteConflict).
 func checkIdle(ctx context.Context, s *persistence.Store, accountIDs ...string) error {
-	n, err := s.CountUnfinishedActions(ctx, accountIDs)
+	u, err := s.UnfinishedActionsOfAccounts(ctx, accountIDs, maxListed)
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		return wimro.Errorf(wimro.ECONFLICT, "WIM account(s) %s still have %d unfinished action(s); wait until they are done (a pending DELETE would otherwise leave its service on the controller)",
-			strings.Join(accountIDs, ", "), n)
+	return unfinishedConflict(u, "WIM account(s) "+strings.Join(accountIDs, ", ")+" still have")
+}
+
+// unfinishedConflict refuses a delete that would discard the unfinished
+// actions u; it returns nil when there are none. The message starts with
+// what (the subject and its verb), names the listed actions, e.g.
+// "instance action <uuid> task 0: DELETE of WAN link <uuid> (SCHEDULED)",
+// and says how many more there are.
+func unfinishedConflict(u persistence.Unfinished, what string) error {
+	if u.Total == 0 {
+		return nil
 	}
-	return nil
+	parts := make([]string, 0, len(u.Actions)+1)
+	for _, a := range u.Actions {
+		parts = append(parts, fmt.Sprintf("instance action %s task %d: %s of WAN link %s (%s)", a.InstanceActionID, a.TaskIndex, a.Action, a.ItemID, a.Status))
+	}
+	if more := u.Total - len(u.Actions); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	return wimro.Errorf(wimro.ECONFLICT, "%s %d unfinished action(s); wait until they are done (a pending DELETE would otherwise leave its service on the controller): %s",
+		what, u.Total, strings.Join(parts, "; "))
+}
+
+// accountDeleteConflict explains why PostgreSQL refused to delete an
+// account, itself or through its WIM (what names it): its WAN links still
+// use it, or it still has unfinished actions. Other errors pass through.
+func accountDeleteConflict(err error, what string) error {
+	if wimro.ErrorCode(err) != wimro.ECONFLICT {
+		return err
+	}
+	if persistence.Constraint(err) == persistence.ConstraintActionAccount {
+		return scheduledMeanwhile(err, what)
+	}
+	return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: what + " is still used by WAN links: delete the NS instances that use it first. " + wimro.ErrorMessage(err)}
+}
+
+// scheduledMeanwhile explains a delete that the RESTRICT foreign key of
+// the actions refused after the engine found no unfinished action: a
+// transaction that committed meanwhile (an instance delete) scheduled new
+// ones, which the engine's check could not see. The foreign key is what
+// keeps them; the client only has to wait and try again.
+func scheduledMeanwhile(err error, what string) error {
+	return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: what +
+		" still has unfinished actions (scheduled while it was being deleted, e.g. by an instance delete): wait until they are done and try again. " +
+		wimro.ErrorMessage(err)}
 }

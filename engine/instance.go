@@ -645,7 +645,9 @@ type NetworkUpdate struct {
 }
 
 // UpdateNetwork records a network's new status or encapsulation and wakes
-// the workers of the WAN links of its VLD (a CREATE waits for ACTIVE).
+// the workers of the WAN links of its VLD. A CREATE waits for its networks
+// to be ACTIVE with run_after in the future, so a status change also makes
+// the waiting CREATEs of the VLD's links due at once.
 func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
 	var out wimro.InstanceNet
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
@@ -661,6 +663,7 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		if err != nil {
 			return err
 		}
+		oldStatus := n.Status
 		if u.Status != nil {
 			st := strings.ToUpper(*u.Status)
 			if !linkStatuses[st] {
@@ -725,8 +728,14 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 			return err
 		}
 		accounts := make([]string, len(links))
+		ids := make([]string, len(links))
 		for i, l := range links {
-			accounts[i] = l.WIMAccountID
+			accounts[i], ids[i] = l.WIMAccountID, l.UUID
+		}
+		if n.Status != oldStatus {
+			if _, err := s.MakeLinksDue(ctx, ids); err != nil {
+				return err
+			}
 		}
 		return s.NotifyAccounts(ctx, accounts...)
 	})

@@ -65,11 +65,7 @@ func nets(vlds []string, dcs ...string) []engine.NetworkInput {
 
 func (sc *scenario) count(t *testing.T, table string) int {
 	t.Helper()
-	var n int
-	if err := sc.db.Pool().QueryRow(sc.ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return sc.countWhere(t, table, "true")
 }
 
 func TestCreateInstanceDerivesWANLinks(t *testing.T) {
@@ -349,5 +345,61 @@ func TestProgressCountersUnderConcurrency(t *testing.T) {
 	a, err := sc.eng.GetInstanceAction(sc.ctx, "tenantT", v.UUID, v.ActionID)
 	if err != nil || a.Tasks != 50 || a.Done != 40 || a.Failed != 10 {
 		t.Fatalf("counters = %d tasks %d done %d failed, %v", a.Tasks, a.Done, a.Failed, err)
+	}
+}
+
+// A CREATE waiting for its local networks sleeps until run_after: a
+// network reported with a new status makes the waiting CREATE of its VLD's
+// link due at once (the NOTIFY alone would not run it before run_after).
+// A claimed CREATE is its worker's, the other VLDs' CREATEs keep waiting,
+// and a report that does not change the status moves nothing.
+func TestUpdateNetworkMakesWaitingCreateDue(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		claimed bool
+		update  engine.NetworkUpdate
+		due     bool
+	}{
+		{"status changes", false, engine.NetworkUpdate{Status: ptr("ACTIVE")}, true},
+		{"claimed", true, engine.NetworkUpdate{Status: ptr("ACTIVE")}, false},
+		{"status unchanged", false, engine.NetworkUpdate{Status: ptr("BUILD"), EncapsulationID: ptr(402)}, false},
+	}
+	sc := newScenario(t)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			vld, other := uuid.NewString(), uuid.NewString()
+			name := fmt.Sprintf("ns%d", i)
+			v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: nets([]string{vld, other}, "dcA", "dcB")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			claimedBy := map[bool]*string{true: ptr("worker-1")}[c.claimed]
+			sc.exec(t, `UPDATE vim_wim_actions SET run_after = now() + interval '1 hour', claimed_by = $2,
+				claim_expires_at = CASE WHEN $2::text IS NULL THEN NULL ELSE now() + interval '1 minute' END
+				WHERE instance_action_id = $1`, v.ActionID, claimedBy)
+			var net wimro.InstanceNet
+			for _, n := range v.Networks {
+				if *n.SceNetID == vld {
+					net = n
+				}
+			}
+			if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", name, net.UUID, c.update); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range v.WANLinks {
+				var due bool
+				var owner *string
+				if err := sc.db.Pool().QueryRow(sc.ctx, `SELECT run_after <= now(), claimed_by FROM vim_wim_actions
+					WHERE item_id = $1 AND action = 'CREATE'`, l.UUID).Scan(&due, &owner); err != nil {
+					t.Fatal(err)
+				}
+				want := c.due && *l.SceNetID == vld
+				if due != want || (owner == nil) != (claimedBy == nil) {
+					t.Errorf("CREATE of the link of VLD %s: due %v (want %v), claimed by %v", *l.SceNetID, due, want, owner)
+				}
+			}
+		})
 	}
 }

@@ -37,13 +37,23 @@ func (e *Engine) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 
 // DeleteTenant deletes a tenant and detaches it from its WIMs and
 // datacenters. Accounts that served only this tenant are deleted too, so
-// no worker keeps running for nobody. A tenant with NS instances is a
-// conflict.
+// no worker keeps running for nobody. A tenant with NS instances, or with
+// unfinished actions (whatever their account: a pending DELETE on an
+// account shared with another tenant must still run), is a conflict and
+// nothing is deleted. The finished history of its instance actions is
+// deleted with it.
 func (e *Engine) DeleteTenant(ctx context.Context, ref string) (string, error) {
 	var msg string
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
 		t, err := s.GetTenant(ctx, ref)
 		if err != nil {
+			return err
+		}
+		u, err := s.UnfinishedActionsOfTenant(ctx, t.UUID, maxListed)
+		if err != nil {
+			return err
+		}
+		if err := unfinishedConflict(u, fmt.Sprintf("Tenant `%s` (%s) still has", t.Name, t.UUID)); err != nil {
 			return err
 		}
 		orphans, err := s.AccountsOnlyServing(ctx, t.UUID)
@@ -54,11 +64,14 @@ func (e *Engine) DeleteTenant(ctx context.Context, ref string) (string, error) {
 			return err
 		}
 		if err := s.DeleteTenant(ctx, t.UUID); err != nil {
+			if c := persistence.Constraint(err); c == persistence.ConstraintInstanceActionTenant || c == persistence.ConstraintActionInstanceAction {
+				return scheduledMeanwhile(err, fmt.Sprintf("Tenant `%s` (%s)", t.Name, t.UUID))
+			}
 			return err
 		}
 		for _, id := range orphans {
 			if err := s.DeleteAccount(ctx, id); err != nil {
-				return fmt.Errorf("delete account %s of tenant %s: %w", id, t.UUID, err)
+				return accountDeleteConflict(err, fmt.Sprintf("WIM account %s (it served only tenant `%s`)", id, t.Name))
 			}
 		}
 		if err := s.NotifyAccounts(ctx, orphans...); err != nil {

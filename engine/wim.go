@@ -222,8 +222,9 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 }
 
 // DeleteWIM deletes a WIM with its accounts, associations and port
-// mappings. WAN links that still use it make it a conflict and nothing is
-// deleted.
+// mappings (the finished actions of its accounts stay as history). WAN
+// links that still use it, or unfinished actions of its accounts, make it
+// a conflict and nothing is deleted.
 func (e *Engine) DeleteWIM(ctx context.Context, wimRef string) (string, error) {
 	var msg string
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
@@ -247,11 +248,15 @@ func (e *Engine) DeleteWIM(ctx context.Context, wimRef string) (string, error) {
 			return err
 		}
 		if err := s.DeleteWIM(ctx, w.UUID); err != nil {
-			if wimro.ErrorCode(err) == wimro.ECONFLICT {
-				return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: fmt.Sprintf(
-					"WIM %s (%s) is still used by WAN links: delete the NS instances that use it first. %s", w.Name, w.UUID, wimro.ErrorMessage(err))}
+			what := fmt.Sprintf("WIM %s (%s)", w.Name, w.UUID)
+			if busy := persistence.ReferencedKey(err); persistence.Constraint(err) == persistence.ConstraintActionAccount {
+				for _, a := range accts {
+					if a.UUID == busy {
+						what += fmt.Sprintf(": its WIM account `%s` (%s)", accountName(a), a.UUID)
+					}
+				}
 			}
-			return err
+			return accountDeleteConflict(err, what)
 		}
 		msg = fmt.Sprintf("wim '%s %s' deleted", w.UUID, w.Name)
 		return nil

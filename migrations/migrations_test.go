@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/migrations"
@@ -30,20 +31,28 @@ func countTables(t *testing.T, db *sql.DB) int {
 	return n
 }
 
-// Up, down to zero, and up again all work, and each step leaves the schema
-// it should.
-func TestRoundTrip(t *testing.T) {
-	t.Parallel()
+// emptyDB opens a database of its own with no schema at all, and a
+// migration provider over it.
+func emptyDB(t *testing.T) (*sql.DB, *goose.Provider) {
+	t.Helper()
 	db, err := sql.Open("pgx", pgtest.EmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	ctx := t.Context()
 	p, err := migrations.NewProvider(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, p
+}
+
+// Up, down to zero, and up again all work, and each step leaves the schema
+// it should.
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	db, p := emptyDB(t)
+	ctx := t.Context()
 	sources := p.ListSources()
 	if len(sources) < 2 {
 		t.Fatalf("%d migrations, want at least 2", len(sources))
@@ -75,31 +84,150 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// Each migration's down undoes exactly its up: stepping down one version
-// from the top drops only the newer tables.
-func TestDownOneStep(t *testing.T) {
-	t.Parallel()
-	db, err := sql.Open("pgx", pgtest.EmptyURL(t))
+// deleteRules maps each foreign key into or out of the work rows
+// (instance_actions, vim_wim_actions) to its ON DELETE rule: r restrict, c
+// cascade, n set null, d set default, a no action.
+func deleteRules(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT conname, confdeltype FROM pg_constraint
+		WHERE contype = 'f' AND (conrelid::regclass::text IN ('instance_actions', 'vim_wim_actions')
+		                      OR confrelid::regclass::text IN ('instance_actions', 'vim_wim_actions'))`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, rule string
+		if err := rows.Scan(&name, &rule); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = rule
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// actionCheck returns the definition of the CHECK on vim_wim_actions.action.
+func actionCheck(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var def string
+	if err := db.QueryRowContext(t.Context(), `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'vim_wim_actions_action_check'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+var workKeys = []string{"instance_actions_tenant_id_fkey", "vim_wim_actions_instance_action_id_fkey", "vim_wim_actions_wim_account_id_fkey"}
+
+// Nothing cascades into the work rows (issue 12): every foreign key into
+// or out of instance_actions and vim_wim_actions refuses a delete that
+// would take work with it, and FIND is no longer an action.
+func TestNoCascadeIntoActions(t *testing.T) {
+	t.Parallel()
+	db, _ := emptyDB(t)
+	if err := migrations.Up(t.Context(), db, nil); err != nil {
+		t.Fatal(err)
+	}
+	rules := deleteRules(t, db)
+	if len(rules) != len(workKeys) {
+		t.Errorf("foreign keys of the work rows = %v, want %v", rules, workKeys)
+	}
+	for name, rule := range rules {
+		if rule != "r" {
+			t.Errorf("%s: ON DELETE rule %q, want r (RESTRICT)", name, rule)
+		}
+	}
+	if def := actionCheck(t, db); strings.Contains(def, "FIND") || !strings.Contains(def, "CREATE") || !strings.Contains(def, "DELETE") {
+		t.Errorf("vim_wim_actions_action_check = %s", def)
+	}
+}
+
+// Each migration's down undoes exactly its up: stepping down one version
+// at a time from the top leaves the schema of the version below.
+func TestDownOneStep(t *testing.T) {
+	t.Parallel()
+	db, p := emptyDB(t)
 	ctx := t.Context()
 	if err := migrations.Up(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := migrations.NewProvider(db, nil)
-	if _, err := p.Down(ctx); err != nil {
-		t.Fatal(err)
+	steps := []struct {
+		to    int64
+		check func(t *testing.T)
+	}{
+		{2, func(t *testing.T) {
+			rules := deleteRules(t, db)
+			for _, name := range workKeys {
+				if rules[name] != "c" {
+					t.Errorf("version 2: %s has ON DELETE rule %q, want c (CASCADE)", name, rules[name])
+				}
+			}
+			if def := actionCheck(t, db); !strings.Contains(def, "FIND") {
+				t.Errorf("version 2: vim_wim_actions_action_check = %s", def)
+			}
+		}},
+		{1, func(t *testing.T) {
+			var mgmt, inst int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('wims','wim_accounts','wim_port_mappings')`).Scan(&mgmt)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('instance_wim_nets','vim_wim_actions')`).Scan(&inst)
+			if mgmt != 3 || inst != 0 {
+				t.Errorf("version 1: %d management tables (want 3), %d instance tables (want 0)", mgmt, inst)
+			}
+		}},
 	}
-	var mgmt, inst int
-	db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('wims','wim_accounts','wim_port_mappings')`).Scan(&mgmt)
-	db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('instance_wim_nets','vim_wim_actions')`).Scan(&inst)
-	if mgmt != 3 || inst != 0 {
-		t.Fatalf("after one step down: %d management tables (want 3), %d instance tables (want 0)", mgmt, inst)
+	for _, s := range steps {
+		if _, err := p.Down(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := p.GetDBVersion(ctx); v != s.to {
+			t.Fatalf("version %d after one step down, want %d", v, s.to)
+		}
+		s.check(t)
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Version 3 drops FIND: finished FIND actions are dropped on the way up,
+// an unfinished one stops the migration with a message that says what to do.
+func TestUpRefusesUnfinishedFind(t *testing.T) {
+	t.Parallel()
+	db, p := emptyDB(t)
+	ctx := t.Context()
+	if _, err := p.UpTo(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
+		`INSERT INTO instance_actions (uuid, tenant_id, description, number_tasks) VALUES ('00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001', 'FIND', 2)`,
+		`INSERT INTO vim_wim_actions (instance_action_id, task_index, action, item_id, status) VALUES
+			('00000000-0000-4000-8000-000000000002', 0, 'FIND', gen_random_uuid(), 'DONE'),
+			('00000000-0000-4000-8000-000000000002', 1, 'FIND', gen_random_uuid(), 'SCHEDULED')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := p.Up(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 unfinished FIND action(s)") {
+		t.Fatalf("up with an unfinished FIND = %v", err)
+	}
+	if v, _ := p.GetDBVersion(ctx); v != 2 {
+		t.Fatalf("version %d after a refused migration, want 2", v)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE vim_wim_actions SET status = 'FAILED'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM vim_wim_actions`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d FIND actions left (%v)", n, err)
 	}
 }
 

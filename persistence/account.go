@@ -125,9 +125,15 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, u AccountUpdate) (
 		`UPDATE wim_accounts AS a SET `+strings.Join(sets, ", ")+` WHERE a.uuid = $1 RETURNING `+accountCols, args...)
 }
 
-// DeleteAccount deletes an account, its associations and its actions. WAN
-// links that still use it make it a conflict.
+// DeleteAccount deletes an account and its associations; its finished
+// actions stay as history, detached from it (wim_account_id NULL). WAN
+// links or unfinished actions that still use it make it a conflict
+// (Constraint tells which; ConstraintActionAccount for actions). Run it
+// inside DB.Tx so that a refused delete detaches nothing either.
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
+	if err := s.detachFinishedActions(ctx, `SELECT $1::uuid`, id); err != nil {
+		return err
+	}
 	n, err := s.exec(ctx, "wim_accounts", `DELETE FROM wim_accounts WHERE uuid = $1`, id)
 	if err != nil {
 		return err

@@ -24,7 +24,10 @@ const (
 	pgStringTooLong       = "22001"
 )
 
-var uniqueDetail = regexp.MustCompile(`^Key \((.+)\)=\((.*)\) already exists\.?$`)
+var (
+	uniqueDetail     = regexp.MustCompile(`^Key \((.+)\)=\((.*)\) already exists\.?$`)
+	referencedDetail = regexp.MustCompile(`^Key \((.+)\)=\((.*)\) is still referenced from table`)
+)
 
 // mapError turns a PostgreSQL or connection error into a *wimro.Error with
 // the matching code, keeping the original as the cause. Errors that already
@@ -96,6 +99,19 @@ func Constraint(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// ReferencedKey returns the key of the row that a refused delete could not
+// remove because other rows still reference it (through a cascade, that
+// may be another row than the one the caller deleted), or "".
+func ReferencedKey(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgForeignKeyViolation {
+		if m := referencedDetail.FindStringSubmatch(pgErr.Detail); m != nil {
+			return m[2]
+		}
 	}
 	return ""
 }

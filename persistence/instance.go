@@ -238,15 +238,82 @@ func (s *Store) ListActionsOfItem(ctx context.Context, itemID string) ([]wimro.A
 		`SELECT `+actionCols+` FROM vim_wim_actions a WHERE a.item = 'instance_wim_nets' AND a.item_id = $1 ORDER BY a.seq`, itemID)
 }
 
-// CountUnfinishedActions counts the SCHEDULED or BUILD actions of the given
-// accounts: deleting such an account would drop work that would leave a
-// service behind on the controller.
-func (s *Store) CountUnfinishedActions(ctx context.Context, accountIDs []string) (int, error) {
-	var n int
-	err := s.q.QueryRow(ctx, `SELECT count(*) FROM vim_wim_actions
-		WHERE wim_account_id = ANY($1::uuid[]) AND status IN ('SCHEDULED', 'BUILD')`, nonNil(accountIDs)).Scan(&n)
+// The foreign keys into the work rows. They are RESTRICT (schema version
+// 3): PostgreSQL refuses to delete a tenant, instance action or account
+// that work still references, even when the reference was written by a
+// transaction that committed while the delete waited. A refused delete
+// violates one of them (Constraint tells which).
+const (
+	ConstraintInstanceActionTenant = "instance_actions_tenant_id_fkey"
+	ConstraintActionInstanceAction = "vim_wim_actions_instance_action_id_fkey"
+	ConstraintActionAccount        = "vim_wim_actions_wim_account_id_fkey"
+)
+
+// unfinishedSQL selects the actions that still have work to do.
+const unfinishedSQL = `(a.status IN ('SCHEDULED', 'BUILD'))`
+
+// Unfinished is the work that stands in the way of a delete: the oldest
+// SCHEDULED or BUILD actions (at most the limit asked for) and how many
+// there are in all.
+type Unfinished struct {
+	Actions []wimro.Action
+	Total   int
+}
+
+// UnfinishedActionsOfTenant returns the unfinished actions of the tenant's
+// instance actions, whatever their account.
+func (s *Store) UnfinishedActionsOfTenant(ctx context.Context, tenantID string, limit int) (Unfinished, error) {
+	return s.unfinished(ctx, `a.instance_action_id IN (SELECT ia.uuid FROM instance_actions ia WHERE ia.tenant_id = $1)`, tenantID, limit)
+}
+
+// UnfinishedActionsOfAccounts returns the unfinished actions of the given
+// accounts.
+func (s *Store) UnfinishedActionsOfAccounts(ctx context.Context, accountIDs []string, limit int) (Unfinished, error) {
+	return s.unfinished(ctx, `a.wim_account_id = ANY($1::uuid[])`, nonNil(accountIDs), limit)
+}
+
+// unfinished counts the unfinished actions that match cond (over $1 = arg)
+// and lists the first limit of them in queue order.
+func (s *Store) unfinished(ctx context.Context, cond string, arg any, limit int) (Unfinished, error) {
+	var u Unfinished
+	err := s.q.QueryRow(ctx, `SELECT count(*) FROM vim_wim_actions a WHERE `+unfinishedSQL+` AND `+cond, arg).Scan(&u.Total)
 	if err != nil {
-		return 0, mapError(fmt.Errorf("persistence: count actions: %w", err))
+		return u, mapError(fmt.Errorf("persistence: count actions: %w", err))
 	}
-	return n, nil
+	if u.Total == 0 || limit <= 0 {
+		return u, nil
+	}
+	u.Actions, err = getAll[wimro.Action](ctx, s, "vim_wim_actions",
+		`SELECT `+actionCols+` FROM vim_wim_actions a WHERE `+unfinishedSQL+` AND `+cond+` ORDER BY a.seq LIMIT $2`, arg, limit)
+	return u, err
+}
+
+// CountUnfinishedActions counts the SCHEDULED or BUILD actions of the given
+// accounts.
+func (s *Store) CountUnfinishedActions(ctx context.Context, accountIDs []string) (int, error) {
+	u, err := s.UnfinishedActionsOfAccounts(ctx, accountIDs, 0)
+	return u.Total, err
+}
+
+// MakeLinksDue makes the waiting CREATE of each of the WAN links due now:
+// a CREATE that waits for its local networks is SCHEDULED with run_after
+// in the future, and a NOTIFY alone would not run it before then. A
+// claimed action is left to its worker. It returns how many were moved.
+func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, error) {
+	if len(linkIDs) == 0 {
+		return 0, nil
+	}
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now()
+		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
+		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
+}
+
+// detachFinishedActions clears the account of the finished actions of the
+// accounts that accounts (SQL over $1 = arg) selects, so that deleting the
+// accounts keeps their history. Unfinished actions keep their account:
+// the RESTRICT foreign key then refuses the delete.
+func (s *Store) detachFinishedActions(ctx context.Context, accounts string, arg any) error {
+	_, err := s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions a SET wim_account_id = NULL
+		WHERE a.wim_account_id IN (`+accounts+`) AND NOT `+unfinishedSQL, arg)
+	return err
 }

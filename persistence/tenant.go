@@ -30,9 +30,22 @@ func (s *Store) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 	return getAll[wimro.Tenant](ctx, s, "nfvo_tenants", `SELECT `+tenantCols+` FROM nfvo_tenants ORDER BY name`)
 }
 
-// DeleteTenant deletes a tenant; its WIM and datacenter associations go
-// with it, and instances still owned by it make the delete a conflict.
+// DeleteTenant deletes a tenant with its finished history: the finished
+// tasks of its instance actions, then the instance actions left without
+// tasks (explicitly: nothing cascades into the work rows). Its WIM and
+// datacenter associations go with it. Instances still owned by it, or
+// unfinished actions of its instance actions, make the delete a conflict
+// (ConstraintInstanceActionTenant for the actions). Run it inside DB.Tx
+// so that a refused delete keeps the history too.
 func (s *Store) DeleteTenant(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, "vim_wim_actions", `DELETE FROM vim_wim_actions a USING instance_actions ia
+		WHERE a.instance_action_id = ia.uuid AND ia.tenant_id = $1 AND NOT `+unfinishedSQL, id); err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, "instance_actions", `DELETE FROM instance_actions ia WHERE ia.tenant_id = $1
+		AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)`, id); err != nil {
+		return err
+	}
 	n, err := s.exec(ctx, "nfvo_tenants", `DELETE FROM nfvo_tenants WHERE uuid = $1`, id)
 	if err != nil {
 		return err

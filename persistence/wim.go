@@ -120,8 +120,14 @@ func (s *Store) UpdateWIM(ctx context.Context, w wimro.WIM) (wimro.WIM, error) {
 }
 
 // DeleteWIM deletes a WIM; its accounts, associations and port mappings go
-// with it. WAN links that use the WIM or its accounts make it a conflict.
+// with it, and the finished actions of its accounts stay as history,
+// detached from them. WAN links that use the WIM or its accounts, or
+// unfinished actions of its accounts, make it a conflict (see
+// DeleteAccount). Run it inside DB.Tx.
 func (s *Store) DeleteWIM(ctx context.Context, id string) error {
+	if err := s.detachFinishedActions(ctx, `SELECT w.uuid FROM wim_accounts w WHERE w.wim_id = $1`, id); err != nil {
+		return err
+	}
 	n, err := s.exec(ctx, "wims", `DELETE FROM wims WHERE uuid = $1`, id)
 	if err != nil {
 		return err
