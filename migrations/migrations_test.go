@@ -158,6 +158,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{3, func(t *testing.T) {
+			var leases int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wim_account_leases'`).Scan(&leases)
+			if leases != 0 {
+				t.Errorf("version 3: wim_account_leases still there")
+			}
+		}},
 		{2, func(t *testing.T) {
 			rules := deleteRules(t, db)
 			for _, name := range workKeys {
