@@ -47,7 +47,15 @@ type Config struct {
 	// Locker, when set, serialises read-modify-write changes on the
 	// controller with the other processes sharing it (see MutationLock).
 	Locker Locker
+
+	// UserAgent names the calling process in every request, e.g.
+	// "wimro/1.2.0 (host-a:9090)", so a controller's log shows which wimd
+	// process called; "" sends DefaultUserAgent.
+	UserAgent string
 }
+
+// DefaultUserAgent is sent when Config.UserAgent is empty.
+const DefaultUserAgent = "wimro"
 
 const masked = "********"
 

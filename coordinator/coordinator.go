@@ -16,7 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
+
+	"github.com/wimro/wimro"
 )
 
 // Runner runs the accounts it is given: wimthread's Supervisor.
@@ -31,21 +32,11 @@ type Chore interface {
 }
 
 // Member is one wimd process of the cluster.
-type Member struct {
-	ID        string    `json:"id"`
-	Address   string    `json:"address"`
-	StartedAt time.Time `json:"started_at"`
-	Version   string    `json:"version,omitempty"`
-}
+type Member = wimro.ClusterMember
 
-// Status is what the coordinator knows of the cluster (GET /cluster).
-type Status struct {
-	Coordinator string              `json:"coordinator"`
-	InstanceID  string              `json:"instance_id"`
-	Leader      string              `json:"leader"`
-	Members     []Member            `json:"members"`
-	Assignments map[string][]string `json:"assignments"`
-}
+// Status is what the coordinator knows of the cluster (GET /cluster); the
+// caller fills Owned, which only the Runner knows.
+type Status = wimro.ClusterStatus
 
 // Coordinator is a running ownership policy.
 type Coordinator interface {

@@ -55,9 +55,10 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 		lease.AccountID, claim, ttl, limit, nonNil(busyLinks), lease.Owner, lease.Epoch)
 }
 
-// ClaimName returns the claimed_by value of claim number n of owner:
-// "<owner>#<n>". ReleaseClaims(owner) finds every claim named so.
-func ClaimName(owner string, n uint64) string { return fmt.Sprintf("%s#%d", owner, n) }
+// ClaimName returns the claimed_by value of a claim of owner, tagged with
+// what makes it unique: "<owner>#<tag>". ReleaseClaims(owner) finds every
+// claim named so.
+func ClaimName(owner, tag string) string { return owner + "#" + tag }
 
 // ClaimKey names one claimed action and the claim it was taken under.
 type ClaimKey struct {
@@ -163,9 +164,22 @@ const finishSQL = `
 func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
 	out := make([]wimro.Action, len(items))
 	errs := make([]error, len(items))
+	// Rows in primary-key order, as every multi-row writer locks them.
+	rowOrder := make([]int, len(items))
+	for i := range rowOrder {
+		rowOrder[i] = i
+	}
+	sort.SliceStable(rowOrder, func(x, y int) bool {
+		a, b := items[rowOrder[x]].Action, items[rowOrder[y]].Action
+		if a.InstanceActionID != b.InstanceActionID {
+			return a.InstanceActionID < b.InstanceActionID
+		}
+		return a.TaskIndex < b.TaskIndex
+	})
 	b := &pgx.Batch{}
 	now := time.Now()
-	for _, it := range items {
+	for _, i := range rowOrder {
+		it := items[i]
 		a, o := it.Action, it.Outcome
 		runAfter := now
 		if o.RunAfter != nil {
@@ -178,7 +192,8 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, claim, o.Status, cleanMsg(o.ErrorMsg), cleanID(o.WIMInternalID), wimro.CleanMap(o.Extra), runAfter, o.ResetAttempts,
 			it.Lease.Owner, it.Lease.Epoch)
 	}
-	if err := s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
+	if err := s.runBatch(ctx, b, func(q int, rows pgx.Rows) error {
+		i := rowOrder[q]
 		list, err := collectAll[wimro.Action](rows, "vim_wim_actions")
 		if err != nil {
 			return err
@@ -276,10 +291,16 @@ const updateLinkSQL = `
 func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.q.QueryRow(ctx, `
-		WITH swept AS (
-			UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
+		WITH expired AS (
+			SELECT instance_action_id, task_index FROM vim_wim_actions
 			WHERE claimed_by IS NOT NULL AND claim_expires_at < now()
-			RETURNING wim_account_id),
+			ORDER BY instance_action_id, task_index
+			FOR UPDATE SKIP LOCKED),
+		swept AS (
+			UPDATE vim_wim_actions a SET claimed_by = NULL, claim_expires_at = NULL
+			FROM expired e WHERE a.instance_action_id = e.instance_action_id AND a.task_index = e.task_index
+			  AND a.claim_expires_at < now()
+			RETURNING a.wim_account_id),
 		accounts AS (SELECT DISTINCT wim_account_id AS id FROM swept WHERE wim_account_id IS NOT NULL),
 		notified AS (SELECT pg_notify($1, id::text) FROM accounts)
 		SELECT (SELECT count(*) FROM swept) + 0 * (SELECT count(*) FROM notified)`, ChannelAccounts).Scan(&n)
@@ -303,9 +324,9 @@ func (s *Store) ReleaseClaimsOf(ctx context.Context, keys []ClaimKey) (int64, er
 		return 0, nil
 	}
 	ids, idx, by := claimArrays(keys)
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL
-		FROM unnest($1::uuid[], $2::int[], $3::text[]) AS k(id, idx, by)
-		WHERE a.instance_action_id = k.id AND a.task_index = k.idx AND a.claimed_by = k.by`, ids, idx, by)
+	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
+		UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL
+		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by)
 }
 
 // NextRunAfter returns when the next action of an account that a claim
@@ -368,10 +389,23 @@ func (s *Store) ExtendClaims(ctx context.Context, keys []ClaimKey, lease time.Du
 		return 0, nil
 	}
 	ids, idx, by := claimArrays(keys)
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval
-		FROM unnest($1::uuid[], $2::int[], $3::text[]) AS k(id, idx, by)
-		WHERE a.instance_action_id = k.id AND a.task_index = k.idx AND a.claimed_by = k.by`, ids, idx, by, lease)
+	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
+		UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval
+		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by, lease)
 }
+
+// lockClaimsSQL locks the actions named by the arrays $1 (instance action),
+// $2 (task index) and $3 (claim name) that are still held under that name,
+// in primary-key order: every statement that writes several actions locks
+// them in that order (FinishActions sorts its batch), so two of them never
+// deadlock.
+const lockClaimsSQL = `locked AS (
+		SELECT a.instance_action_id, a.task_index
+		FROM vim_wim_actions a
+		JOIN unnest($1::uuid[], $2::int[], $3::text[]) AS k(id, idx, by)
+		  ON a.instance_action_id = k.id AND a.task_index = k.idx AND a.claimed_by = k.by
+		ORDER BY a.instance_action_id, a.task_index
+		FOR UPDATE OF a)`
 
 // ClaimsHeldBy lists the claims of owner (under any of its ClaimName
 // names) whose lease has not run out: what an invariant check compares

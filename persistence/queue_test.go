@@ -200,14 +200,14 @@ func TestStaleClaimOfSameOwnerIsFenced(t *testing.T) {
 	b := setup(t)
 	acct, _, _, _ := queue(t, b)
 	la := lease(t, b, acct, "P")
-	first, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", 1), time.Minute, 1, nil)
+	first, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", "1"), time.Minute, 1, nil)
 	if len(first) != 1 {
 		t.Fatalf("claimed %d", len(first))
 	}
 	if n, err := b.db.ReleaseClaimsOf(b.ctx, []persistence.ClaimKey{persistence.KeyOf(first[0])}); err != nil || n != 1 {
 		t.Fatalf("released %d, %v", n, err)
 	}
-	second, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", 2), time.Minute, 1, nil)
+	second, _ := b.db.ClaimActions(b.ctx, la, persistence.ClaimName("P", "2"), time.Minute, 1, nil)
 	if len(second) != 1 || second[0].InstanceActionID != first[0].InstanceActionID || second[0].TaskIndex != first[0].TaskIndex {
 		t.Fatalf("reclaimed %+v", second)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/uuid"
+
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -28,15 +30,19 @@ type claims struct {
 	// renewed (so it expires at the latest one lease after it was given up).
 	releasing map[persistence.ClaimKey]bool
 	seq       atomic.Uint64
+	// boot tells this run of the process from earlier ones with the same
+	// owner name (a restart with the same instance id).
+	boot string
 }
 
 func newClaims() *claims {
-	return &claims{running: map[persistence.ClaimKey]bool{}, releasing: map[persistence.ClaimKey]bool{}}
+	return &claims{running: map[persistence.ClaimKey]bool{}, releasing: map[persistence.ClaimKey]bool{}, boot: uuid.NewString()[:8]}
 }
 
-// name returns a claimed_by value no earlier claim of this process used.
+// name returns a claimed_by value no earlier claim used, of this process
+// or of an earlier run under the same owner.
 func (c *claims) name(owner string) string {
-	return persistence.ClaimName(owner, c.seq.Add(1))
+	return persistence.ClaimName(owner, fmt.Sprintf("%s.%d", c.boot, c.seq.Add(1)))
 }
 
 // claim runs take (one claim statement) and records what it claimed before

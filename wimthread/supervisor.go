@@ -26,6 +26,9 @@ type Options struct {
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
 	SweepEvery time.Duration // lease and claim renewal interval; default Lease/3
 	Policy     actions.Policy
+	// UserAgent is sent with every connector request ("wimro/<version>
+	// (<instance id>)"), so a controller's log shows which process called.
+	UserAgent string
 	// Notifications follows persistence.ChannelAccounts: wake-ups and
 	// reloads of the accounts' workers. Nil: the poll alone finds work.
 	Notifications *persistence.Subscription

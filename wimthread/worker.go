@@ -115,7 +115,8 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 		AccountConfig: a.Config, PortMappings: mappings, Logger: w.log,
 		// Connectors that read-modify-write shared controller state
 		// serialise with the other wimd processes through the database.
-		Locker: w.s.db,
+		Locker:    w.s.db,
+		UserAgent: w.s.opts.UserAgent,
 	}
 	conn, err := w.s.registry.New(cfg)
 	if err != nil {

@@ -337,6 +337,7 @@ type serveConfig struct {
 	claimLease    time.Duration
 	refresh       time.Duration
 	retention     time.Duration
+	instanceID    string
 }
 
 func (a *App) serve(ctx context.Context, args []string) error {
@@ -353,6 +354,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
 	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
 		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
+	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
+		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
@@ -408,6 +411,16 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Listen before anything runs: the instance id defaults to the port.
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	if c.instanceID == "" {
+		host, _ := os.Hostname()
+		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
 	eng := engine.New(db, box, logger)
 	registry := newRegistry()
 	eng.SetConnectorCheck(connectorCheck(registry))
@@ -421,8 +434,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("start notification listener: %w", err)
 	}
 	defer stopPart(logger, "notification listener", listener.Stop)
-	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Parallel: c.parallel, Lease: c.claimLease,
-		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes})
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
+		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes,
+		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
@@ -433,7 +447,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	// Without a cluster this process owns every account and runs every chore.
 	coord := coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
-		InstanceID: sup.Owner(), Address: c.listen, Version: version, Logger: logger})
+		InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
 	if err := coord.Start(ctx); err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
 	}
@@ -445,11 +459,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		Health:       db.Ping,
 		Version:      version,
 	})
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	return a.runHTTP(ctx, ln, api.Handler(), logger)
+	return a.runHTTP(ctx, ln, api.Handler(), logger, slog.String("instance_id", c.instanceID))
 }
 
 // stopPart stops a long-lived part of serve, giving it 30 s, and logs a
@@ -509,7 +519,7 @@ func newRegistry() *connectors.Registry {
 }
 
 // runHTTP serves until ctx ends, then shuts down gracefully.
-func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, attrs ...any) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -520,7 +530,7 @@ func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logg
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("wimd serving", slog.String("addr", ln.Addr().String()), slog.String("version", version))
+	logger.Info("wimd serving", append([]any{slog.String("addr", ln.Addr().String()), slog.String("version", version)}, attrs...)...)
 	if a.Ready != nil {
 		a.Ready(ln.Addr().String())
 	}

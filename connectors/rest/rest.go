@@ -19,6 +19,7 @@ package rest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -55,6 +56,7 @@ type Client struct {
 	user     string
 	password string
 	token    string
+	agent    string
 }
 
 // New builds the client for cfg, named name in its errors. It contacts
@@ -108,6 +110,7 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 		timeout:  time.Duration(timeoutMS) * time.Millisecond,
 		user:     cfg.User,
 		password: cfg.Password,
+		agent:    cmp.Or(cfg.UserAgent, connectors.DefaultUserAgent),
 		token:    token,
 	}, nil
 }
@@ -185,6 +188,7 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 		accept = "application/json"
 	}
 	hr.Header.Set("Accept", accept)
+	hr.Header.Set("User-Agent", c.agent)
 	switch {
 	case c.user != "":
 		hr.SetBasicAuth(c.user, c.password)

@@ -58,11 +58,12 @@ func TestDoSendsAuthAndBody(t *testing.T) {
 		name     string
 		cfg      connectors.Config
 		wantAuth string
+		wantUA   string
 	}{
-		{"basic", connectors.Config{User: "u", Password: "p"}, "Basic dTpw"},
-		{"bearer", connectors.Config{AccountConfig: map[string]any{"bearer_token": "tok"}}, "Bearer tok"},
-		{"basic wins over bearer", connectors.Config{User: "u", Password: "p", WIMConfig: map[string]any{"bearer_token": "tok"}}, "Basic dTpw"},
-		{"none", connectors.Config{}, ""},
+		{"basic", connectors.Config{User: "u", Password: "p"}, "Basic dTpw", "wimro"},
+		{"bearer", connectors.Config{AccountConfig: map[string]any{"bearer_token": "tok"}}, "Bearer tok", "wimro"},
+		{"basic wins over bearer", connectors.Config{User: "u", Password: "p", WIMConfig: map[string]any{"bearer_token": "tok"}}, "Basic dTpw", "wimro"},
+		{"none, named process", connectors.Config{UserAgent: "wimro/1.2 (host-a:9090)"}, "", "wimro/1.2 (host-a:9090)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +84,9 @@ func TestDoSendsAuthAndBody(t *testing.T) {
 			}
 			if got := req.Header.Get("Authorization"); got != tt.wantAuth {
 				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
+			}
+			if ua := req.Header.Get("User-Agent"); ua != tt.wantUA {
+				t.Errorf("User-Agent = %q, want %q", ua, tt.wantUA)
 			}
 			if ct := req.Header.Get("Content-Type"); ct != rest.MediaYANGJSON {
 				t.Errorf("Content-Type = %q", ct)
