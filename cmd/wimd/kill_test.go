@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,12 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
@@ -73,6 +70,9 @@ func startWimd(t *testing.T, bin string, env []string, args ...string) *process 
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-p.done
+		if t.Failed() {
+			t.Logf("wimd %s log, last lines:\n%s", p.addr, lastLines(p.log.String(), 60))
+		}
 	})
 	select {
 	case p.addr = <-addrc:
@@ -107,6 +107,12 @@ func (p *process) call(t *testing.T, method, path string, body any) map[string]a
 	return out
 }
 
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // poll waits for the system's state (a file, an HTTP answer).
 func poll(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
@@ -120,95 +126,31 @@ func TestKillMidBatchAndRestart(t *testing.T) {
 	t.Parallel()
 	bin := buildWimd(t)
 	state := filepath.Join(t.TempDir(), "controller.json")
-	env := []string{"WIMRO_DATABASE_URL=" + pgtest.URL(t), "WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "WIMRO_LOG_LEVEL=debug"}
+	url := pgtest.URL(t)
+	env := []string{"WIMRO_DATABASE_URL=" + url, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug"}
 	args := []string{"--data-dir", t.TempDir(), "--claim-lease", "2s", "--parallel", "3"}
 
 	a := startWimd(t, bin, env, args...)
-	a.call(t, "POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		a.call(t, "POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
-		a.call(t, "POST", "/openmano/t0/datacenters/"+dc, nil)
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
-	}
-	a.call(t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": "http://fake-" + uuid.NewString(),
-		"config": map[string]any{"wim_port_mapping": mappings}}})
-	a.call(t, "POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"latency_ms": 400, "state_file": state}}})
-
+	a.fakeWAN(t, []string{"t0"}, map[string]any{"latency_ms": 400, "state_file": state})
 	const links = 6
-	var nets []any
-	for i := range links {
-		vld := uuid.NewString()
-		for _, dc := range []string{"dcA", "dcB"} {
-			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100 + i})
-		}
-	}
-	inst := a.call(t, "POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
-	path := fmt.Sprintf("/openmano/t0/instances/%s/action/%s", inst["uuid"], inst["action_id"])
+	inst := a.createInstance(t, "t0", links)
 
 	// Kill A once the controller has made some services and others are in
 	// flight (3 run at once, each call takes 400 ms).
 	poll(t, "services on the controller", func() (bool, string) {
-		s, _ := fake.ReadStateFile(state)
-		return len(s) >= 2, fmt.Sprint(len(s))
+		n := services(state)
+		return n >= 2, fmt.Sprint(n)
 	})
-	if err := a.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	before, _ := fake.ReadStateFile(state)
-	if len(before) >= links {
-		t.Fatalf("A finished every create before it was killed (%d services): the test proves nothing", len(before))
+	a.kill9(t)
+	if n := services(state); n >= links {
+		t.Fatalf("A finished every create before it was killed (%d services): the test proves nothing", n)
 	}
 
 	b := startWimd(t, bin, env, args...)
-	var last map[string]any
-	poll(t, "every action DONE", func() (bool, string) {
-		last = b.call(t, "GET", path, nil)["actions"].([]any)[0].(map[string]any)
-		tasks, _ := last["vim_wim_actions"].([]any)
-		var st []string
-		all := len(tasks) == links
-		for _, x := range tasks {
-			s := x.(map[string]any)["status"].(string)
-			st = append(st, s)
-			all = all && s == "DONE"
-		}
-		return all, strings.Join(st, ",")
-	})
-	if last["number_done"] != float64(links) || last["number_failed"] != 0.0 {
-		t.Fatalf("counters: %v done, %v failed", last["number_done"], last["number_failed"])
-	}
-	services, err := fake.ReadStateFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]bool{}
-	for _, s := range services {
-		keys[s.Key] = true
-	}
-	if len(services) != links || len(keys) != links {
-		t.Fatalf("%d services for %d keys on the controller, want exactly one per link (%d)", len(services), len(keys), links)
-	}
-	wanLinks := b.call(t, "GET", fmt.Sprintf("/openmano/t0/instances/%s/wan_links", inst["uuid"]), nil)["wan_links"].([]any)
-	for _, l := range wanLinks {
-		m := l.(map[string]any)
-		if m["status"] != "ACTIVE" || !keys[m["uuid"].(string)] {
-			t.Fatalf("link %v", m)
-		}
-	}
+	pool := connect(t, url)
+	waitFinished(t, pool, 90*time.Second)
+	checkOutcome(t, b, pool, state, []instance{inst})
 
 	// A clean stop exits 0.
-	b.cmd.Process.Signal(os.Interrupt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	select {
-	case <-b.done:
-		if b.err != nil {
-			t.Fatalf("wimd exit: %v\n%s", b.err, b.log.String())
-		}
-	case <-ctx.Done():
-		t.Fatal("wimd did not stop")
-	}
+	b.stop(t, syscall.SIGINT)
 }

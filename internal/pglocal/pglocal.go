@@ -4,6 +4,10 @@
 // database URL); a throwaway one lives in a temporary folder removed on
 // Stop (the test harness). PostgreSQL refuses to run as root, so as root
 // the server runs as the unprivileged "postgres" user.
+//
+// Halt and Resume stop a server and start it again on the same port and
+// data folder, keeping its data, for tests of what clients do while their
+// database is away.
 package pglocal
 
 import (
@@ -42,18 +46,48 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Server is a running PostgreSQL.
+// Server is a PostgreSQL server started by Start: running, halted (Halt)
+// or stopped (Stop). Its methods are safe for concurrent use.
 type Server struct {
 	port      int
 	dataDir   string
 	throwaway bool
-	cmd       *exec.Cmd
-	exited    chan struct{}
-	exitErr   error
+	bin       string
+	cred      *syscall.Credential
 	logPath   string
 	logger    *slog.Logger
-	stopOnce  sync.Once
-	stopErr   error
+
+	// mu serialises Halt, Resume and Stop, and guards what follows.
+	mu      sync.Mutex
+	proc    *proc // the last postgres process started; nil before the first
+	stopped bool
+	stopErr error
+}
+
+// proc is one run of the postgres process.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait has returned
+	err    error         // what cmd.Wait returned, once exited is closed
+}
+
+// running reports whether p is a process that has not exited.
+func (p *proc) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill kills the process and waits for it.
+func (p *proc) kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
 }
 
 // FindBinDir returns the folder of the PostgreSQL server binaries:
@@ -127,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{logger: logger}
+	s := &Server{logger: logger, bin: bin, cred: cred}
 	if opts.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "wimro-pg-")
 		if err != nil {
@@ -161,7 +195,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 				return fail(err)
 			}
 		}
-		err = s.start(ctx, bin, port, cred)
+		s.port = port
+		err = s.start(ctx, true)
 		if err == nil {
 			return s, nil
 		}
@@ -226,28 +261,35 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) start(ctx context.Context, bin string, port int, cred *syscall.Credential) error {
+// start starts postgres on s.port and waits until it answers; the caller
+// holds s.mu or owns s alone. first truncates the log file; a restart
+// appends to it.
+func (s *Server) start(ctx context.Context, first bool) error {
 	sockDir := filepath.Join(s.dataDir, "socket")
 	if err := os.MkdirAll(sockDir, 0o700); err != nil {
 		return err
 	}
-	if cred != nil {
-		os.Chown(sockDir, int(cred.Uid), int(cred.Gid))
+	if s.cred != nil {
+		os.Chown(sockDir, int(s.cred.Uid), int(s.cred.Gid))
 	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if first {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	}
+	logf, err := os.OpenFile(s.logPath, flags, 0o600)
 	if err != nil {
 		return fmt.Errorf("pglocal: log file: %w", err)
 	}
-	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", sockDir,
+	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(s.port), "-h", "127.0.0.1", "-k", sockDir,
 		"-c", "max_connections=300", "-c", "shared_buffers=64MB"}
 	if s.throwaway {
 		// A throwaway database need not survive a crash: skip the flushes.
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), args...)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
 	if s.throwaway {
 		// Do not outlive a test binary that dies. The signal follows the
 		// thread that started the child, so keep this goroutine on one.
@@ -260,21 +302,22 @@ func (s *Server) start(ctx context.Context, bin string, port int, cred *syscall.
 		return fmt.Errorf("pglocal: start postgres: %w", err)
 	}
 	logf.Close()
-	s.cmd, s.port, s.exited = cmd, port, make(chan struct{})
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	s.proc = p
 	go func() {
-		s.exitErr = cmd.Wait()
-		close(s.exited)
+		p.err = cmd.Wait()
+		close(p.exited)
 	}()
-	if err := s.waitReady(ctx); err != nil {
-		s.kill()
+	if err := s.waitReady(ctx, p); err != nil {
+		p.kill()
 		return err
 	}
-	s.logger.Info("local PostgreSQL started", slog.String("data_dir", s.dataDir), slog.Int("port", port))
+	s.logger.Info("local PostgreSQL started", slog.String("data_dir", s.dataDir), slog.Int("port", s.port))
 	return nil
 }
 
-// waitReady connects until the server answers, it exits, or ctx ends.
-func (s *Server) waitReady(ctx context.Context) error {
+// waitReady connects until the server answers, p exits, or ctx ends.
+func (s *Server) waitReady(ctx context.Context, p *proc) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	delay := 20 * time.Millisecond
@@ -285,9 +328,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-s.exited:
+		case <-p.exited:
 			b, _ := os.ReadFile(s.logPath)
-			return fmt.Errorf("pglocal: postgres exited during start (%v):\n%s", s.exitErr, tail(string(b)))
+			return fmt.Errorf("pglocal: postgres exited during start (%v):\n%s", p.err, tail(string(b)))
 		case <-ctx.Done():
 			b, _ := os.ReadFile(s.logPath)
 			return fmt.Errorf("pglocal: postgres not ready: %w\n%s", ctx.Err(), tail(string(b)))
@@ -317,32 +360,85 @@ func (s *Server) Port() int { return s.port }
 // DataDir returns the server's data folder.
 func (s *Server) DataDir() string { return s.dataDir }
 
-func (s *Server) kill() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		<-s.exited
+// shutdown asks p for a fast shutdown (active sessions are ended) and
+// waits for it; when ctx ends first, p is killed and the error says so.
+// The caller holds s.mu.
+func (s *Server) shutdown(ctx context.Context, p *proc) error {
+	if !p.running() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		p.kill()
+		return fmt.Errorf("pglocal: postgres did not stop in time; killed: %w", ctx.Err())
+	}
+}
+
+// Halt shuts the server down (fast shutdown: active sessions are ended)
+// and waits for it, keeping its data folder, even a throwaway one, and its
+// port for Resume. Connections fail until Resume. Halting a halted server
+// does nothing; halting a stopped one is an error.
+func (s *Server) Halt(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("pglocal: halt: the server is stopped")
+	}
+	if err := s.shutdown(ctx, s.proc); err != nil {
+		return err
+	}
+	s.logger.Info("local PostgreSQL halted", slog.String("data_dir", s.dataDir), slog.Int("port", s.port))
+	return nil
+}
+
+// Resume starts a halted server again on the same port and data folder
+// and waits until it accepts connections. Resuming a running server does
+// nothing; resuming a stopped one is an error. It also restarts a server
+// whose process ended by itself.
+func (s *Server) Resume(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("pglocal: resume: the server is stopped")
+	}
+	if s.proc.running() {
+		return nil
+	}
+	// The port was free a moment ago; should something else hold it
+	// briefly (a client's socket bound to it), try again.
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		err := s.start(ctx, false)
+		if err == nil || try >= 5 || !strings.Contains(err.Error(), "in use") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay *= 2
 	}
 }
 
 // Stop shuts the server down (fast shutdown: active sessions are ended)
 // and waits for it; a throwaway server's folder is removed. Stop is
-// idempotent.
+// idempotent, and works on a halted server too.
 func (s *Server) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		if s.cmd != nil && s.cmd.Process != nil {
-			s.cmd.Process.Signal(syscall.SIGINT)
-			select {
-			case <-s.exited:
-			case <-ctx.Done():
-				s.kill()
-				s.stopErr = fmt.Errorf("pglocal: postgres did not stop in time; killed: %w", ctx.Err())
-			}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return s.stopErr
+	}
+	s.stopped = true
+	s.stopErr = s.shutdown(ctx, s.proc)
+	if s.throwaway {
+		if err := os.RemoveAll(filepath.Dir(s.dataDir)); err != nil && s.stopErr == nil {
+			s.stopErr = fmt.Errorf("pglocal: remove %s: %w", s.dataDir, err)
 		}
-		if s.throwaway {
-			if err := os.RemoveAll(filepath.Dir(s.dataDir)); err != nil && s.stopErr == nil {
-				s.stopErr = fmt.Errorf("pglocal: remove %s: %w", s.dataDir, err)
-			}
-		}
-	})
+	}
 	return s.stopErr
 }

@@ -2,13 +2,16 @@ package pglocal_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
 )
 
@@ -38,6 +41,38 @@ func exec(t *testing.T, url, sql string) string {
 	return out
 }
 
+// ownedDir returns a data folder for an owned server that the postgres
+// user can reach.
+func ownedDir(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	return filepath.Join(root, "pg")
+}
+
+// keep writes the row 'still here' into table kept, for a test to find
+// again after a restart.
+func keep(t *testing.T, url string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), `CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kept fails the test, saying what lost it, unless the row of keep is
+// there.
+func kept(t *testing.T, url, what string) {
+	t.Helper()
+	if got := exec(t, url, `SELECT v FROM kept`); got != "still here" {
+		t.Fatalf("%s: %q", what, got)
+	}
+}
+
 func TestThrowaway(t *testing.T) {
 	t.Parallel()
 	a, b := start(t, ""), start(t, "")
@@ -61,20 +96,14 @@ func TestThrowaway(t *testing.T) {
 
 func TestOwnedKeepsData(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	dir := filepath.Join(root, "pg")
+	dir := ownedDir(t)
 	s := start(t, dir)
-	conn, _ := pgx.Connect(t.Context(), s.URL("postgres"))
-	conn.Exec(t.Context(), `CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')`)
-	conn.Close(context.Background())
+	keep(t, s.URL("postgres"))
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	s2 := start(t, dir)
-	if got := exec(t, s2.URL("postgres"), `SELECT v FROM kept`); got != "still here" {
-		t.Fatalf("owned data lost: %q", got)
-	}
+	kept(t, s2.URL("postgres"), "owned data lost")
 	if got := exec(t, s2.URL("postgres"), `SELECT current_setting('fsync')`); got != "on" {
 		t.Fatalf("owned fsync = %s", got)
 	}
@@ -89,4 +118,129 @@ func TestFindBinDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Halt keeps the data and the port; connections fail until Resume; Stop
+// after a halt still removes the throwaway folder.
+func TestHaltResume(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := start(t, "")
+	url, port, dir := s.URL("postgres"), s.Port(), s.DataDir()
+	keep(t, url)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+
+	for range 2 { // the second Halt does nothing
+		if err := s.Halt(ctx); err != nil {
+			t.Fatalf("halt: %v", err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT 1`); err == nil {
+		t.Fatal("a session survived the halt")
+	}
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	if c, err := pgx.Connect(short, url); err == nil {
+		c.Close(context.Background())
+		t.Fatal("connected to a halted server")
+	}
+	cancelShort()
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		t.Fatalf("halt removed the data folder: %v", err)
+	}
+
+	for range 2 { // the second Resume does nothing
+		if err := s.Resume(ctx); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+	}
+	if s.Port() != port || s.URL("postgres") != url {
+		t.Fatalf("resumed on port %d, was %d", s.Port(), port)
+	}
+	kept(t, url, "data after resume")
+
+	// Halt and resume once more: the process handling holds across restarts.
+	if err := s.Halt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept(t, url, "data after the second resume")
+
+	if err := s.Halt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatalf("stop after halt: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Fatalf("throwaway folder left after halt and stop: %v", err)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatalf("second stop: %v", err)
+	}
+	if err := s.Resume(ctx); err == nil {
+		t.Fatal("resumed a stopped server")
+	}
+	if err := s.Halt(ctx); err == nil {
+		t.Fatal("halted a stopped server")
+	}
+}
+
+// An owned server keeps its settings and data across a halt.
+func TestHaltResumeOwned(t *testing.T) {
+	t.Parallel()
+	dir := ownedDir(t)
+	s := start(t, dir)
+	keep(t, s.URL("postgres"))
+	if err := s.Halt(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resume(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	kept(t, s.URL("postgres"), "owned data lost")
+	if got := exec(t, s.URL("postgres"), `SELECT current_setting('fsync')`); got != "on" {
+		t.Fatalf("owned fsync = %s", got)
+	}
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		t.Fatalf("stop removed an owned folder: %v", err)
+	}
+}
+
+// Halt, Resume and Stop leave no goroutine behind (the waiter of each
+// postgres process ends with it).
+func TestHaltResumeNoLeak(t *testing.T) {
+	// Not parallel: it counts the goroutines of the test binary, and runs
+	// before the parallel tests resume.
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := pglocal.Start(ctx, pglocal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Halt(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Until(t, 10*time.Second, "no goroutine left", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= before, fmt.Sprintf("%d goroutines, %d before", n, before)
+	})
 }
