@@ -24,7 +24,13 @@ type Options struct {
 	Token        string                          // WIMRO_API_TOKEN; "" means no auth
 	MaxBodyBytes int64                           // 0 means 1 MiB
 	Health       func(ctx context.Context) error // database ping for /healthz; nil is always healthy
-	Version      string
+	// Ready says whether the process does its work (database, listener,
+	// coordinator's first assignment) for /readyz: an error names the
+	// failing check; nil is always ready.
+	Ready func(ctx context.Context) error
+	// Cluster answers GET /cluster; nil answers 404.
+	Cluster func(ctx context.Context) (wimro.ClusterStatus, error)
+	Version string
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -59,6 +65,8 @@ func NewServer(opts Options, routes ...Route) *Server {
 	s := &Server{logger: opts.Logger, opts: opts}
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.healthz},
+		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: database, notifications and the first account assignment", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.readyz},
+		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{}, Handler: s.cluster},
 		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},
 	}, routes...)
 
@@ -103,6 +111,32 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	Respond(w, r, http.StatusOK, health{Status: "ok", Version: s.opts.Version})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.opts.Ready(ctx); err != nil {
+			s.logger.Warn("not ready", slog.Any("error", err))
+			s.Error(w, r, wimro.Errorf(wimro.EUNAVAILABLE, "not ready: %s", wimro.ErrorMessage(err)))
+			return
+		}
+	}
+	Respond(w, r, http.StatusOK, health{Status: "ready", Version: s.opts.Version})
+}
+
+func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Cluster == nil {
+		s.Error(w, r, wimro.Errorf(wimro.ENOTFOUND, "no cluster status in this process"))
+		return
+	}
+	st, err := s.opts.Cluster(r.Context())
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, st)
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

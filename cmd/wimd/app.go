@@ -457,9 +457,40 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		Token:        c.apiToken,
 		MaxBodyBytes: c.maxBodyBytes,
 		Health:       db.Ping,
-		Version:      version,
+		Ready:        readiness(db, listener, coord),
+		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
+			st, err := coord.Status(ctx)
+			st.Owned = nonNil(sup.Owned())
+			return st, err
+		},
+		Version: version,
 	})
 	return a.runHTTP(ctx, ln, api.Handler(), logger, slog.String("instance_id", c.instanceID))
+}
+
+// readiness is /readyz: the database answers, the notification listener
+// is connected, and the coordinator applied its first assignment; the
+// error names the first check that fails.
+func readiness(db *persistence.DB, l *persistence.Listener, c coordinator.Coordinator) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := db.Ping(ctx); err != nil {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "database: %s", wimro.ErrorMessage(err))
+		}
+		if !l.Connected() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "notification listener: not connected")
+		}
+		if !c.Ready() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "coordinator: no account assignment applied yet")
+		}
+		return nil
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // stopPart stops a long-lived part of serve, giving it 30 s, and logs a

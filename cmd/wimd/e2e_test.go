@@ -39,8 +39,9 @@ type e2eCase struct {
 
 // api is a small JSON client of a running wimd.
 type api struct {
-	t    *testing.T
-	addr string
+	t     *testing.T
+	addr  string
+	token string // sent as a bearer token when set
 }
 
 func (c api) call(method, path string, body any) map[string]any {
@@ -52,6 +53,9 @@ func (c api) call(method, path string, body any) map[string]any {
 	}
 	req, _ := http.NewRequest(method, "http://"+c.addr+path, rd)
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
