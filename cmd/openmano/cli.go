@@ -813,6 +813,7 @@ func init() {
 		{name: "instance-net-update", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
 			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).", min: 2, max: 2, setup: setupNetUpdate},
 		{name: "action-list", args: "INSTANCE [ACTION_ID]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.", min: 1, max: 2, setup: setupActionList},
+		{name: "cluster-list", args: "", summary: "Show the wimd cluster as the server sees it: coordinator, leader, members and the accounts\nassigned to each; the accounts the server owns now (holds the lease of).", setup: setupClusterList},
 		{name: "config", args: "", summary: "Print the client configuration (environment).", setup: setupConfig},
 		{name: "version", args: "", summary: "Print the client version.", setup: setupVersion},
 		{name: "help", args: "[COMMAND]", summary: "Print the usage of openmano or of a command.", max: 1, setup: setupHelp},
@@ -910,6 +911,34 @@ func setupTenantList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		s.emit(r, nil)
+		return nil
+	}
+}
+
+func setupClusterList(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, s *session, args []string) error {
+		r, err := s.do(ctx, "GET", "/cluster", nil)
+		if err != nil {
+			return err
+		}
+		s.emit(r, func(doc any) {
+			m, _ := doc.(map[string]any)
+			assigned, _ := m["assignments"].(map[string]any)
+			fmt.Fprintf(s.c.Stdout, "coordinator %s, this process %s, leader %s\n", str(m["coordinator"]), str(m["instance_id"]), str(m["leader"]))
+			members, _ := m["members"].([]any)
+			for _, x := range members {
+				mem, _ := x.(map[string]any)
+				id := str(mem["id"])
+				accts, _ := assigned[id].([]any)
+				mark := " "
+				if id == str(m["leader"]) {
+					mark = "*"
+				}
+				fmt.Fprintf(s.c.Stdout, "%s %-30s %-24s %5d accounts  since %s\n", mark, id, str(mem["address"]), len(accts), str(mem["started_at"]))
+			}
+			owned, _ := m["owned"].([]any)
+			fmt.Fprintf(s.c.Stdout, "owned by this process: %d accounts\n", len(owned))
+		})
 		return nil
 	}
 }

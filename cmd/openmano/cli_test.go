@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -227,6 +228,16 @@ func TestEndToEndThroughCLI(t *testing.T) {
 	}
 	if out := om.ok("wim-list", "wan1", "-v"); !strings.Contains(out, "Type: fake") {
 		t.Fatalf("wim-list wan1: %q", out)
+	}
+	// The cluster: one process, the leader, owning the account once its
+	// lease is taken.
+	eventually.Until(t, time.Minute, "cluster-list shows the account owned", func() (bool, string) {
+		_, out, _ := om.run("", "cluster-list")
+		return strings.Contains(out, "coordinator none") && strings.Contains(out, "1 accounts") &&
+			strings.Contains(out, "owned by this process: 1 accounts"), out
+	})
+	if cl := om.json("cluster-list"); cl["coordinator"] != "none" || cl["leader"] != cl["instance_id"] {
+		t.Fatalf("cluster-list -o json: %v", cl)
 	}
 
 	dir := t.TempDir()
