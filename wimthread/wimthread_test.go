@@ -40,11 +40,23 @@ type bundle struct {
 	eng  *engine.Engine
 	ctrl *fake.Controller
 	url  string
+	// datacenters counts the datacenters addWIM made (their PoP switch
+	// dpids follow it).
+	datacenters int
 }
 
 // setup makes a tenant, two datacenters with exit rules, a WIM of wimType
 // mapped to both, and the tenant's account (with accountConfig).
 func setup(t testing.TB, wimType string, accountConfig map[string]any) *bundle {
+	t.Helper()
+	b := newBundle(t)
+	b.addWIM(t, wimSpec{name: "wan1", wimType: wimType, url: b.url, accountConfig: accountConfig, dcs: []string{"dcA", "dcB"}})
+	return b
+}
+
+// newBundle makes a database with the tenant t0 and nothing else, and a
+// fake controller at b.url.
+func newBundle(t testing.TB) *bundle {
 	t.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -56,26 +68,50 @@ func setup(t testing.TB, wimType string, accountConfig map[string]any) *bundle {
 	b := &bundle{ctx: t.Context(), db: db, box: box, eng: engine.New(db, box, nil), url: "http://fake-" + uuid.NewString()}
 	b.ctrl = fake.ControllerFor(b.url)
 	t.Cleanup(b.ctrl.Reset)
+	if _, err := b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t0"}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wimSpec is a WIM that addWIM makes, with t0's account on it.
+type wimSpec struct {
+	name, wimType, url string
+	accountConfig      map[string]any
+	// dcs are new datacenters, attached to t0, that only this WIM
+	// reaches: each has one exit rule (physical network physnet1) to a
+	// PoP switch port of its own, mapped to service endpoint "ep-<dc>".
+	dcs []string
+	// mappingInfo, when set, gives the wan_service_mapping_info of the
+	// i-th datacenter's mapping.
+	mappingInfo func(i int) map[string]any
+}
+
+// addWIM makes the datacenters, the WIM and t0's account of w.
+func (b *bundle) addWIM(t testing.TB, w wimSpec) {
+	t.Helper()
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t0"}))
 	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+	for i, dc := range w.dcs {
+		b.datacenters++
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:%02x", b.datacenters)
 		must(b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://" + dc), Config: map[string]any{
 			"external_connections": []any{map[string]any{"condition": map[string]any{"provider:physical_network": "physnet1"},
 				"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}))
 		must(b.eng.AttachDatacenter(b.ctx, "t0", dc))
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
-			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
+		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}
+		if w.mappingInfo != nil {
+			m["wan_service_mapping_info"] = w.mappingInfo(i)
+		}
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
 	}
-	must(b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: &wimType, URL: &b.url, Config: map[string]any{"wim_port_mapping": mappings}}))
-	must(b.eng.CreateAccount(b.ctx, "t0", "wan1", engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p")), Config: accountConfig}))
-	return b
+	must(b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: &w.name, Type: &w.wimType, URL: &w.url, Config: map[string]any{"wim_port_mapping": mappings}}))
+	must(b.eng.CreateAccount(b.ctx, "t0", w.name, engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p")), Config: w.accountConfig}))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -190,13 +226,17 @@ func watchClaims(t testing.TB, s *wimthread.Supervisor) func() {
 	}
 }
 
-// instance creates an instance with n VLDs across dcA and dcB.
-func (b *bundle) instance(t testing.TB, name string, n int, status string) engine.InstanceView {
+// instance creates an instance with n VLDs across dcs (dcA and dcB when
+// none is given).
+func (b *bundle) instance(t testing.TB, name string, n int, status string, dcs ...string) engine.InstanceView {
 	t.Helper()
+	if len(dcs) == 0 {
+		dcs = []string{"dcA", "dcB"}
+	}
 	var nets []engine.NetworkInput
 	for i := range n {
 		vld := uuid.NewString()
-		for j, dc := range []string{"dcA", "dcB"} {
+		for j, dc := range dcs {
 			nets = append(nets, engine.NetworkInput{Name: fmt.Sprintf("%s-%d-%s", name, i, dc), SceNetID: vld, Datacenter: dc, Status: status,
 				PhysicalNetwork: "physnet1", EncapsulationType: "vlan", EncapsulationID: ptr(100 + 2*i + j)})
 		}

@@ -56,6 +56,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/rest"
@@ -320,13 +322,22 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		return "", nil, c.httpError("create", r)
 	}
 	id := strings.Trim(strings.TrimSpace(string(r.Body)), `"`)
-	if id == "" || strings.ContainsAny(id, "/ \t\r\n?#") {
+	if !usableID(id) {
 		// The controller may have acted; nothing can be adopted without an id.
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: the controller replied %d with no usable service id (%q)", r.Status, truncate(string(r.Body)))
 	}
 	c.known.set(key, id)
 	c.log.Debug("dynpac service created", "service_id", id, "service_key", key)
 	return id, c.connInfo(key, dp), nil
+}
+
+// usableID reports whether a create reply's body (trimmed) can be a
+// service id: not empty, valid UTF-8, no control character (NUL
+// included), nothing that would break the URL paths it goes into. An id
+// that is not storable text would be changed when stored (wimro.CleanText)
+// and would no longer name the service.
+func usableID(id string) bool {
+	return id != "" && utf8.ValidString(id) && !strings.ContainsAny(id, "/ ?#") && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
 func (c *connector) connInfo(key string, dp []point) map[string]any {

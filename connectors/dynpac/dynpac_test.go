@@ -321,6 +321,17 @@ func TestMalformedReplies(t *testing.T) {
 			kind: connectors.KindPermanent,
 		},
 		{
+			name: "create 200 with a binary body",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte("\x00\xff\xfe\x01garbage"))
+			},
+			call: func(c connectors.Connector) error {
+				_, _, err := c.CreateService(context.Background(), "k", connectors.ServiceELINE, points(0))
+				return err
+			},
+			kind: connectors.KindPermanent,
+		},
+		{
 			name: "error reply that is not JSON",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "<html>proxy error</html>", http.StatusBadGateway)
