@@ -9,7 +9,8 @@
 // case in TestStateMachine:
 //
 //	CREATE  SCHEDULED --local nets pending--> SCHEDULED (run_after = now+Wait; FAILED after WaitTimeout and > WaitMin checks)
-//	        SCHEDULED --local net broken / no exit port / no port mapping / multipoint / permanent error--> FAILED (link ERROR; failed+1)
+//	        SCHEDULED --local net broken / no exit port / no port mapping / multipoint / permanent error
+//	              / a service id that is not storable text--> FAILED (link ERROR; failed+1)
 //	        SCHEDULED --retryable controller error--> SCHEDULED (capped exponential backoff; FAILED after MaxAttempts)
 //	        SCHEDULED --worker stopping--> SCHEDULED (due at once: it was interrupted, not refused)
 //	        SCHEDULED --service created or adopted--> BUILD (link BUILD + service id; done+1; refresh after Refresh)

@@ -270,6 +270,11 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action) (persiste
 	if err != nil {
 		return persistence.Outcome{}, err
 	}
+	if id == "" || wimro.CleanText(id, 0) != id {
+		// Stored cleaned, the id would name nothing on the controller: the
+		// link would be polled (and later deleted) by a wrong id.
+		return persistence.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
+	}
 	return r.created(id, connInfo), nil
 }
 

@@ -175,6 +175,7 @@ type scripted struct {
 	status    *connectors.ServiceStatus
 	err       error // of status calls
 	createErr error
+	createID  string // answered by CreateService without reaching the controller
 	panicky   bool
 }
 
@@ -194,6 +195,9 @@ func (s *scripted) CreateService(ctx context.Context, key string, t connectors.S
 	}
 	if s.createErr != nil {
 		return "", nil, s.createErr
+	}
+	if s.createID != "" {
+		return s.createID, nil, nil
 	}
 	return s.Connector.CreateService(ctx, key, t, p)
 }
@@ -314,6 +318,14 @@ func TestStateMachine(t *testing.T) {
 				return f.create, f.ctx
 			},
 			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: the controller's service id is not storable text -> FAILED",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, createID: "svc\x00\xff"}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "cannot be stored", runAfter: soon, services: 0},
 		},
 		{
 			name: "CREATE: link gone (instance deleted first) -> SUPERSEDED, counted done",
