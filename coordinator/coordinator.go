@@ -1,14 +1,3 @@
-// Package coordinator decides which WIM accounts this process runs, and
-// which process runs the cluster-wide chores. It knows nothing of workers:
-// it tells a Runner the accounts it should own (SetAccounts) and starts or
-// stops Chores (the expired-claim rescue, the retention purge) as this
-// process gains or loses the right to run them, the way a leader's
-// components are switched on without knowing about leadership.
-//
-// Two modes: None (this process owns every account and runs every chore)
-// and Consul (processes split the accounts through Consul; see doc.go).
-// Whatever the coordinator says, PostgreSQL has the last word: the Runner
-// drives an account only while it holds that account's lease row.
 package coordinator
 
 import (

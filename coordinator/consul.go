@@ -1,0 +1,307 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/wimro/wimro/persistence"
+)
+
+// Defaults of ConsulConfig.
+const (
+	DefaultConsulPrefix   = "service/wimro"
+	DefaultSessionTTL     = 10 * time.Second
+	DefaultLeaderSoak     = 3 * time.Second
+	DefaultAssignmentSoak = 500 * time.Millisecond
+	DefaultLockDelay      = time.Second
+	DefaultRelist         = time.Minute
+)
+
+// ConsulConfig configures Consul; zero durations take the defaults.
+type ConsulConfig struct {
+	// Addr is the Consul agent's HTTP address (host:port); empty takes
+	// CONSUL_HTTP_ADDR, else 127.0.0.1:8500.
+	Addr string
+	// Token is the ACL token; empty takes CONSUL_HTTP_TOKEN.
+	Token string
+	// InstanceID names this process in the cluster: its membership key,
+	// its assignment folder, the leader key's value. wimd runs the
+	// Runner's account leases under the same name, which is how the
+	// leader tells whether an account's previous owner let it go. It must
+	// be unique per process and contain no '/'.
+	InstanceID string
+	// Prefix is the root of every key (default "service/wimro").
+	Prefix string
+	// SessionTTL is the TTL of the Consul session (default 10 s; Consul
+	// refuses less than its session_ttl_min, 10 s unless lowered).
+	SessionTTL time.Duration
+	// LeaderSoak is how long membership and the account list must stay
+	// unchanged before the leader computes owners (default 3 s).
+	LeaderSoak time.Duration
+	// AssignmentSoak is how long this process's assignment must stay
+	// unchanged before it is handed to the Runner (default 500 ms).
+	AssignmentSoak time.Duration
+	// LockDelay is the session's lock-delay (default 1 s; sent to Consul
+	// explicitly, whose own default is 15 s).
+	LockDelay time.Duration
+	// Relist is the period of the leader's safety net: it lists the
+	// accounts again and checks every assignment (default 1 min).
+	Relist time.Duration
+	// APIAddress is this process's API address, shown to the others.
+	APIAddress string
+	Version    string
+	// DB lists the accounts and tells who holds their leases.
+	DB *persistence.DB
+	// AccountList follows persistence.ChannelAccountList (nil: the
+	// periodic re-list alone sees accounts come and go).
+	AccountList *persistence.Subscription
+	Runner      Runner
+	// Chores run on the leader only.
+	Chores []Chore
+	Logger *slog.Logger
+}
+
+func (c ConsulConfig) withDefaults() ConsulConfig {
+	if c.Prefix == "" {
+		c.Prefix = DefaultConsulPrefix
+	}
+	c.Prefix = strings.Trim(c.Prefix, "/")
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.LeaderSoak <= 0 {
+		c.LeaderSoak = DefaultLeaderSoak
+	}
+	if c.AssignmentSoak <= 0 {
+		c.AssignmentSoak = DefaultAssignmentSoak
+	}
+	if c.LockDelay <= 0 {
+		c.LockDelay = DefaultLockDelay
+	}
+	if c.Relist <= 0 {
+		c.Relist = DefaultRelist
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Consul is the cluster policy: processes split the accounts through
+// Consul (see doc.go for the keys, the timings and the failure cases).
+type Consul struct {
+	cfg      ConsulConfig
+	api      *api.Client
+	keys     keys
+	logger   *slog.Logger
+	timeout  time.Duration // per Consul call that does not block
+	sessions *sessions
+	ready    atomic.Bool
+	leading  atomic.Bool // a term is running
+
+	mu       sync.Mutex
+	started  time.Time
+	leaderID string
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	// Owned by the election loop, and by Stop once that loop ended.
+	term   *term
+	chores chores
+}
+
+// NewConsul checks cfg and returns a stopped Consul. It contacts nothing.
+func NewConsul(cfg ConsulConfig) (*Consul, error) {
+	cfg = cfg.withDefaults()
+	switch {
+	case cfg.InstanceID == "" || strings.Contains(cfg.InstanceID, "/"):
+		return nil, fmt.Errorf("coordinator: consul: instance id %q must be non-empty and contain no '/'", cfg.InstanceID)
+	case cfg.DB == nil:
+		return nil, errors.New("coordinator: consul: no database")
+	case cfg.Runner == nil:
+		return nil, errors.New("coordinator: consul: no runner")
+	case cfg.LockDelay < time.Millisecond:
+		return nil, errors.New("coordinator: consul: lock-delay must be at least 1 ms")
+	}
+	ac := api.DefaultConfig()
+	if cfg.Addr != "" {
+		ac.Address = cfg.Addr
+	}
+	if cfg.Token != "" {
+		ac.Token = cfg.Token
+	}
+	client, err := api.NewClient(ac)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: consul client: %w", err)
+	}
+	logger := cfg.Logger.With(slog.String("instance_id", cfg.InstanceID))
+	timeout := max(cfg.SessionTTL/3, time.Second)
+	return &Consul{
+		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, logger: logger, timeout: timeout,
+		sessions: newSessions(client, "wimro "+cfg.InstanceID, cfg.SessionTTL, cfg.LockDelay, logger),
+		chores:   chores{list: cfg.Chores, logger: logger},
+	}, nil
+}
+
+// Start begins the work and returns at once: it does not wait for Consul,
+// which may not answer yet. Ready says when the first assignment was
+// handed to the Runner.
+func (c *Consul) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		return errors.New("coordinator: already started")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.started = time.Now().UTC()
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	for _, loop := range []func(context.Context){c.sessions.run, c.keepMembership, c.elect, c.followAssignments} {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			loop(runCtx)
+		}()
+	}
+	c.logger.Info("consul coordinator started", slog.String("prefix", c.cfg.Prefix),
+		slog.Duration("session_ttl", c.cfg.SessionTTL), slog.Duration("leader_soak", c.cfg.LeaderSoak))
+	return nil
+}
+
+// Stop leaves the cluster so that the others take over within their
+// soak rather than a session TTL: it stops the loops and the chores,
+// deletes the leader key (if held) and the membership key, and destroys
+// the session. The Runner keeps its accounts: the caller stops it after
+// Stop (see doc.go for the order). Consul being away only makes Stop
+// give up on those deletions (bounded by ctx); the session then expires.
+func (c *Consul) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	cancel := c.cancel
+	c.cancel = nil
+	c.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("coordinator: stop: %w", ctx.Err())
+	}
+	var errs []error
+	reason, err := c.endTerm(ctx, "stopping")
+	c.logEndTerm(reason, nil)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("stop leader chores: %w", err))
+	}
+	// The chores are stopped: the leader key can go (a successor starts
+	// its own chores), then the membership key, then the session, which
+	// would delete both anyway but arm the lock-delay on them.
+	if id := c.sessions.id(); id != "" {
+		for _, key := range []string{c.keys.leader(), c.keys.member(c.cfg.InstanceID)} {
+			if err := c.deleteHeld(ctx, key, id); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", key, err))
+			}
+		}
+	}
+	if err := c.sessions.close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("destroy session: %w", err))
+	}
+	c.setLeader("")
+	c.logger.Info("left the cluster")
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("coordinator: stop: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether the first assignment confirmed by a leader was
+// handed to the Runner (an empty one included).
+func (c *Consul) Ready() bool { return c.ready.Load() }
+
+func (c *Consul) setLeader(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leaderID = id
+}
+
+// errNotHeld says a transaction's check-session failed: the key it
+// guards is no longer held by the session (a deposed leader's write).
+var errNotHeld = errors.New("key not held by this session")
+
+// txn runs ops as one Consul transaction (at most 64 ops).
+func (c *Consul) txn(ctx context.Context, ops api.KVTxnOps) (*api.KVTxnResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	ok, resp, _, err := c.api.KV().Txn(ops, (&api.QueryOptions{}).WithContext(cctx))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		for _, e := range resp.Errors {
+			if ops[e.OpIndex].Verb == api.KVCheckSession {
+				return nil, errNotHeld
+			}
+		}
+		if len(resp.Errors) > 0 {
+			return nil, fmt.Errorf("consul transaction: %s", resp.Errors[0].What)
+		}
+		return nil, errors.New("consul transaction refused")
+	}
+	return resp, nil
+}
+
+// deleteHeld deletes key if the session holds it.
+func (c *Consul) deleteHeld(ctx context.Context, key, sessionID string) error {
+	_, err := c.txn(ctx, api.KVTxnOps{
+		{Verb: api.KVCheckSession, Key: key, Session: sessionID},
+		{Verb: api.KVDelete, Key: key},
+	})
+	if errors.Is(err, errNotHeld) {
+		return nil
+	}
+	return err
+}
+
+// acquireRetry acquires key for the session, retrying failed calls with
+// back-off until Consul answers: true (taken, or already ours) or false
+// (held by another session, or under lock-delay). alive is false once
+// ctx ended.
+func (c *Consul) acquireRetry(ctx context.Context, what, key string, value []byte, sessionID string) (ok, alive bool) {
+	var b backoff
+	for {
+		ok, err := c.acquire(ctx, key, value, sessionID)
+		if ctx.Err() != nil {
+			return false, false
+		}
+		if err == nil {
+			return ok, true
+		}
+		logFailure(c.logger, &b, "acquire "+what, err)
+		if !b.wait(ctx, nil) {
+			return false, false
+		}
+	}
+}
+
+// acquire takes key for the session (true) or says it is held by another
+// session or under lock-delay (false).
+func (c *Consul) acquire(ctx context.Context, key string, value []byte, sessionID string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	ok, _, err := c.api.KV().Acquire(&api.KVPair{Key: key, Value: value, Session: sessionID},
+		(&api.WriteOptions{}).WithContext(cctx))
+	return ok, err
+}

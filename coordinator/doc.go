@@ -1,0 +1,127 @@
+// Package coordinator decides which WIM accounts this process runs, and
+// which process runs the cluster-wide chores. It knows nothing of workers:
+// it tells a Runner the accounts it should own (SetAccounts) and starts or
+// stops Chores (the expired-claim rescue, the retention purge) as this
+// process gains or loses the right to run them, the way a leader's
+// components are switched on without knowing about leadership.
+//
+// Two modes: None (this process owns every account and runs every chore)
+// and Consul (processes split the accounts through Consul). Whatever the
+// coordinator says, PostgreSQL has the last word: the Runner drives an
+// account only while it holds that account's lease row. Consul decides
+// who should own an account; PostgreSQL decides who may.
+//
+// # Consul keys
+//
+// Under Prefix (default service/wimro):
+//
+//	<prefix>/members/<id>              JSON Member {id, address, started_at, version};
+//	                                   acquired with the process's session
+//	<prefix>/leader                    the leader's instance id; acquired with its session
+//	<prefix>/assignments/<id>/         folder marker: the leader confirmed member <id>
+//	                                   (value: the leader's id)
+//	<prefix>/assignments/<id>/<uuid>   account <uuid> is assigned to member <id> (empty value)
+//
+// The session has behaviour "delete" (its keys go with it), the
+// configured TTL and an explicit lock-delay. Only the leader writes
+// assignments, in transactions that first check that the leader key is
+// held by its session: a deposed leader writes nothing.
+//
+// # Timings (defaults)
+//
+//   - SessionTTL 10 s, renewed every TTL/3, each call bounded by TTL/3.
+//     Renew answering "gone" makes a new session at once; a session not
+//     renewed for TTL - TTL/4 is given up (Consul invalidates a session
+//     no earlier than TTL after its last renewal) and destroyed as soon as
+//     Consul answers again.
+//   - LockDelay 1 s, sent explicitly (Consul's default is 15 s and the Go
+//     API drops a zero).
+//   - Blocking queries wait at most 5 s on the server, are cancelled with
+//     their context, reset their index when it goes backwards (next read
+//     is plain) or to 0 (block on 1), and are rate-limited (burst 2, one
+//     per 100 ms).
+//   - LeaderSoak 3 s: membership and the account list must stay unchanged
+//     that long before the leader computes owners; pending moves are
+//     tried again every LeaderSoak; everything is checked again, and the
+//     accounts listed again, every Relist (1 min) as a safety net.
+//   - AssignmentSoak 500 ms: a member's assignment must stay unchanged
+//     that long before it goes to the Runner.
+//   - A failing Consul call is retried after 50 ms, 100 ms, 200 ms,
+//     500 ms, 1 s, 2 s, then every 5 s; each loop counts its own
+//     failures, and a success resets them.
+//
+// # Roles
+//
+// Every process keeps a session and its membership key (acquired again
+// whenever it is lost), competes for the leader key, and follows its own
+// assignment folder. Leadership: the key is acquired when vacant —
+// missing or held by no session — at once, and again after the
+// lock-delay if Consul refused (the delay is in force after a holder's
+// session was invalidated); it is watched with blocking reads. A term
+// ends when the key is seen held by another session or vacant, or when
+// the session ends (gone, or not renewed within TTL minus the margin).
+// The term starts the Chores and stops them when it ends.
+//
+// The leader watches the members (keys held by a session) and the account
+// list (persistence.ChannelAccountList notifications, resyncs, the
+// periodic re-list), lets them settle for LeaderSoak, and computes owners
+// by rendezvous hashing (highest-random-weight of member id and account
+// id): only the accounts whose best member changed move. It deletes what
+// is no longer wanted first (the whole folder of a member gone), then
+// writes folder markers and new assignments. An account moves only once
+// its previous owner let go: its PostgreSQL lease is free or already the
+// new owner's (lease owner = member id), or its holder has been out of
+// the membership for one session TTL (long enough to re-create a session
+// after Consul restarts; its lease then expires on its own). Until then
+// the move is pending and tried again every LeaderSoak.
+//
+// A member applies its folder only when the marker is there: an absent
+// marker means no leader confirmed this member (yet, or any more: it was
+// taken for gone, or Consul came back empty), and the Runner keeps what
+// it has. Ready turns true with the first set applied, an empty one
+// included: in a cluster without accounts the leader still writes every
+// member's marker.
+//
+// # Failure cases
+//
+//   - Consul unreachable: every call is retried with the back-off above.
+//     The Runner keeps its accounts (SetAccounts is never called because
+//     Consul is away) and PostgreSQL leases go on fencing them. A leader
+//     whose session cannot be renewed steps down within TTL minus the
+//     margin and stops its chores. When Consul answers again, the old
+//     session is renewed if still alive, otherwise a new one is made (the
+//     old one destroyed); membership, leadership and the assignment folder
+//     are taken up again without a restart.
+//   - Consul restarted empty: sessions are gone, every member makes a new
+//     one and rejoins, a leader is elected and writes the same owners
+//     again (moves wait for the lease holders to rejoin); the Runners are
+//     told nothing new in between.
+//   - Session destroyed or expired behind a process's back: its keys are
+//     deleted, it makes a new session and acquires its membership key
+//     again after the lock-delay; a leader ends its term and competes
+//     again.
+//   - Process crash: its session expires (TTL to 2 TTL), its keys go, the
+//     leader drops its folder; its accounts move once their leases expire.
+//   - Member cut off from Consul but not from PostgreSQL: it keeps running
+//     its accounts under their leases; the leader's moves of them stay
+//     pending (or the new owners wait for the leases) until it returns or
+//     stops.
+//   - Two leaders (a deposed one not yet aware): its assignment writes are
+//     refused by the transaction's check of the leader key's session.
+//
+// # Stopping (SIGTERM)
+//
+// Consul.Stop stops the loops, stops the chores, deletes the leader key
+// (if held) and the membership key, then destroys the session: the other
+// processes take over within their soak rather than a session TTL. wimd
+// stops the parts in this order:
+//
+//  1. the HTTP API;
+//  2. the coordinator (Stop): no SetAccounts after it returns, the leader
+//     hands over at once and moves this process's accounts as soon as
+//     their leases are free;
+//  3. the Runner (the supervisor's Stop): workers finish and write their
+//     outcomes, claims and account leases are released (with a NOTIFY,
+//     so the new owners take them at once);
+//  4. the notification listener and the database.
+package coordinator

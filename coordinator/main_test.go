@@ -1,0 +1,9 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/wimro/wimro/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
