@@ -338,6 +338,14 @@ type serveConfig struct {
 	refresh       time.Duration
 	retention     time.Duration
 	instanceID    string
+	coordinator   string
+	consul        consulFlags
+}
+
+// consulFlags configure --coordinator consul.
+type consulFlags struct {
+	addr, token, prefix                    string
+	sessionTTL, leaderSoak, assignmentSoak time.Duration
 }
 
 func (a *App) serve(ctx context.Context, args []string) error {
@@ -356,6 +364,20 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
 	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
 		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
+	fs.StringVar(&c.coordinator, "coordinator", a.env("WIMRO_COORDINATOR", "none"),
+		"none: this process owns every account; consul: processes sharing the database split the accounts through Consul (env WIMRO_COORDINATOR)")
+	fs.StringVar(&c.consul.addr, "consul", a.env("WIMRO_CONSUL", a.env("CONSUL_HTTP_ADDR", "127.0.0.1:8500")),
+		"Consul agent host:port (env WIMRO_CONSUL, else CONSUL_HTTP_ADDR)")
+	fs.StringVar(&c.consul.token, "consul-token", a.env("WIMRO_CONSUL_TOKEN", a.env("CONSUL_HTTP_TOKEN", "")),
+		"Consul ACL token (env WIMRO_CONSUL_TOKEN, else CONSUL_HTTP_TOKEN; prefer the variables: flags show in ps)")
+	fs.StringVar(&c.consul.prefix, "consul-prefix", a.env("WIMRO_CONSUL_PREFIX", coordinator.DefaultConsulPrefix),
+		"root of the cluster's Consul keys (env WIMRO_CONSUL_PREFIX)")
+	fs.DurationVar(&c.consul.sessionTTL, "session-ttl", a.envDuration("WIMRO_SESSION_TTL", coordinator.DefaultSessionTTL),
+		"TTL of this process's Consul session: how soon a dead process is noticed (env WIMRO_SESSION_TTL)")
+	fs.DurationVar(&c.consul.leaderSoak, "leader-soak", a.envDuration("WIMRO_LEADER_SOAK", coordinator.DefaultLeaderSoak),
+		"how long membership and the account list must stay still before the leader reassigns (env WIMRO_LEADER_SOAK)")
+	fs.DurationVar(&c.consul.assignmentSoak, "assignment-soak", a.envDuration("WIMRO_ASSIGNMENT_SOAK", coordinator.DefaultAssignmentSoak),
+		"how long this process's assignment must stay still before it is applied (env WIMRO_ASSIGNMENT_SOAK)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	if err := fs.Parse(args); err != nil {
@@ -370,6 +392,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	if c.retention < 0 {
 		return fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.coordinator != "none" && c.coordinator != "consul" {
+		return fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)
 	}
 	logger, err := a.logger(c.db)
 	if err != nil {
@@ -445,12 +470,27 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		wimthread.NewRescuer(db, logger, c.claimLease/3),
 		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
 	}
-	// Without a cluster this process owns every account and runs every chore.
-	coord := coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
-		InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
+	var coord coordinator.Coordinator
+	switch c.coordinator {
+	case "consul":
+		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
+			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Prefix: c.consul.prefix,
+			SessionTTL: c.consul.sessionTTL, LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
+			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: chores, Logger: logger})
+		if err != nil {
+			return err
+		}
+	default:
+		// Without a cluster this process owns every account and runs every chore.
+		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
+			InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
+	}
 	if err := coord.Start(ctx); err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
 	}
+	// Deferred last, stopped first: no assignment is applied after it, and
+	// the others take this process's accounts as the supervisor releases
+	// them (coordinator/doc.go, "Stopping").
 	defer stopPart(logger, "coordinator", coord.Stop)
 	api := httpapi.New(eng, httpapi.Options{
 		Logger:       logger,
@@ -460,8 +500,11 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		Ready:        readiness(db, listener, coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
 			st, err := coord.Status(ctx)
+			if err != nil {
+				return st, wimro.Errorf(wimro.EUNAVAILABLE, "the cluster status is unavailable: %v", err)
+			}
 			st.Owned = nonNil(sup.Owned())
-			return st, err
+			return st, nil
 		},
 		Version: version,
 	})
