@@ -163,6 +163,18 @@ func (a *Agent) Restart() {
 	a.start()
 }
 
+// Resume starts a new, empty agent on the same ports after Stop (Consul
+// comes back after an outage); it does nothing while the agent runs.
+func (a *Agent) Resume() {
+	a.t.Helper()
+	a.mu.Lock()
+	running := a.cmd != nil
+	a.mu.Unlock()
+	if !running {
+		a.start()
+	}
+}
+
 func (a *Agent) start() {
 	a.t.Helper()
 	a.mu.Lock()
