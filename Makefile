@@ -42,6 +42,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench DeriveWANLinks -benchtime 20x ./engine/
 	$(GO) test -run '^$$' -bench 'ActionThroughput|LatencyBound|ScaleAccounts|FirstClaim' -benchtime 1x -timeout 15m ./wimthread/
 	$(GO) test -run '^$$' -bench APILatency -benchtime 1x ./httpapi/
+	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 10m ./cmd/wimd/
 
 # staticcheck is fetched from the Go module proxy at a pinned version (not
 # a dependency of the module).

@@ -74,7 +74,7 @@ func (b *bundle) serve(t *testing.T, args ...string) (string, func() int) {
 	return "", nil
 }
 
-func get(t *testing.T, url string) (int, string) {
+func get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

@@ -105,7 +105,8 @@ func (l *callLog) agents() map[string]bool {
 // cluster is a set of wimd processes sharing one database and one Consul
 // agent.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
+	n       int // accounts the cluster must own
 	bin     string
 	env     []string
 	consul  *consultest.Agent
@@ -114,11 +115,15 @@ type cluster struct {
 	emu     *l2smemu.Emulator
 	url     string
 	vlan    int // the last VLAN given to a network: each link has its own
+	db      string
 }
 
-func newCluster(t *testing.T) *cluster {
-	c := &cluster{t: t, bin: buildWimd(t), consul: consultest.Start(t), members: map[string]*process{}, log: &callLog{}}
-	c.env = []string{"WIMRO_DATABASE_URL=" + pgtest.URL(t), "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug"}
+func (c *cluster) dbURL() string { return c.db }
+
+func newCluster(t testing.TB) *cluster {
+	c := &cluster{t: t, n: clusterAccounts, bin: buildWimd(t), consul: consultest.Start(t), members: map[string]*process{}, log: &callLog{}}
+	c.db = pgtest.URL(t)
+	c.env = []string{"WIMRO_DATABASE_URL=" + c.db, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug"}
 	// An IETF L2VPN (RFC 8466) datastore: wimro chooses the service ids, so
 	// a create that runs twice adopts its service (DynPaC, which chooses
 	// them, cannot promise that: see connectors/dynpac).
@@ -228,8 +233,8 @@ func (c *cluster) settled(what string, within time.Duration) (map[string]string,
 		var problems string
 		owner, leader, problems = c.owners()
 		count := counts(owner)
-		ok := problems == "" && len(owner) == clusterAccounts && c.members[leader] != nil && len(count) == len(c.members)
-		return ok, fmt.Sprintf("%d of %d accounts owned %v, leader %q %s", len(owner), clusterAccounts, count, leader, problems)
+		ok := problems == "" && len(owner) == c.n && c.members[leader] != nil && len(count) == len(c.members)
+		return ok, fmt.Sprintf("%d of %d accounts owned %v, leader %q %s", len(owner), c.n, count, leader, problems)
 	})
 	return owner, leader
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // buildWimd compiles the daemon once per test.
-func buildWimd(t *testing.T) string {
+func buildWimd(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wimd")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -42,7 +42,7 @@ type process struct {
 	err  error         // its exit status, once done is closed
 }
 
-func startWimd(t *testing.T, bin string, env []string, args ...string) *process {
+func startWimd(t testing.TB, bin string, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -84,7 +84,7 @@ func startWimd(t *testing.T, bin string, env []string, args ...string) *process 
 	return p
 }
 
-func (p *process) call(t *testing.T, method, path string, body any) map[string]any {
+func (p *process) call(t testing.TB, method, path string, body any) map[string]any {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {

@@ -78,7 +78,7 @@ func (p *process) createInstance(t *testing.T, tenant string, vlds int) instance
 }
 
 // connect opens a pool on wimd's database for the test to watch the queue.
-func connect(t *testing.T, url string) *pgxpool.Pool {
+func connect(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
@@ -198,7 +198,7 @@ func checkOutcome(t *testing.T, p *process, pool *pgxpool.Pool, state string, in
 }
 
 // kill9 kills the process with SIGKILL and waits for it.
-func (p *process) kill9(t *testing.T) {
+func (p *process) kill9(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func (p *process) kill9(t *testing.T) {
 }
 
 // stop sends sig and expects a clean exit (status 0).
-func (p *process) stop(t *testing.T, sig syscall.Signal) {
+func (p *process) stop(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
