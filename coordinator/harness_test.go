@@ -14,6 +14,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/consultest"
 	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/logtest"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
@@ -106,25 +107,6 @@ func (c *testChore) Stop(context.Context) error {
 	return nil
 }
 
-// logBuffer collects the coordinators' logs, shown when a test fails (or
-// with -v).
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // harness is a cluster of coordinators on one Consul agent and one
 // database.
 type harness struct {
@@ -133,7 +115,7 @@ type harness struct {
 	db     *persistence.DB
 	prefix string
 	ttl    time.Duration
-	logs   *logBuffer
+	logs   *logtest.Buffer
 	wim    wimro.WIM
 
 	mu    sync.Mutex
@@ -157,7 +139,7 @@ const (
 func newHarness(t *testing.T, ttl time.Duration) *harness {
 	t.Helper()
 	h := &harness{
-		t: t, agent: consultest.Start(t), ttl: ttl, logs: &logBuffer{},
+		t: t, agent: consultest.Start(t), ttl: ttl, logs: &logtest.Buffer{},
 		db:     persistence.NewDB(pgtest.NewPool(t), nil),
 		prefix: "test/" + strings.ReplaceAll(t.Name(), "/", "_"),
 	}

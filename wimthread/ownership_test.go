@@ -15,27 +15,13 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/logtest"
 	"github.com/wimro/wimro/wimthread"
 )
 
 // logBuffer collects a supervisor's log so a test can wait for what it
 // announces.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ logtest.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -2,10 +2,7 @@ package wimthread
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/wimro/wimro/persistence"
@@ -41,78 +38,32 @@ func (o RetentionOptions) withDefaults() RetentionOptions {
 // another process purging skips (persistence.PurgeFinishedActions), so
 // running it on one process only is an optimisation, not a need.
 type Retention struct {
+	periodic
 	db     *persistence.DB
 	logger *slog.Logger
 	opts   RetentionOptions
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// NewRetention returns a stopped purge.
+// NewRetention returns a stopped purge. It may be started again after
+// Stop.
 func NewRetention(db *persistence.DB, logger *slog.Logger, opts RetentionOptions) *Retention {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Retention{db: db, logger: logger, opts: opts.withDefaults()}
+	r := &Retention{db: db, logger: logger, opts: opts.withDefaults()}
+	r.periodic = periodic{name: "retention", interval: r.opts.Interval, job: r.purge}
+	return r
 }
 
 // Start begins purging in the background; with no retention it does
-// nothing. ctx only bounds the start: Stop ends the purge.
+// nothing. ctx only bounds the start: Stop ends the purge, abandoning
+// (rolling back) a batch in flight.
 func (r *Retention) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done != nil {
-		return errors.New("wimthread: retention already started")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.done = make(chan struct{})
 	if r.opts.Retention <= 0 {
 		r.logger.Info("finished actions are kept forever (no retention)")
-		r.cancel = func() {}
-		close(r.done)
-		return nil
+		return ctx.Err()
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
-	go r.run(runCtx, r.done)
-	return nil
-}
-
-// Stop ends the purge, abandoning (rolling back) a batch in flight, and
-// waits for it until ctx ends.
-func (r *Retention) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel, r.done = nil, nil
-	r.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wimthread: stop retention: %w", ctx.Err())
-	}
-}
-
-func (r *Retention) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(r.opts.Interval)
-	defer t.Stop()
-	for {
-		r.purge(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return r.periodic.Start(ctx)
 }
 
 // purge deletes batches until one comes back short, and logs the total.

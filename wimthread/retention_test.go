@@ -105,8 +105,8 @@ func TestRetentionPurgesDeletedInstances(t *testing.T) {
 	stopRetention(t, r) // a second Stop is a no-op
 }
 
-// Stop ends a purge that waits for its next turn, and a zero retention
-// purges nothing.
+// Stop ends a purge that waits for its next turn; a stopped purge starts
+// again (it follows leadership); a zero retention purges nothing.
 func TestRetentionStartStop(t *testing.T) {
 	t.Parallel()
 	db := persistence.NewDB(pgtest.NewPool(t), nil)
@@ -117,8 +117,12 @@ func TestRetentionStartStop(t *testing.T) {
 		if err := r.Start(t.Context()); err != nil {
 			t.Fatalf("retention %v: start: %v", retention, err)
 		}
-		if err := r.Start(t.Context()); err == nil {
+		if err := r.Start(t.Context()); retention > 0 && err == nil {
 			t.Fatalf("retention %v: a second Start succeeded", retention)
+		}
+		stopRetention(t, r)
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatalf("retention %v: start after stop: %v", retention, err)
 		}
 		stopRetention(t, r)
 	}

@@ -21,39 +21,18 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/rest"
+	"github.com/wimro/wimro/internal/logtest"
 )
 
 // LogBuffer is an io.Writer that concurrent writers may share (a
-// connector logs from the goroutines of parallel calls). String returns
-// all that was written.
-type LogBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *LogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *LogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// connector logs from the goroutines of parallel calls).
+type LogBuffer = logtest.Buffer
 
 // Logger returns a debug-level text logger and the buffer it writes to.
 // When t fails, the log is printed.
 func Logger(t testing.TB) (*slog.Logger, *LogBuffer) {
 	t.Helper()
-	buf := &LogBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("connector log:\n%s", buf)
-		}
-	})
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+	return logtest.Logger(t, "connector log")
 }
 
 // NoSecret fails t when secret appears in the text of one of errs or in
