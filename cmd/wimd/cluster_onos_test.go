@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	onosemu "github.com/wimro/wimro/internal/emulators/onos"
+	"github.com/wimro/wimro/internal/consultest"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -57,7 +58,9 @@ func (l *lostUpdates) beforeWrite(w onosemu.Write) {
 
 // TestTwoProcessesShareONOS runs two wimd processes on one database and
 // one ONOS controller, both serving two accounts whose links they race to
-// claim. Every change of ONOS's single VPLS list is a read-modify-write,
+// claim — each process driving the accounts it holds the lease of (they
+// split them through Consul). Every change of ONOS's single VPLS list is a
+// read-modify-write,
 // so only the PostgreSQL advisory lock wimd gives its connectors keeps one
 // process from overwriting the other's VPLSs. The test checks that both
 // processes wrote, that no posted list ever dropped an existing VPLS, and
@@ -73,11 +76,14 @@ func TestTwoProcessesShareONOS(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	env := []string{"WIMRO_DATABASE_URL=" + pgtest.URL(t), "WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "WIMRO_LOG_LEVEL=debug"}
-	args := []string{"--data-dir", t.TempDir(), "--parallel", "2", "--status-refresh", "200ms"}
-	a := startWimd(t, bin, env, args...)
-	b := startWimd(t, bin, env, args...)
+	agent := consultest.Start(t)
+	args := func(id string) []string {
+		return []string{"--data-dir", t.TempDir(), "--parallel", "2", "--status-refresh", "200ms", "--instance-id", id,
+			"--coordinator", "consul", "--consul", agent.Addr(), "--session-ttl", "2s", "--leader-soak", "300ms", "--assignment-soak", "100ms"}
+	}
+	a := startWimd(t, bin, env, args("A")...)
+	b := startWimd(t, bin, env, args("B")...)
 
-	tenants := []string{"t0", "t1"}
 	var mappings []any
 	for i, dc := range []string{"dcA", "dcB"} {
 		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
@@ -90,15 +96,41 @@ func TestTwoProcessesShareONOS(t *testing.T) {
 	}
 	a.call(t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "onos", "wim_url": srv.URL,
 		"config": map[string]any{"wim_port_mapping": mappings}}})
-	for _, tn := range tenants {
+	// Accounts until each process owns one: the two tenants whose links
+	// the two processes will write at the same time.
+	ownerOf := map[string]string{} // process -> a tenant it owns
+	for i := 0; len(ownerOf) < 2; i++ {
+		if i == 20 {
+			t.Fatalf("20 accounts and still not one on each process: %v", ownerOf)
+		}
+		tn := fmt.Sprintf("t%d", i)
 		a.call(t, "POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": tn}})
 		for _, dc := range []string{"dcA", "dcB"} {
 			a.call(t, "POST", "/openmano/"+tn+"/datacenters/"+dc, nil)
 		}
-		a.call(t, "POST", "/openmano/"+tn+"/wims/wan1", map[string]any{"wim_account": map[string]any{"user": "onos", "password": "rocks"}})
+		acct := a.call(t, "POST", "/openmano/"+tn+"/wims/wan1", map[string]any{"wim_account": map[string]any{"user": "onos", "password": "rocks"}})
+		id := acct["wim_account"].(map[string]any)["uuid"].(string)
+		var owner string
+		poll(t, "account "+tn+" owned", func() (bool, string) {
+			for name, p := range map[string]*process{"A": a, "B": b} {
+				st := p.call(t, "GET", "/cluster", nil)
+				owned, _ := st["owned"].([]any)
+				for _, o := range owned {
+					if o == id {
+						owner = name
+						return true, name
+					}
+				}
+			}
+			return false, "nobody"
+		})
+		if _, seen := ownerOf[owner]; !seen {
+			ownerOf[owner] = tn
+		}
 	}
+	tenants := []string{ownerOf["A"], ownerOf["B"]}
 
-	const vlds = 8
+	const vlds = 16
 	type instance struct{ tenant, id, action string }
 	var instances []instance
 	for k, tn := range tenants {
