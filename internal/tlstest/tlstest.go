@@ -30,42 +30,19 @@ func New(t testing.TB) Files {
 	t.Helper()
 	dir := t.TempDir()
 	caKey := newKey(t)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "wimro test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
+	caTmpl := template(1, "wimro test CA")
+	caTmpl.IsCA, caTmpl.BasicConstraintsValid = true, true
+	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	caDER := must(x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey))
+	ca := must(x509.ParseCertificate(caDER))
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "wimd"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := template(2, "wimd")
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.DNSNames = []string{"localhost"}
+	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	der := must(x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey))
+	keyDER := must(x509.MarshalPKCS8PrivateKey(key))
 	f := Files{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem")}
 	writePEM(t, f.CA, "CERTIFICATE", caDER)
 	writePEM(t, f.Cert, "CERTIFICATE", der)
@@ -87,13 +64,24 @@ func (f Files) Pool(t testing.TB) *x509.CertPool {
 	return p
 }
 
+// template is a certificate valid from an hour ago for a day.
+func template(serial int64, name string) *x509.Certificate {
+	return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+}
+
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	return must(ecdsa.GenerateKey(elliptic.P256(), rand.Reader))
+}
+
+// must(f()) is f's value; f's error (a crypto failure that does not
+// happen in practice) panics, which fails the test.
+func must[T any](v T, err error) T {
 	if err != nil {
-		t.Fatal(err)
+		panic("tlstest: " + err.Error())
 	}
-	return k
+	return v
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {
