@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -30,6 +31,8 @@ type TokenFile struct {
 	digests [][sha256.Size]byte
 }
 
+const maxTokenFile = 1 << 20
+
 // TokenFileCheck is how often a TokenFile looks at its file at most.
 const TokenFileCheck = 200 * time.Millisecond
 
@@ -52,24 +55,25 @@ func OpenTokenFile(path string, logger *slog.Logger) (*TokenFile, error) {
 }
 
 // readTokenFile returns the file's state and the digests of its tokens.
+// Only a regular file of at most 1 MiB is opened (a FIFO would block).
 func readTokenFile(path string) (os.FileInfo, [][sha256.Size]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("token file: %w", err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("token file: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("token file %s is not a regular file", path)
 	}
-	if fi.Size() > 1<<20 {
+	if fi.Size() > maxTokenFile {
 		return nil, nil, fmt.Errorf("token file %s is larger than 1 MiB", path)
 	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("token file: %w", err)
+	}
+	defer fh.Close()
 	var digests [][sha256.Size]byte
-	sc := bufio.NewScanner(fh)
+	sc := bufio.NewScanner(io.LimitReader(fh, maxTokenFile))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -125,6 +129,7 @@ func (s *Server) authEnabled() bool { return s.opts.Token != "" || s.opts.TokenF
 // show either).
 func (s *Server) tokenOK(header string) bool {
 	scheme, tok, ok := strings.Cut(header, " ")
+	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ func TestTokenFileRotation(t *testing.T) {
 	for auth, want := range map[string]int{
 		"Bearer tok-one":        http.StatusOK,
 		"Bearer tok-two":        http.StatusOK,
+		"Bearer  tok-two ":      http.StatusOK,
 		"bearer tok-two":        http.StatusOK,
 		"Bearer tok-flag":       http.StatusOK,
 		"Bearer tok-commented":  http.StatusUnauthorized,
@@ -117,8 +119,13 @@ func TestTokenFileRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	writeTokens(t, empty, "# nothing yet\n\n")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for path, want := range map[string]string{
 		empty:                        "holds no token",
+		fifo:                         "not a regular file",
 		filepath.Join(dir, "absent"): "no such file",
 		dir:                          "not a regular file",
 	} {
