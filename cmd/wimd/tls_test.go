@@ -128,7 +128,7 @@ func TestTLSAndTokenFlagErrors(t *testing.T) {
 		{nil, []string{"--tls-cert", pki.Key, "--tls-key", pki.Key}, "--tls-cert " + pki.Key},
 		{nil, []string{"--tls-cert", pki.Cert, "--tls-key", filepath.Join(dir, "absent.pem")}, "absent.pem: no such file"},
 		{nil, []string{"--api-token-file", emptyTokens}, "--api-token-file: token file " + emptyTokens + " holds no token"},
-		{map[string]string{"WIMRO_API_TOKEN_FILE": filepath.Join(dir, "absent")}, nil, "--api-token-file: token file: open"},
+		{map[string]string{"WIMRO_API_TOKEN_FILE": filepath.Join(dir, "absent")}, nil, "--api-token-file: token file: stat " + filepath.Join(dir, "absent") + ": no such file"},
 	}
 	for _, c := range cases {
 		b := setup(t)
