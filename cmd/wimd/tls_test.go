@@ -17,7 +17,6 @@ import (
 	"github.com/wimro/wimro/internal/tlstest"
 )
 
-
 // statusOf sends GET url with an optional bearer token through client.
 func statusOf(t *testing.T, client *http.Client, url, token string) (int, error) {
 	t.Helper()
