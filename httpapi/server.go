@@ -7,7 +7,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,7 +20,8 @@ import (
 // Options configure a Server.
 type Options struct {
 	Logger       *slog.Logger                    // nil discards
-	Token        string                          // WIMRO_API_TOKEN; "" means no auth
+	Token        string                          // WIMRO_API_TOKEN; "" and no TokenFile means no auth
+	TokenFile    *TokenFile                      // WIMRO_API_TOKEN_FILE; accepted besides Token
 	MaxBodyBytes int64                           // 0 means 1 MiB
 	Health       func(ctx context.Context) error // database ping for /healthz; nil is always healthy
 	// Ready says whether the process does its work (database, listener,
@@ -141,23 +141,6 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, s.OpenAPI())
-}
-
-// auth requires the bearer token when one is configured.
-func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
-	if s.opts.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + s.opts.Token)
-	return func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="wimro"`)
-			s.Error(w, r, wimro.Errorf(wimro.EUNAUTHORIZED, "Missing or invalid bearer token"))
-			return
-		}
-		next(w, r)
-	}
 }
 
 func (s *Server) limitBody(next http.Handler) http.Handler {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -67,7 +69,21 @@ type connError struct {
 }
 
 func (e *connError) Error() string {
-	return fmt.Sprintf("Connection error: not possible to contact OPENMANO-SERVER (wimd) at %s: %v", e.addr, e.err)
+	msg := fmt.Sprintf("Connection error: not possible to contact OPENMANO-SERVER (wimd) at %s: %v", e.addr, e.err)
+	if untrustedCertificate(e.err) {
+		msg += "\nThe server's certificate is not trusted: give the CA that signed it with --ca-file or OPENMANO_CA_FILE."
+	}
+	return msg
+}
+
+// untrustedCertificate says whether err is a failed verification of the
+// server's certificate.
+func untrustedCertificate(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &verify)
 }
 
 // apiError is a non-200 answer of the server.
@@ -85,6 +101,7 @@ type globals struct {
 	verbose countFlag
 	debug   bool
 	output  string
+	caFile  string
 }
 
 // countFlag is a repeatable boolean flag: -v -v (or -vv) is 2.
@@ -238,6 +255,7 @@ func (c *CLI) newFlagSet(cmd *command, g *globals) *flag.FlagSet {
 	fs.BoolVar(&g.debug, "debug", false, "same as -d")
 	fs.StringVar(&g.output, "o", "table", "output format: table, json or yaml")
 	fs.StringVar(&g.output, "output", "table", "same as -o")
+	fs.StringVar(&g.caFile, "ca-file", c.Getenv("OPENMANO_CA_FILE"), "PEM file of the CA(s) to trust for an https:// OPENMANO_HOST, besides the system's (env OPENMANO_CA_FILE)")
 	return fs
 }
 
@@ -268,7 +286,11 @@ func (c *CLI) runCommand(ctx context.Context, cmd *command, args []string) error
 	if len(pos) < cmd.min || (cmd.max >= 0 && len(pos) > cmd.max) {
 		return &usageError{msg: fmt.Sprintf("wrong number of arguments (%d)\nUsage: openmano %s %s", len(pos), cmd.name, cmd.args)}
 	}
-	return run(ctx, c.session(g), pos)
+	s, err := c.session(g)
+	if err != nil {
+		return err
+	}
+	return run(ctx, s, pos)
 }
 
 func (c *CLI) exit(name string, err error) int {
@@ -300,10 +322,11 @@ func (c *CLI) exit(name string, err error) int {
 
 // session is one command's connection settings and output options.
 type session struct {
-	c     *CLI
-	g     *globals
-	host  string // host:port
-	token string
+	c      *CLI
+	g      *globals
+	base   string // scheme://host:port
+	token  string
+	client *http.Client
 }
 
 func (c *CLI) env(key, def string) string {
@@ -313,13 +336,70 @@ func (c *CLI) env(key, def string) string {
 	return def
 }
 
-func (c *CLI) session(g *globals) *session {
-	return &session{
-		c:     c,
-		g:     g,
-		host:  net.JoinHostPort(c.env("OPENMANO_HOST", "localhost"), c.env("OPENMANO_PORT", "9090")),
-		token: c.Getenv("WIMRO_API_TOKEN"),
+func (c *CLI) session(g *globals) (*session, error) {
+	base, err := c.baseURL()
+	if err != nil {
+		return nil, err
 	}
+	client, err := c.httpClient(g.caFile)
+	if err != nil {
+		return nil, err
+	}
+	return &session{c: c, g: g, base: base, token: c.Getenv("WIMRO_API_TOKEN"), client: client}, nil
+}
+
+// baseURL is the server's scheme://host:port. OPENMANO_HOST is a host name
+// or address (http, port OPENMANO_PORT), or a URL http[s]://host[:port]
+// whose port defaults to OPENMANO_PORT.
+func (c *CLI) baseURL() (string, error) {
+	host, port := c.env("OPENMANO_HOST", "localhost"), c.env("OPENMANO_PORT", "9090")
+	if !strings.Contains(host, "://") {
+		return "http://" + net.JoinHostPort(host, port), nil
+	}
+	u, err := url.Parse(host)
+	if err == nil && u.User != nil {
+		host = u.Redacted() // never print a password
+	}
+	switch {
+	case err != nil:
+		return "", cliErrorf("OPENMANO_HOST %q: %v", host, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", cliErrorf("OPENMANO_HOST %q: the scheme must be http or https", host)
+	case u.Hostname() == "":
+		return "", cliErrorf("OPENMANO_HOST %q: no host", host)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return "", cliErrorf("OPENMANO_HOST %q: only scheme://host[:port] is allowed", host)
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	}
+	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// httpClient is CLI.HTTP, else a client with a 2 minute timeout trusting
+// the system's CAs and those of caFile.
+func (c *CLI) httpClient(caFile string) (*http.Client, error) {
+	if c.HTTP != nil {
+		return c.HTTP, nil
+	}
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, cliErrorf("--ca-file: %v", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cliErrorf("--ca-file %s: no PEM certificate in it", caFile)
+		}
+		tlsConf.RootCAs = pool
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConf
+	return &http.Client{Timeout: 2 * time.Minute, Transport: tr}, nil
 }
 
 func (s *session) tenant() (string, error) {
@@ -377,7 +457,7 @@ func (s *session) do(ctx context.Context, method, path string, body any) (*respo
 			return nil, cliErrorf("encode request: %v", err)
 		}
 	}
-	u := "http://" + s.host + path
+	u := s.base + path
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
 	if err != nil {
 		return nil, cliErrorf("%v", err)
@@ -392,21 +472,17 @@ func (s *session) do(ctx context.Context, method, path string, body any) (*respo
 	if s.g.debug {
 		s.debugRequest(req, raw)
 	}
-	client := s.c.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &connError{addr: s.host, err: err}
+		return nil, &connError{addr: s.base, err: err}
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, &connError{addr: s.host, err: err}
+		return nil, &connError{addr: s.base, err: err}
 	}
 	if s.g.debug {
 		fmt.Fprintf(s.c.Stderr, "< %s\n", resp.Status)
@@ -832,11 +908,13 @@ Global flags (on every command):
   -v, --verbose        more output; repeatable (-vv, -vvv: the whole answer as YAML)
   -d, --debug          print the HTTP exchange on stderr (Authorization and passwords masked)
   -o, --output FORMAT  table (default), json (the server's answer verbatim) or yaml
+  --ca-file FILE       CA(s) to trust for an https:// OPENMANO_HOST (env OPENMANO_CA_FILE)
   -h, --help           usage of the command
 
 Environment:
-  OPENMANO_HOST    server host (default localhost)
-  OPENMANO_PORT    server port (default 9090)
+  OPENMANO_HOST    server host (default localhost), or http[s]://host[:port]
+  OPENMANO_PORT    server port (default 9090; a port in OPENMANO_HOST wins)
+  OPENMANO_CA_FILE PEM file of the CA(s) to trust for https, besides the system's (or --ca-file)
   OPENMANO_TENANT  current tenant, name or uuid (required by tenant-scoped commands)
   OPENMANO_WIM     default WIM of the wim-edit, wim-account-* and wim-port-mapping-* commands
   WIMRO_API_TOKEN  bearer token sent as "Authorization: Bearer ..." (never printed)
@@ -850,7 +928,7 @@ Exit status:
   0    success (HTTP 200)
   1    the server answered an error; its description is printed on stderr
   2    usage error (unknown command or flag, wrong number of arguments)
-  3    connection error: the server could not be reached
+  3    connection error: the server could not be reached, or its certificate is not trusted
   4    client error: unreadable file or content, OPENMANO_TENANT or OPENMANO_WIM unset
   5    aborted at a confirmation prompt: nothing was changed
   130  interrupted

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"flag"
@@ -331,6 +332,9 @@ type serveConfig struct {
 	listen        string
 	autoMigrate   bool
 	apiToken      string
+	apiTokenFile  string
+	tlsCert       string
+	tlsKey        string
 	maxBodyBytes  int64
 	secretKeyFile string
 	parallel      int
@@ -354,6 +358,11 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
 	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")
 	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /healthz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
+	fs.StringVar(&c.apiTokenFile, "api-token-file", a.env("WIMRO_API_TOKEN_FILE", ""),
+		"file of bearer tokens, one a line (blank lines and # comments ignored), any of which is accepted besides --api-token; re-read when it changes, so a token rotates without a restart (env WIMRO_API_TOKEN_FILE)")
+	fs.StringVar(&c.tlsCert, "tls-cert", a.env("WIMRO_TLS_CERT", ""),
+		"PEM certificate (chain) to serve HTTPS with, TLS 1.2 at least; needs --tls-key (env WIMRO_TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
@@ -396,9 +405,19 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)
 	}
+	tlsConf, err := serverTLS(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return err
+	}
 	logger, err := a.logger(c.db)
 	if err != nil {
 		return err
+	}
+	var tokenFile *httpapi.TokenFile
+	if c.apiTokenFile != "" {
+		if tokenFile, err = httpapi.OpenTokenFile(c.apiTokenFile, logger); err != nil {
+			return fmt.Errorf("--api-token-file: %w", err)
+		}
 	}
 	url, stopDB, err := a.database(ctx, c.db, logger)
 	if err != nil {
@@ -442,6 +461,10 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	if c.apiToken == "" && tokenFile == nil && !isLoopback(ln.Addr()) {
+		logger.Warn("serving without an API token on a non-loopback address: whoever reaches it can use the API; set WIMRO_API_TOKEN_FILE or WIMRO_API_TOKEN",
+			slog.String("addr", ln.Addr().String()))
+	}
 	if c.instanceID == "" {
 		host, _ := os.Hostname()
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
@@ -495,6 +518,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	api := httpapi.New(eng, httpapi.Options{
 		Logger:       logger,
 		Token:        c.apiToken,
+		TokenFile:    tokenFile,
 		MaxBodyBytes: c.maxBodyBytes,
 		Health:       db.Ping,
 		Ready:        readiness(db, listener, coord),
@@ -508,7 +532,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		},
 		Version: version,
 	})
-	return a.runHTTP(ctx, ln, api.Handler(), logger, slog.String("instance_id", c.instanceID))
+	return a.runHTTP(ctx, ln, api.Handler(), tlsConf, logger, slog.String("instance_id", c.instanceID))
 }
 
 // readiness is /readyz: the database answers, the notification listener
@@ -592,8 +616,34 @@ func newRegistry() *connectors.Registry {
 	return r
 }
 
-// runHTTP serves until ctx ends, then shuts down gracefully.
-func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, attrs ...any) error {
+// serverTLS is the TLS configuration of --tls-cert and --tls-key: nil
+// without them (plain HTTP), an error naming the flag when only one is
+// given or the pair does not load.
+func serverTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "":
+		return nil, errors.New("--tls-key (WIMRO_TLS_KEY) needs --tls-cert (WIMRO_TLS_CERT): give both to serve HTTPS, or neither")
+	case keyFile == "":
+		return nil, errors.New("--tls-cert (WIMRO_TLS_CERT) needs --tls-key (WIMRO_TLS_KEY): give both to serve HTTPS, or neither")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
+}
+
+// isLoopback says whether addr only accepts connections from this host.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// runHTTP serves until ctx ends, then shuts down gracefully; HTTPS when
+// tlsConf is set.
+func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, tlsConf *tls.Config, logger *slog.Logger, attrs ...any) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -602,9 +652,16 @@ func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, logg
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	scheme := "http"
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("wimd serving", append([]any{slog.String("addr", ln.Addr().String()), slog.String("version", version)}, attrs...)...)
+	if tlsConf != nil {
+		scheme = "https"
+		srv.TLSConfig = tlsConf
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	logger.Info("wimd serving", append([]any{slog.String("addr", ln.Addr().String()), slog.String("scheme", scheme), slog.String("version", version)}, attrs...)...)
 	if a.Ready != nil {
 		a.Ready(ln.Addr().String())
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
 	"github.com/wimro/wimro/internal/consultest"
+	onosemu "github.com/wimro/wimro/internal/emulators/onos"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
