@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -55,6 +56,60 @@ func Up(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: up: %w", err)
+	}
+	return nil
+}
+
+// Check verifies that the database's schema is one this binary knows: it
+// refuses a database that holds an applied migration this binary does not
+// have (a newer wimd migrated it; running an older one on it would write
+// rows the schema no longer means) and one with migrations still pending.
+func Check(ctx context.Context, db *sql.DB) error {
+	p, err := NewProvider(db, nil)
+	if err != nil {
+		return err
+	}
+	known := map[int64]bool{}
+	var latest int64
+	for _, s := range p.ListSources() {
+		known[s.Version] = true
+		latest = max(latest, s.Version)
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("migrations: read the applied versions: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("migrations: the database has no wimro schema: run wimd migrate up (or serve with --auto-migrate)")
+	}
+	rows, err := db.QueryContext(ctx, `SELECT version_id FROM goose_db_version WHERE is_applied AND version_id > 0 ORDER BY version_id`)
+	if err != nil {
+		return fmt.Errorf("migrations: read the applied versions: %w", err)
+	}
+	defer rows.Close()
+	var unknown []string
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return fmt.Errorf("migrations: read the applied versions: %w", err)
+		}
+		applied[v] = true
+		if !known[v] {
+			unknown = append(unknown, fmt.Sprint(v))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("migrations: read the applied versions: %w", err)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("migrations: the database holds schema version(s) %s that this wimd (schema %d) does not know: it was migrated by a newer wimd; run that version, or roll the schema back with it (wimd migrate down)",
+			strings.Join(unknown, ", "), latest)
+	}
+	for v := range known {
+		if !applied[v] {
+			return fmt.Errorf("migrations: schema version %d is not applied: run wimd migrate up (or serve with --auto-migrate)", v)
+		}
 	}
 	return nil
 }

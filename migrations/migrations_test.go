@@ -271,3 +271,27 @@ func TestClaimIndexServesClaimQuery(t *testing.T) {
 		t.Fatalf("claim query does not use the partial index:\n%s", plan)
 	}
 }
+
+// The schema guard: a database with pending migrations, or with one this
+// binary does not know (a newer wimd migrated it), is refused with what to
+// do; the current schema passes.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	db, p := emptyDB(t)
+	ctx := t.Context()
+	if err := migrations.Check(ctx, db); err == nil || !strings.Contains(err.Error(), "wimd migrate up") {
+		t.Fatalf("check of an empty database = %v", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		t.Fatalf("check of the current schema = %v", err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Check(ctx, db); err == nil || !strings.Contains(err.Error(), "schema version(s) 999") {
+		t.Fatalf("check with an unknown version = %v", err)
+	}
+}

@@ -425,16 +425,21 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	defer stopDB()
 
+	// The schema guard: migrate when asked, then refuse to serve a schema
+	// this binary does not know (or one still behind it).
+	sqlDB, err := sql.Open("pgx", url)
+	if err != nil {
+		return err
+	}
 	if c.autoMigrate {
-		sqlDB, err := sql.Open("pgx", url)
-		if err != nil {
-			return err
-		}
 		err = migrations.Up(ctx, sqlDB, logger)
-		sqlDB.Close()
-		if err != nil {
-			return err
-		}
+	}
+	if err == nil {
+		err = migrations.Check(ctx, sqlDB)
+	}
+	sqlDB.Close()
+	if err != nil {
+		return err
 	}
 	db, err := persistence.Open(ctx, url, logger)
 	if err != nil {

@@ -240,3 +240,33 @@ func TestActionRetentionFromEnvironment(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, b.stderr.String())
 	}
 }
+
+// The schema guard: wimd refuses to serve a database that a newer wimd
+// migrated (an applied version it does not know), and one behind its
+// schema when it may not migrate; it exits non-zero with what to do.
+func TestServeRefusesAnUnknownSchema(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t) // migrated to this binary's schema
+	pool := connect(t, url)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, url, want string
+		args           []string
+	}{
+		{"a newer wimd's schema", url, "schema version(s) 999", nil},
+		{"an empty database without --auto-migrate", pgtest.EmptyURL(t), "wimd migrate up", []string{"--auto-migrate=false"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := setup(t)
+			b.env["WIMRO_DATABASE_URL"] = c.url
+			b.env["WIMRO_SECRET_KEY"] = testSecretKey
+			code := b.app(nil).Run(t.Context(), append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, c.args...))
+			if code == 0 || !strings.Contains(b.stderr.String(), c.want) {
+				t.Fatalf("serve exit %d, want non-zero with %q:\n%s", code, c.want, b.stderr.String())
+			}
+		})
+	}
+}
