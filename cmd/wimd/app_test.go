@@ -253,7 +253,7 @@ func TestServeRefusesAnUnknownSchema(t *testing.T) {
 	}
 	cases := []struct {
 		name, url, want string
-		args           []string
+		args            []string
 	}{
 		{"a newer wimd's schema", url, "schema version(s) 999", nil},
 		{"an empty database without --auto-migrate", pgtest.EmptyURL(t), "wimd migrate up", []string{"--auto-migrate=false"}},
