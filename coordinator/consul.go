@@ -209,14 +209,16 @@ func (c *Consul) Stop(ctx context.Context) error {
 	// The chores are stopped: the leader key can go (a successor starts
 	// its own chores), then the membership key, then the session, which
 	// would delete both anyway but arm the lock-delay on them.
+	// Each step is retried (a slow or briefly absent Consul) until ctx,
+	// the caller's stop deadline, ends.
 	if id := c.sessions.id(); id != "" {
 		for _, key := range []string{c.keys.leader(), c.keys.member(c.cfg.InstanceID)} {
-			if err := c.deleteHeld(ctx, key, id); err != nil {
+			if err := c.retryUntil(ctx, "delete "+key, func() error { return c.deleteHeld(ctx, key, id) }); err != nil {
 				errs = append(errs, fmt.Errorf("delete %s: %w", key, err))
 			}
 		}
 	}
-	if err := c.sessions.close(ctx); err != nil {
+	if err := c.retryUntil(ctx, "destroy the session", func() error { return c.sessions.close(ctx) }); err != nil {
 		errs = append(errs, fmt.Errorf("destroy session: %w", err))
 	}
 	c.setLeader("")
@@ -225,6 +227,22 @@ func (c *Consul) Stop(ctx context.Context) error {
 		return fmt.Errorf("coordinator: stop: %w", err)
 	}
 	return nil
+}
+
+// retryUntil runs op until it succeeds or ctx ends, backing off between
+// attempts; it returns op's last error when ctx ended first.
+func (c *Consul) retryUntil(ctx context.Context, what string, op func() error) error {
+	var b backoff
+	for {
+		err := op()
+		if err == nil {
+			return nil
+		}
+		logFailure(c.logger, &b, what, err)
+		if !b.wait(ctx, nil) {
+			return err
+		}
+	}
 }
 
 // Ready reports whether the first assignment confirmed by a leader was
