@@ -65,7 +65,6 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.logger.Debug("request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("error", msg))
 	}
-	w.Header().Set("Access-Control-Allow-Origin", "*")
 	Respond(w, r, status, errorBody{Error: errorDetail{
 		Code: status, Type: fmt.Sprintf("%d %s", status, http.StatusText(status)), Description: msg, Field: field,
 	}})
