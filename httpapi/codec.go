@@ -17,9 +17,9 @@ import (
 
 // Decode reads the request body into v by its Content-Type: JSON or
 // YAML (application/yaml, application/x-yaml, text/yaml), charset
-// parameters allowed. XML is 501 and anything else, an absent type
-// included, 415 (openmano answered 406; 415 is the
-// status HTTP defines for it). YAML is turned into JSON first, so both go
+// parameters allowed. Anything else, an absent type and XML included, is
+// 415 (openmano answered 406, and 501 for XML; 415 is the status HTTP
+// defines for it). YAML is turned into JSON first, so both go
 // through the same typed decoding and json tags. With strict, an unknown
 // field is a 400 naming it; otherwise unknown fields are ignored, as
 // openmano stripped them (OSM LCM sends stale keys).

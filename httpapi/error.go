@@ -10,7 +10,7 @@ import (
 )
 
 // statusError is a transport-only error with its own status (413, 415,
-// 501, 404/405 of the router): conditions the domain codes do not cover.
+// 404/405 of the router): conditions the domain codes do not cover.
 type statusError struct {
 	status int
 	msg    string
