@@ -222,19 +222,31 @@ func checkParams(r *http.Request) error {
 			}
 		}
 	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	_, err := ParseQuery(r.URL.RawQuery)
+	return err
+}
+
+// ParseQuery parses a raw query string and refuses it, with a 400 naming
+// the parameter, when it is malformed or a key or value is not storable
+// text.
+func ParseQuery(raw string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return wimro.FieldErrorf("query", "Invalid query string: %v", err)
+		return nil, wimro.FieldErrorf("query", "Invalid query string: %v", err)
 	}
 	for k, vals := range q {
 		if err := checkText("query parameter", k); err != nil {
-			return err
+			return nil, err
+		}
+		name := k
+		if name == "" {
+			name = "query"
 		}
 		for _, v := range vals {
-			if err := checkText(k, v); err != nil {
-				return err
+			if err := checkText(name, v); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return q, nil
 }

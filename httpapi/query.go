@@ -61,7 +61,11 @@ func ParseListQuery(q url.Values, allowed []string) (ListQuery, error) {
 			if len(vals) > 0 {
 				v = vals[0]
 			}
-			return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s'", k, shorten(v, 80))
+			field := k
+			if field == "" {
+				field = "query"
+			}
+			return out, wimro.FieldErrorf(field, "Invalid query string at '%s=%s'", k, shorten(v, 80))
 		}
 	}
 	return out, nil
