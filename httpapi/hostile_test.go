@@ -148,17 +148,9 @@ func bodyWith(path []any) string {
 func TestHostileInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.fixture()
-	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{"name": "acc0"}}, 200)
-	r := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
-	inst, action := r.str("instance", "uuid"), r.str("instance", "action_id")
-	net := r.str("instance", "networks", 0, "uuid")
-	tenant := b.call("GET", "/openmano/tenants/tenant0", nil, 200).str("tenant", "uuid")
-	wim := b.call("GET", "/openmano/tenant0/wims/wim0", nil, 200).str("wim", "uuid")
-	dc := b.call("GET", "/openmano/tenant0/datacenters/dcA", nil, 200).str("datacenter", "uuid")
 	// uuids, so that a hostile request that is accepted and renames a thing
 	// does not take the next requests' target away.
-	ids := map[string]string{"tenant_id": tenant, "instance_id": inst, "action_id": action, "net_id": net, "wim_id": wim, "datacenter_id": dc}
+	ids := b.liveFixture()
 
 	doc := b.call("GET", "/openapi.json", nil, 200).json
 	paths, _ := doc["paths"].(map[string]any)

@@ -13,6 +13,24 @@ import (
 	"testing"
 )
 
+// liveFixture is fixture plus tenant0's account on wim0 (acc0) and an
+// instance ns1 with its CREATE action; it returns the uuid of each of
+// tenant0's things by the path parameter that names it.
+func (b *bundle) liveFixture() map[string]string {
+	b.t.Helper()
+	b.fixture()
+	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{"name": "acc0"}}, 200)
+	r := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
+	return map[string]string{
+		"tenant_id":     b.call("GET", "/openmano/tenants/tenant0", nil, 200).str("tenant", "uuid"),
+		"instance_id":   r.str("instance", "uuid"),
+		"action_id":     r.str("instance", "action_id"),
+		"net_id":        r.str("instance", "networks", 0, "uuid"),
+		"wim_id":        b.call("GET", "/openmano/tenant0/wims/wim0", nil, 200).str("wim", "uuid"),
+		"datacenter_id": b.call("GET", "/openmano/tenant0/datacenters/dcA", nil, 200).str("datacenter", "uuid"),
+	}
+}
+
 // snapshot is a digest of every table of the bundle's database, to prove
 // that a refused request wrote nothing.
 func (b *bundle) snapshot() map[string]string {

@@ -15,14 +15,10 @@ var routeParam = regexp.MustCompile(`\{([^}]+)\}`)
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.fixture()
-	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{"name": "acc0"}}, 200)
-	r := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
-	inst, action := r.str("instance", "uuid"), r.str("instance", "action_id")
-	net := r.str("instance", "networks", 0, "uuid")
+	ids := b.liveFixture()
+	inst, action, net := ids["instance_id"], ids["action_id"], ids["net_id"]
 	b.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "tenant1"}}, 200)
-	// Ids of tenant0's things, by path parameter.
-	ids := map[string]string{"tenant_id": "tenant1", "instance_id": inst, "action_id": action, "net_id": net, "wim_id": "wim0", "datacenter_id": "dcA"}
+	ids["tenant_id"] = "tenant1" // tenant1 asks for tenant0's things
 	// Routes that create tenant1's own link to a shared thing (a WIM or a
 	// datacenter is global; attaching to it is tenant1's right).
 	own := map[string]bool{
