@@ -51,9 +51,14 @@ func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 		if !utf8.Valid(raw) {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: invalid UTF-8")
 		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		var doc any
-		if err := yaml.Unmarshal(raw, &doc); err != nil {
+		if err := dec.Decode(&doc); err != nil {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
+		}
+		var more any
+		if err := dec.Decode(&more); err != io.EOF {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: trailing data after the body")
 		}
 		var err error
 		if raw, err = json.Marshal(jsonable(doc)); err != nil {

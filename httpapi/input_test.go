@@ -167,6 +167,7 @@ func TestHostileInputCases(t *testing.T) {
 		{"trailing brace", "POST", "/openmano/tenants", "", `{"tenant": {"name": "t9"}} }`, 400, ""},
 		{"trailing bracket", "POST", "/openmano/tenants", "", `{"tenant": {"name": "t9"}}]`, 400, ""},
 		{"trailing document", "POST", "/openmano/tenants", "", `{"tenant": {"name": "t9"}} {}`, 400, ""},
+		{"trailing YAML document", "POST", "/openmano/tenants", "application/yaml", "tenant:\n  name: t9\n---\nx: 1\n", 400, ""},
 		{"too deep", "POST", "/openmano/datacenters", "", `{"datacenter": {"name": "dcN", "vim_url": "http://n", "config": {"k": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}}`, 400, "datacenter.config.k"},
 		{"NUL in a path parameter", "GET", "/openmano/tenants/%00", "", "", 400, "tenant_id"},
 		{"NUL in POST path parameter", "POST", "/openmano/%00/instances", "", `{"instance": {"name": "x", "networks": []}}`, 400, "tenant_id"},
