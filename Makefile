@@ -4,7 +4,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench lint fmt vet staticcheck clean
+.PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck clean
 
 all: build
 
@@ -43,6 +43,21 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ActionThroughput|LatencyBound|ScaleAccounts|FirstClaim' -benchtime 1x -timeout 15m ./wimthread/
 	$(GO) test -run '^$$' -bench APILatency -benchtime 1x ./httpapi/
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 10m ./cmd/wimd/
+
+# fuzz runs every fuzz target (request decoding and validation, port
+# mappings, list queries, endpoint ids) for FUZZTIME each; `make test`
+# already runs each target's seeds and testdata/fuzz corpus, without
+# fuzzing. New failing inputs land in the package's testdata/fuzz.
+FUZZTIME ?= 60s
+FUZZPKGS := . ./httpapi/ ./engine/
+
+fuzz:
+	@for pkg in $(FUZZPKGS); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 # staticcheck is fetched from the Go module proxy at a pinned version (not
 # a dependency of the module).

@@ -762,7 +762,25 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 	if err != nil {
 		return nil, err
 	}
-	return e.db.ListInstanceActions(ctx, id)
+	_, lookupErr := e.db.GetInstance(ctx, t.UUID, id)
+	list, err := e.db.ListInstanceActions(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// The instance may be gone (its actions outlive it), so the id alone
+	// proves nothing: keep only the tenant's own actions.
+	own := list[:0]
+	for _, ia := range list {
+		if ia.TenantID == t.UUID {
+			own = append(own, ia)
+		}
+	}
+	if len(own) == 0 && lookupErr != nil {
+		// Neither the tenant's instance nor any of its history: the same
+		// answer whether the id is unknown or another tenant's.
+		return nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instances - `uuid=%s`", instanceID)
+	}
+	return own, nil
 }
 
 // GetInstanceAction returns one instance action with its tasks and

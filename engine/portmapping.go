@@ -206,11 +206,7 @@ func (e *Engine) createMappings(ctx context.Context, s *persistence.Store, field
 func (e *Engine) CreatePortMappings(ctx context.Context, tenantRef, wimRef string, in []PortMappingInput) ([]PortMappingInput, error) {
 	var out []PortMappingInput
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := e.tenantFilter(ctx, s, tenantRef)
-		if err != nil {
-			return err
-		}
-		w, err := s.GetWIM(ctx, wimRef)
+		t, w, err := e.tenantWIM(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
 		}
@@ -220,10 +216,35 @@ func (e *Engine) CreatePortMappings(ctx context.Context, tenantRef, wimRef strin
 	return out, err
 }
 
-// GetPortMappings returns the grouped mappings of a WIM. An unknown WIM is
-// not found (openmano answered an empty list).
-func (e *Engine) GetPortMappings(ctx context.Context, wimRef string) ([]PortMappingGroup, error) {
-	w, err := e.db.GetWIM(ctx, wimRef)
+// tenantWIM finds a WIM as a tenant sees it: "any" sees every WIM, a
+// tenant only the WIMs it is attached to (another tenant's WIM is not
+// found, as GetWIM answers).
+func (e *Engine) tenantWIM(ctx context.Context, s *persistence.Store, tenantRef, wimRef string) (*wimro.Tenant, wimro.WIM, error) {
+	t, err := e.tenantFilter(ctx, s, tenantRef)
+	if err != nil {
+		return nil, wimro.WIM{}, err
+	}
+	w, err := s.GetWIM(ctx, wimRef)
+	if err != nil {
+		return nil, wimro.WIM{}, err
+	}
+	if t != nil {
+		att, err := s.ListAttachedAccounts(ctx, w.UUID, t.UUID)
+		if err != nil {
+			return nil, wimro.WIM{}, err
+		}
+		if len(att) == 0 {
+			return nil, wimro.WIM{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wims - `uuid=%s nfvo_tenant_id=%s` (the WIM is not attached to the tenant)", w.UUID, t.UUID)
+		}
+	}
+	return t, w, nil
+}
+
+// GetPortMappings returns the grouped mappings of a WIM the tenant is
+// attached to ("any": every WIM). An unknown WIM is not found (openmano
+// answered an empty list).
+func (e *Engine) GetPortMappings(ctx context.Context, tenantRef, wimRef string) ([]PortMappingGroup, error) {
+	_, w, err := e.tenantWIM(ctx, &e.db.Store, tenantRef, wimRef)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +259,12 @@ func (e *Engine) wimMappings(ctx context.Context, s *persistence.Store, wimID st
 	return groupMappings(rows), nil
 }
 
-// DeletePortMappings deletes every mapping of a WIM.
-func (e *Engine) DeletePortMappings(ctx context.Context, wimRef string) (string, error) {
+// DeletePortMappings deletes every mapping of a WIM the tenant is attached
+// to ("any": every WIM).
+func (e *Engine) DeletePortMappings(ctx context.Context, tenantRef, wimRef string) (string, error) {
 	var msg string
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		w, err := s.GetWIM(ctx, wimRef)
+		_, w, err := e.tenantWIM(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
 		}

@@ -16,9 +16,22 @@ var (
 	dpidPattern        = regexp.MustCompile(`^[0-9a-zA-Z]+(:[0-9a-zA-Z]+)*$`)
 )
 
+// checkText refuses what PostgreSQL cannot store as text (NUL, invalid
+// UTF-8): the transport checks every request, this keeps every other
+// caller of the engine to the same rule.
+func checkText(field, v string) error {
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		return wimro.FieldErrorf(field, "%s must be valid UTF-8 without NUL", field)
+	}
+	return nil
+}
+
 func checkName(field, v string, max int) error {
 	if v == "" {
 		return wimro.FieldErrorf(field, "%s is required", field)
+	}
+	if err := checkText(field, v); err != nil {
+		return err
 	}
 	if utf8.RuneCountInString(v) > max {
 		return wimro.FieldErrorf(field, "%s must be at most %d characters", field, max)
@@ -32,6 +45,9 @@ func checkName(field, v string, max int) error {
 func checkDescription(field string, v *string) error {
 	if v == nil {
 		return nil
+	}
+	if err := checkText(field, *v); err != nil {
+		return err
 	}
 	if utf8.RuneCountInString(*v) > 255 {
 		return wimro.FieldErrorf(field, "%s must be at most 255 characters", field)

@@ -215,8 +215,14 @@ func TestPortMappings(t *testing.T) {
 	b.datacenter(t, "dcB")
 	w := b.wim(t, "wan1")
 
+	// A tenant sees only the WIMs it is attached to.
+	_, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcA", 1)})
+	wantCode(t, err, wimro.ENOTFOUND)
+	if _, err := b.eng.CreateAccount(b.ctx, "t0", "wan1", engine.AccountInput{}); err != nil {
+		t.Fatal(err)
+	}
 	// Datacenter names resolve among the tenant's datacenters.
-	_, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcB", 1)})
+	_, err = b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcB", 1)})
 	wantCode(t, err, wimro.ENOTFOUND)
 	out, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcA", 1)})
 	if err != nil || len(out) != 1 || out[0].WIMName != "wan1" || out[0].PopWANMappings[0].WANServiceEndpointID == "" {
@@ -233,23 +239,28 @@ func TestPortMappings(t *testing.T) {
 	if !strings.Contains(wimro.ErrorMessage(err), "wim_port_mapping[1]") {
 		t.Fatalf("message = %q", wimro.ErrorMessage(err))
 	}
-	g, err := b.eng.GetPortMappings(b.ctx, "wan1")
+	g, err := b.eng.GetPortMappings(b.ctx, engine.AnyTenant, "wan1")
 	if err != nil || len(g) != 2 {
 		t.Fatalf("GetPortMappings = %+v, %v", g, err)
 	}
-	_, err = b.eng.GetPortMappings(b.ctx, "nope")
+	_, err = b.eng.GetPortMappings(b.ctx, engine.AnyTenant, "nope")
 	wantCode(t, err, wimro.ENOTFOUND)
 	_, err = b.eng.CreatePortMappings(b.ctx, "any", "wan1", nil)
 	wantField(t, err, "wim_port_mapping")
 
-	msg, err := b.eng.DeletePortMappings(b.ctx, "wan1")
+	msg, err := b.eng.DeletePortMappings(b.ctx, engine.AnyTenant, "wan1")
 	if err != nil || msg != "port mapping for wim "+w.UUID+" deleted." {
 		t.Fatalf("DeletePortMappings = %q, %v", msg, err)
 	}
-	if g, _ := b.eng.GetPortMappings(b.ctx, "wan1"); len(g) != 0 {
+	if g, _ := b.eng.GetPortMappings(b.ctx, engine.AnyTenant, "wan1"); len(g) != 0 {
 		t.Fatalf("left %+v", g)
 	}
-	_, err = b.eng.DeletePortMappings(b.ctx, "nope")
+	_, err = b.eng.DeletePortMappings(b.ctx, engine.AnyTenant, "nope")
+	wantCode(t, err, wimro.ENOTFOUND)
+	b.tenant(t, "t1")
+	_, err = b.eng.GetPortMappings(b.ctx, "t1", "wan1")
+	wantCode(t, err, wimro.ENOTFOUND)
+	_, err = b.eng.DeletePortMappings(b.ctx, "t1", "wan1")
 	wantCode(t, err, wimro.ENOTFOUND)
 }
 

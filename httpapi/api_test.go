@@ -46,16 +46,23 @@ type response struct {
 	status int
 	body   string
 	json   map[string]any
+	header http.Header
 }
 
+// do sends body with contentType: "" is application/json when there is a
+// body, "-" sends no Content-Type.
 func (b *bundle) do(method, path, contentType, body string) response {
 	b.t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if contentType != "" {
+	switch {
+	case contentType == "-": // no Content-Type at all
+	case contentType != "":
 		req.Header.Set("Content-Type", contentType)
+	case body != "":
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if b.tok != "" {
 		req.Header.Set("Authorization", "Bearer "+b.tok)
@@ -66,7 +73,7 @@ func (b *bundle) do(method, path, contentType, body string) response {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, body: string(raw)}
+	r := response{status: resp.StatusCode, body: string(raw), header: resp.Header}
 	json.Unmarshal(raw, &r.json)
 	return r
 }

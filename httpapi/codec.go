@@ -6,39 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wimro/wimro"
 )
 
-// Decode reads the request body into v by its Content-Type: JSON (also
-// when absent) or YAML (application/yaml, application/x-yaml, text/yaml).
-// XML is 501 and anything else 415 (openmano answered 406; 415 is the
-// status HTTP defines for it). YAML is turned into JSON first, so both go
+// Decode reads the request body into v by its Content-Type: JSON or
+// YAML (application/yaml, application/x-yaml, text/yaml), charset
+// parameters allowed. Anything else, an absent type and XML included, is
+// 415 (openmano answered 406, and 501 for XML; 415 is the status HTTP
+// defines for it). YAML is turned into JSON first, so both go
 // through the same typed decoding and json tags. With strict, an unknown
 // field is a 400 naming it; otherwise unknown fields are ignored, as
 // openmano stripped them (OSM LCM sends stale keys).
 func Decode(r *http.Request, v any, strict bool) error {
-	ct := r.Header.Get("Content-Type")
-	kind := "json"
-	if ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil {
-			return &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Type %s not supported.", ct)}
-		}
-		switch mt {
-		case "application/json":
-		case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
-			kind = "yaml"
-		case "application/xml", "text/xml":
-			return &statusError{status: http.StatusNotImplemented, msg: "XML bodies are not implemented; send JSON or YAML."}
-		default:
-			return &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Type %s not supported.", ct)}
-		}
+	kind, err := bodyKind(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
 	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -48,17 +36,37 @@ func Decode(r *http.Request, v any, strict bool) error {
 		}
 		return wimro.Errorf(wimro.EINVALID, "cannot read the request body: %v", err)
 	}
+	return DecodeBytes(raw, kind, v, strict)
+}
+
+// DecodeBytes is Decode of a body already read: kind is "json" or "yaml".
+// Every string of the document, keys included, is checked (CheckDocument)
+// before the typed decoding, so no handler sees a NUL, invalid UTF-8 or
+// an overflowing number.
+func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return wimro.Errorf(wimro.EINVALID, "request body is required")
 	}
 	if kind == "yaml" {
+		if !utf8.Valid(raw) {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: invalid UTF-8")
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		var doc any
-		if err := yaml.Unmarshal(raw, &doc); err != nil {
+		if err := dec.Decode(&doc); err != nil {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
 		}
+		var more any
+		if err := dec.Decode(&more); err != io.EOF {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: trailing data after the body")
+		}
+		var err error
 		if raw, err = json.Marshal(jsonable(doc)); err != nil {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
 		}
+	}
+	if err := CheckDocument(raw); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if strict {
@@ -66,9 +74,6 @@ func Decode(r *http.Request, v any, strict bool) error {
 	}
 	if err := dec.Decode(v); err != nil {
 		return decodeError(kind, err)
-	}
-	if dec.More() {
-		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: trailing data after the body", kind)
 	}
 	return nil
 }

@@ -26,9 +26,10 @@ func TestBodyLimitAndYAMLAnswers(t *testing.T) {
 	}})
 	do := func(body, ct, accept string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/echo", strings.NewReader(body))
-		if ct != "" {
-			req.Header.Set("Content-Type", ct)
+		if ct == "" {
+			ct = "application/json"
 		}
+		req.Header.Set("Content-Type", ct)
 		if accept != "" {
 			req.Header.Set("Accept", accept)
 		}

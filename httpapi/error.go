@@ -10,7 +10,7 @@ import (
 )
 
 // statusError is a transport-only error with its own status (413, 415,
-// 501, 404/405 of the router): conditions the domain codes do not cover.
+// 404/405 of the router): conditions the domain codes do not cover.
 type statusError struct {
 	status int
 	msg    string
@@ -65,7 +65,6 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.logger.Debug("request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("error", msg))
 	}
-	w.Header().Set("Access-Control-Allow-Origin", "*")
 	Respond(w, r, status, errorBody{Error: errorDetail{
 		Code: status, Type: fmt.Sprintf("%d %s", status, http.StatusText(status)), Description: msg, Field: field,
 	}})

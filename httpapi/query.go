@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/wimro/wimro"
 )
@@ -46,6 +48,9 @@ func ParseListQuery(q url.Values, allowed []string) (ListQuery, error) {
 				return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s': given twice", k, vals[1])
 			}
 			v := vals[0]
+			if strings.HasSuffix(k, "_at") && v != "null" && !isTime(v) {
+				return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s' (a time such as 2006-01-02T15:04:05Z)", k, shorten(v, 80))
+			}
 			if v == "null" {
 				out.Equal[k] = nil
 			} else {
@@ -56,8 +61,23 @@ func ParseListQuery(q url.Values, allowed []string) (ListQuery, error) {
 			if len(vals) > 0 {
 				v = vals[0]
 			}
-			return out, wimro.FieldErrorf(k, "Invalid query string at '%s=%s'", k, v)
+			field := k
+			if field == "" {
+				field = "query"
+			}
+			return out, wimro.FieldErrorf(field, "Invalid query string at '%s=%s'", k, shorten(v, 80))
 		}
 	}
 	return out, nil
+}
+
+// isTime says whether v is a time PostgreSQL and the API agree on:
+// RFC 3339 (as the API shows times), a date and time, or a date.
+func isTime(v string) bool {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", time.DateTime, time.DateOnly} {
+		if _, err := time.Parse(layout, v); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -71,7 +71,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 	}, routes...)
 
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.accessLog, s.limitBody)
+	r.Use(s.recoverer, s.accessLog, s.limitBody, s.checkContentType)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
 	})
@@ -79,7 +79,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 		s.Error(w, r, &statusError{status: http.StatusMethodNotAllowed, msg: fmt.Sprintf("Method %s not allowed on %s", r.Method, r.URL.Path)})
 	})
 	for _, rt := range s.routes {
-		h := rt.Handler
+		h := s.checkParams(rt.Handler)
 		if !rt.Public {
 			h = s.auth(h)
 		}

@@ -246,7 +246,7 @@ func (a *api) createPortMappings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) getPortMappings(w http.ResponseWriter, r *http.Request) {
-	out, err := a.eng.GetPortMappings(r.Context(), param(r, "wim_id"))
+	out, err := a.eng.GetPortMappings(r.Context(), param(r, "tenant_id"), param(r, "wim_id"))
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
@@ -255,7 +255,7 @@ func (a *api) getPortMappings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) deletePortMappings(w http.ResponseWriter, r *http.Request) {
-	msg, err := a.eng.DeletePortMappings(r.Context(), param(r, "wim_id"))
+	msg, err := a.eng.DeletePortMappings(r.Context(), param(r, "tenant_id"), param(r, "wim_id"))
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return

@@ -118,7 +118,7 @@ func TestWIMErrors(t *testing.T) {
 		{"bad json", "POST", "/openmano/wims", "", `{"wim": `, 400, "Invalid json format"},
 		{"bad yaml", "POST", "/openmano/wims", "application/yaml", "wim: [", 400, "Invalid yaml format"},
 		{"unsupported type", "POST", "/openmano/wims", "text/plain", "x", 415, "not supported"},
-		{"xml", "POST", "/openmano/wims", "application/xml", "<wim/>", 501, ""},
+		{"xml", "POST", "/openmano/wims", "application/xml", "<wim/>", 415, "application/json"},
 		{"no wim", "POST", "/openmano/wims", "", `{}`, 400, "wim is required"},
 		{"wrong type of field", "POST", "/openmano/wims", "", `{"wim": {"name": 5}}`, 400, "wim.name"},
 		{"missing name", "POST", "/openmano/wims", "", `{"wim": {"type": "fake", "wim_url": "http://x"}}`, 400, "wim.name"},

@@ -94,7 +94,8 @@ func TestRetentionPurgesDeletedInstances(t *testing.T) {
 	if n := b.ctrl.Count(); n != 1 {
 		t.Fatalf("%d services on the controller, want the live instance's 1: a DELETE lost its history before it ran", n)
 	}
-	if list, err := b.eng.ListInstanceActions(b.ctx, "t0", gone.UUID); err != nil || len(list) != 0 {
+	// A deleted instance whose history is purged is not found.
+	if list, err := b.eng.ListInstanceActions(b.ctx, "t0", gone.UUID); wimro.ErrorCode(err) != wimro.ENOTFOUND || len(list) != 0 {
 		t.Fatalf("history of the deleted instance: %+v, %v", list, err)
 	}
 	v, err := b.eng.GetInstanceAction(b.ctx, "t0", keep.UUID, keep.ActionID)
