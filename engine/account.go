@@ -134,6 +134,19 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 	if err != nil {
 		return AccountFull{}, err
 	}
+	// Check the connector settings before the transaction (building a
+	// connector may read files); the refusal counts only if a new account
+	// is made, with the settings checked.
+	var checked connectorSettings
+	var checkErr error
+	if e.check != nil {
+		w, err := e.db.GetWIM(ctx, wimRef)
+		if err != nil {
+			return AccountFull{}, err
+		}
+		checkErr = e.checkConnector(w, in.Config, "", "wim_account.config")
+		checked = settingsOf(w, nil)
+	}
 	var out AccountFull
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		w, err := s.GetWIM(ctx, wimRef)
@@ -157,8 +170,11 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 				return err
 			}
 		} else {
-			if err := e.checkConnector(w, in.Config, "", "wim_account.config"); err != nil {
-				return err
+			if e.check != nil && !checked.equal(settingsOf(w, nil)) {
+				return errChangedWhileChecked("WIM " + w.UUID)
+			}
+			if checkErr != nil {
+				return checkErr
 			}
 			created, err := s.CreateAccount(ctx, wimro.WIMAccount{
 				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: in.Config,
@@ -247,11 +263,39 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 	if err != nil {
 		return nil, err
 	}
+	// merged is the WIM and the edited configs of its accounts: checked
+	// before the transaction (building a connector may read files), and
+	// compared with what the transaction writes.
+	merged := func(w wimro.WIM, att []persistence.AttachedAccount) connectorSettings {
+		accts := make([]wimro.WIMAccount, len(att))
+		for i, aa := range att {
+			accts[i] = aa.Account
+			accts[i].Config = mergeConfig(aa.Account.Config, in.Config)
+		}
+		return settingsOf(w, accts)
+	}
+	check := e.check != nil && len(in.Config) > 0
+	var checked connectorSettings
+	if check {
+		w, att, err := e.attachedAccounts(ctx, &e.db.Store, tenantRef, wimRef)
+		if err != nil {
+			return nil, err
+		}
+		checked = merged(w, att)
+		for _, cfg := range checked.accounts {
+			if err := e.checkConnector(w, cfg, "", "wim_account.config"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var out []AccountShort
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		w, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
+		}
+		if check && !checked.equal(merged(w, att)) {
+			return errChangedWhileChecked("WIM " + w.UUID)
 		}
 		seen := map[string]bool{}
 		for _, aa := range att {
@@ -268,11 +312,8 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 				}
 			}
 			if len(in.Config) > 0 {
-				merged := mergeConfig(a.Config, in.Config)
-				if err := e.checkConnector(w, merged, "", "wim_account.config"); err != nil {
-					return err
-				}
-				u.Config = &merged
+				cfg := mergeConfig(a.Config, in.Config)
+				u.Config = &cfg
 			}
 			up, err := s.UpdateAccount(ctx, a.UUID, u)
 			if err != nil {
