@@ -41,6 +41,9 @@ func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefi
 	if err == nil {
 		return nil
 	}
+	if wimro.ErrorField(err) != "" {
+		return err // the check named the field itself
+	}
 	if strings.Contains(err.Error(), "wim_url") {
 		field = "wim.wim_url"
 	}

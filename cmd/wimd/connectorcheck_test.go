@@ -12,7 +12,7 @@ import (
 // for.
 func TestConnectorCheck(t *testing.T) {
 	t.Parallel()
-	check := connectorCheck(newRegistry())
+	check := connectorCheck(newRegistry(true, t.TempDir()))
 	tests := []struct {
 		name    string
 		wim     wimro.WIM
@@ -47,7 +47,7 @@ func TestConnectorCheck(t *testing.T) {
 // written, a wan_service_mapping_info the WIM's connector cannot use.
 func TestMappingCheck(t *testing.T) {
 	t.Parallel()
-	check := mappingCheck(newRegistry())
+	check := mappingCheck(newRegistry(true, t.TempDir()))
 	location := map[string]any{"location_flavor": "location"}
 	tests := []struct {
 		name string

@@ -97,6 +97,7 @@ func runE2E(t *testing.T, c e2eCase) {
 	b := setup(t)
 	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
 	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
 	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
 	defer func() {
 		if code := stop(); code != 0 {

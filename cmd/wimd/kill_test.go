@@ -125,10 +125,11 @@ func poll(t *testing.T, what string, cond func() (bool, string)) {
 func TestKillMidBatchAndRestart(t *testing.T) {
 	t.Parallel()
 	bin := buildWimd(t)
-	state := filepath.Join(t.TempDir(), "controller.json")
+	dataDir := t.TempDir()
+	state := filepath.Join(dataDir, "controller.json")
 	url := pgtest.URL(t)
-	env := []string{"WIMRO_DATABASE_URL=" + url, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug"}
-	args := []string{"--data-dir", t.TempDir(), "--claim-lease", "2s", "--parallel", "3"}
+	env := []string{"WIMRO_DATABASE_URL=" + url, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug", "WIMRO_DEV_CONNECTORS=true"}
+	args := []string{"--data-dir", dataDir, "--claim-lease", "2s", "--parallel", "3"}
 
 	a := startWimd(t, bin, env, args...)
 	a.fakeWAN(t, []string{"t0"}, map[string]any{"latency_ms": 400, "state_file": state})
