@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
 // Masked is what the API shows instead of a stored secret.
-const Masked = "********"
+const Masked = secret.Masked
 
 // Secret is a clear-text secret on its way in. It never prints, logs or
 // marshals its value.
@@ -95,7 +96,7 @@ func masked(sealed []byte) *string {
 func accountView(a wimro.WIMAccount) AccountView {
 	return AccountView{
 		UUID: a.UUID, Name: a.Name, WIMID: a.WIMID, Created: a.Created, User: a.User,
-		Password: masked(a.Password), Config: a.Config, CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
+		Password: masked(a.Password), Config: secret.MaskConfig(a.Config), CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
 	}
 }
 
@@ -176,8 +177,12 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 			if checkErr != nil {
 				return checkErr
 			}
+			cfg, err := e.box.SealConfig(in.Config, nil)
+			if err != nil {
+				return fmt.Errorf("seal account config: %w", err)
+			}
 			created, err := s.CreateAccount(ctx, wimro.WIMAccount{
-				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: in.Config,
+				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: cfg,
 			})
 			if err != nil {
 				return err
@@ -192,7 +197,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 			}
 			return err
 		}
-		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: w, Tenant: t}
+		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: maskWIM(w), Tenant: t}
 		return s.NotifyAccounts(ctx, acct.UUID)
 	})
 	return out, err
@@ -312,14 +317,17 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 				}
 			}
 			if len(in.Config) > 0 {
-				cfg := mergeConfig(a.Config, in.Config)
+				cfg, err := e.box.SealConfig(mergeConfig(a.Config, in.Config), a.Config)
+				if err != nil {
+					return fmt.Errorf("seal account config: %w", err)
+				}
 				u.Config = &cfg
 			}
 			up, err := s.UpdateAccount(ctx, a.UUID, u)
 			if err != nil {
 				return err
 			}
-			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: up.Config})
+			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: secret.MaskConfig(up.Config)})
 			if err := s.NotifyAccounts(ctx, a.UUID); err != nil {
 				return err
 			}

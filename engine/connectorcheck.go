@@ -37,7 +37,11 @@ func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefi
 	if e.check == nil {
 		return nil
 	}
-	err := e.check(w, accountConfig)
+	w, accountConfig, err := e.openSecrets(w, accountConfig)
+	if err != nil {
+		return err
+	}
+	err = e.check(w, accountConfig)
 	if err == nil {
 		return nil
 	}

@@ -100,6 +100,9 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
 		return WIMView{}, err
 	}
+	if err := e.sealWIM(&w, wimro.WIM{}); err != nil {
+		return WIMView{}, err
+	}
 	var out WIMView
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		created, err := s.CreateWIM(ctx, w)
@@ -129,7 +132,7 @@ func (e *Engine) wimView(ctx context.Context, s *persistence.Store, w wimro.WIM)
 	}
 	cfg["wim_port_mapping"] = groups
 	w.Config = cfg
-	return WIMView{WIM: w}, nil
+	return WIMView{WIM: maskWIM(w)}, nil
 }
 
 // GetWIM returns a WIM by name or uuid. With a tenant (not "any") the WIM
@@ -170,7 +173,11 @@ func (e *Engine) ListWIMs(ctx context.Context, tenantRef string, equal map[strin
 	if err != nil {
 		return nil, err
 	}
-	return e.db.ListWIMs(ctx, persistence.WIMFilter{TenantID: tenantID(t), Equal: equal, Limit: limit})
+	list, err := e.db.ListWIMs(ctx, persistence.WIMFilter{TenantID: tenantID(t), Equal: equal, Limit: limit})
+	for i := range list {
+		list[i] = maskWIM(list[i])
+	}
+	return list, err
 }
 
 // UpdateWIM edits a WIM. A non-empty config.wim_port_mapping replaces all
@@ -183,6 +190,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 	}
 	// edit applies in to the WIM read from s (locked when lock) and lists
 	// its accounts: what the connector check needs.
+	var stored wimro.WIM // the row before the edit
 	edit := func(s *persistence.Store, lock bool) (wimro.WIM, []wimro.WIMAccount, error) {
 		w, err := s.GetWIM(ctx, wimRef)
 		if err != nil {
@@ -193,6 +201,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 				return w, nil, err
 			}
 		}
+		stored = w
 		if config != nil {
 			w.Config = mergeConfig(w.Config, config)
 		}
@@ -227,6 +236,9 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		}
 		if e.check != nil && !checked.equal(settingsOf(w, accts)) {
 			return errChangedWhileChecked("WIM " + w.UUID)
+		}
+		if err := e.sealWIM(&w, stored); err != nil {
+			return err
 		}
 		updated, err := s.UpdateWIM(ctx, w)
 		if err != nil {
