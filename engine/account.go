@@ -177,7 +177,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 			if checkErr != nil {
 				return checkErr
 			}
-			cfg, err := e.box.SealConfig(in.Config, nil)
+			cfg, err := e.box.SealConfig(in.Config)
 			if err != nil {
 				return fmt.Errorf("seal account config: %w", err)
 			}
@@ -275,7 +275,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 		accts := make([]wimro.WIMAccount, len(att))
 		for i, aa := range att {
 			accts[i] = aa.Account
-			accts[i].Config = mergeConfig(aa.Account.Config, in.Config)
+			accts[i].Config = editedConfig(aa.Account.Config, in.Config)
 		}
 		return settingsOf(w, accts)
 	}
@@ -317,7 +317,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 				}
 			}
 			if len(in.Config) > 0 {
-				cfg, err := e.box.SealConfig(mergeConfig(a.Config, in.Config), a.Config)
+				cfg, err := e.box.SealConfig(editedConfig(a.Config, in.Config))
 				if err != nil {
 					return fmt.Errorf("seal account config: %w", err)
 				}
@@ -452,4 +452,10 @@ func scheduledMeanwhile(err error, what string) error {
 	return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: what +
 		" still has unfinished actions (scheduled while it was being deleted, e.g. by an instance delete): wait until they are done and try again. " +
 		wimro.ErrorMessage(err)}
+}
+
+// editedConfig is an account's config edited by patch: merged, and the
+// secrets sent back masked kept as stored.
+func editedConfig(stored, patch map[string]any) map[string]any {
+	return secret.KeepConfig(mergeConfig(stored, patch), stored)
 }

@@ -22,13 +22,13 @@ func maskWIM(w wimro.WIM) wimro.WIM {
 	return w
 }
 
-// sealWIM seals the secrets of w, an edit of old (the zero WIM on create).
-func (e *Engine) sealWIM(w *wimro.WIM, old wimro.WIM) error {
-	u, err := e.box.SealURL(w.URL, old.URL)
+// sealWIM seals the secrets of w.
+func (e *Engine) sealWIM(w *wimro.WIM) error {
+	u, err := e.box.SealURL(w.URL)
 	if err != nil {
 		return fmt.Errorf("seal wim_url: %w", err)
 	}
-	cfg, err := e.box.SealConfig(w.Config, old.Config)
+	cfg, err := e.box.SealConfig(w.Config)
 	if err != nil {
 		return fmt.Errorf("seal WIM config: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -100,7 +101,7 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
 		return WIMView{}, err
 	}
-	if err := e.sealWIM(&w, wimro.WIM{}); err != nil {
+	if err := e.sealWIM(&w); err != nil {
 		return WIMView{}, err
 	}
 	var out WIMView
@@ -190,7 +191,6 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 	}
 	// edit applies in to the WIM read from s (locked when lock) and lists
 	// its accounts: what the connector check needs.
-	var stored wimro.WIM // the row before the edit
 	edit := func(s *persistence.Store, lock bool) (wimro.WIM, []wimro.WIMAccount, error) {
 		w, err := s.GetWIM(ctx, wimRef)
 		if err != nil {
@@ -201,13 +201,15 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 				return w, nil, err
 			}
 		}
-		stored = w
+		stored := w
 		if config != nil {
 			w.Config = mergeConfig(w.Config, config)
 		}
 		if err := in.apply(&w); err != nil {
 			return w, nil, err
 		}
+		// Secrets sent back masked, as they were shown, stay as stored.
+		w.URL, w.Config = secret.KeepURL(w.URL, stored.URL), secret.KeepConfig(w.Config, stored.Config)
 		if e.check == nil {
 			return w, nil, nil
 		}
@@ -237,7 +239,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		if e.check != nil && !checked.equal(settingsOf(w, accts)) {
 			return errChangedWhileChecked("WIM " + w.UUID)
 		}
-		if err := e.sealWIM(&w, stored); err != nil {
+		if err := e.sealWIM(&w); err != nil {
 			return err
 		}
 		updated, err := s.UpdateWIM(ctx, w)

@@ -49,18 +49,21 @@ func (b *Box) OpenString(s string) (string, error) {
 	return string(out), err
 }
 
-// SealConfig returns a copy of cfg with its secret settings sealed. A
-// setting sent back as Masked (a client editing what it was shown) keeps
-// the value of old.
-func (b *Box) SealConfig(cfg, old map[string]any) (map[string]any, error) {
-	return editConfig(cfg, func(k, v string) (string, error) {
-		if v == Masked {
-			if o, ok := old[k].(string); ok {
-				return o, nil
-			}
+// SealConfig returns a copy of cfg with its secret settings sealed.
+func (b *Box) SealConfig(cfg map[string]any) (map[string]any, error) {
+	return editConfig(cfg, func(_, v string) (string, error) { return b.SealString(v) })
+}
+
+// KeepConfig returns cfg where a secret setting sent back as Masked (a
+// client editing what it was shown) is the stored one of old.
+func KeepConfig(cfg, old map[string]any) map[string]any {
+	out, _ := editConfig(cfg, func(k, v string) (string, error) {
+		if o, ok := old[k].(string); ok && v == Masked {
+			return o, nil
 		}
-		return b.SealString(v)
+		return v, nil
 	})
+	return out
 }
 
 // OpenConfig returns a copy of cfg with its secret settings opened.
@@ -124,18 +127,24 @@ func withPassword(u *url.URL, pw string) string {
 	return u.String()
 }
 
-// SealURL returns raw with the password of its user info sealed. A
-// password sent back as Masked keeps the one of old (when old has the
-// same user).
-func (b *Box) SealURL(raw, old string) (string, error) {
+// KeepURL returns raw where a password sent back as Masked is the stored
+// one of old (when old has the same user).
+func KeepURL(raw, old string) string {
+	u, pw, ok := urlPassword(raw)
+	if !ok || pw != Masked {
+		return raw
+	}
+	if ou, opw, ok := urlPassword(old); ok && ou.User.Username() == u.User.Username() {
+		return withPassword(u, opw)
+	}
+	return raw
+}
+
+// SealURL returns raw with the password of its user info sealed.
+func (b *Box) SealURL(raw string) (string, error) {
 	u, pw, ok := urlPassword(raw)
 	if !ok {
 		return raw, nil
-	}
-	if pw == Masked {
-		if ou, opw, ok := urlPassword(old); ok && ou.User.Username() == u.User.Username() {
-			return withPassword(u, opw), nil
-		}
 	}
 	sealed, err := b.SealString(pw)
 	if err != nil {
