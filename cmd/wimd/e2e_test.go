@@ -51,7 +51,9 @@ type api struct {
 	token string // sent as a bearer token when set
 }
 
-func (c api) call(method, path string, body any) map[string]any {
+// send sends a JSON request (no body when body is nil) and returns the
+// status and the body of the answer.
+func (c api) send(method, path string, body any) (int, string) {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -69,11 +71,19 @@ func (c api) call(method, path string, body any) map[string]any {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		c.t.Fatalf("%s %s = %d: %s", method, path, resp.StatusCode, raw)
+	return resp.StatusCode, string(raw)
+}
+
+// call sends a JSON request and returns the decoded answer; anything but
+// a 200 fails the test.
+func (c api) call(method, path string, body any) map[string]any {
+	c.t.Helper()
+	status, raw := c.send(method, path, body)
+	if status != 200 {
+		c.t.Fatalf("%s %s = %d: %s", method, path, status, raw)
 	}
 	var out map[string]any
-	json.Unmarshal(raw, &out)
+	json.Unmarshal([]byte(raw), &out)
 	return out
 }
 

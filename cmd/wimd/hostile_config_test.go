@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,21 +12,6 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/pgtest"
 )
-
-// send sends a JSON request to wimd and returns the status and body.
-func send(t *testing.T, addr, method, path string, body any) (int, string) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
-}
 
 // serveTest starts wimd on a fresh database with dataDir and the extra
 // environment; it is stopped when the test ends.
@@ -92,7 +74,7 @@ func TestDevConnectors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.body["wim"].(map[string]any)["name"] = strings.ReplaceAll(tt.name, " ", "-")
-			status, body := send(t, addrs[tt.dev], "POST", "/openmano/wims", tt.body)
+			status, body := api{t: t, addr: addrs[tt.dev]}.send("POST", "/openmano/wims", tt.body)
 			if status != tt.status || !strings.Contains(body, tt.field) {
 				t.Fatalf("POST /openmano/wims = %d %s, want %d naming %q", status, body, tt.status, tt.field)
 			}
@@ -117,8 +99,8 @@ func TestHostileCAFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := serveTest(t, t.TempDir(), nil)
-	if status, body := send(t, addr, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "tapi", "wim_url": "https://ctl.example"}}); status != 200 {
+	c := api{t: t, addr: serveTest(t, t.TempDir(), nil)}
+	if status, body := c.send("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "tapi", "wim_url": "https://ctl.example"}}); status != 200 {
 		t.Fatalf("create WIM: %d %s", status, body)
 	}
 	var wg sync.WaitGroup
@@ -132,7 +114,7 @@ func TestHostileCAFile(t *testing.T) {
 					path, body = "/openmano/wims", map[string]any{"wim": map[string]any{"name": "x", "type": "tapi", "wim_url": "https://ctl.example", "config": map[string]any{"ca_file": file}}}
 				}
 				method := map[bool]string{true: "PUT", false: "POST"}[i%2 == 0]
-				status, answer := send(t, addr, method, path, body)
+				status, answer := c.send(method, path, body)
 				if status != 400 || !strings.Contains(answer, "ca_file") || !strings.Contains(answer, "not a regular file") {
 					t.Errorf("%s %s with ca_file %s = %d %s, want 400 naming ca_file", method, path, file, status, answer)
 				}
@@ -140,13 +122,13 @@ func TestHostileCAFile(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if status, body := send(t, addr, "GET", "/openmano/tenants", nil); status != 200 {
+	if status, body := c.send("GET", "/openmano/tenants", nil); status != 200 {
 		t.Fatalf("GET /openmano/tenants after the refusals = %d %s", status, body)
 	}
 	var w struct {
 		WIM wimro.WIM `json:"wim"`
 	}
-	_, body := send(t, addr, "GET", "/openmano/any/wims/wan1", nil)
+	_, body := c.send("GET", "/openmano/any/wims/wan1", nil)
 	if err := json.Unmarshal([]byte(body), &w); err != nil || w.WIM.Config["ca_file"] != nil {
 		t.Fatalf("the refused edits changed the WIM: %s (%v)", body, err)
 	}

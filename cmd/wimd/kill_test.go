@@ -2,11 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,25 +82,7 @@ func startWimd(t *testing.T, bin string, env []string, args ...string) *process 
 
 func (p *process) call(t *testing.T, method, path string, body any) map[string]any {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("%s %s = %d: %s", method, path, resp.StatusCode, raw)
-	}
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return out
+	return api{t: t, addr: p.addr}.call(method, path, body)
 }
 
 // lastLines returns the last n lines of s.
