@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -563,11 +564,22 @@ func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 	}
 }
 
+// fileSettings are the connector settings that name files, which a
+// factory reads (ca_file) or creates (fake's state_file).
+var fileSettings = []string{"ca_file", "state_file"}
+
 // mappingCheck validates a port mapping for the WIM's connector, when the
 // connector can tell (connectors.MappingChecker). A WIM whose connector
-// cannot be built passes here: connectorCheck reports its settings.
+// cannot be built passes here: connectorCheck reports its settings. It
+// runs inside the write transaction, so the connector is built without
+// its file settings: no file is touched while rows are locked
+// (connectorCheck, run before the transaction, checks them).
 func mappingCheck(r *connectors.Registry) engine.MappingCheck {
 	return func(w wimro.WIM, endpointID string, info map[string]any) error {
+		w.Config = maps.Clone(w.Config)
+		for _, k := range fileSettings {
+			delete(w.Config, k)
+		}
 		c, err := buildFor(r, w, nil)
 		if mc, ok := c.(connectors.MappingChecker); ok && err == nil {
 			return mc.CheckMapping(endpointID, info)
