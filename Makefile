@@ -25,7 +25,7 @@ build:
 # .wimro/ (created on first run, migrations applied), listening on
 # WIMRO_LISTEN (default 127.0.0.1:9090).
 run: deps build
-	$(BIN)/wimd serve
+	$(BIN)/wimd serve --dev-connectors
 
 # test runs the whole suite with the race detector against real services
 # that the harness starts itself.

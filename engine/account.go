@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
 // Masked is what the API shows instead of a stored secret.
-const Masked = "********"
+const Masked = secret.Masked
 
 // Secret is a clear-text secret on its way in. It never prints, logs or
 // marshals its value.
@@ -95,7 +96,7 @@ func masked(sealed []byte) *string {
 func accountView(a wimro.WIMAccount) AccountView {
 	return AccountView{
 		UUID: a.UUID, Name: a.Name, WIMID: a.WIMID, Created: a.Created, User: a.User,
-		Password: masked(a.Password), Config: a.Config, CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
+		Password: masked(a.Password), Config: secret.MaskConfig(a.Config), CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
 	}
 }
 
@@ -134,6 +135,19 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 	if err != nil {
 		return AccountFull{}, err
 	}
+	// Check the connector settings before the transaction (building a
+	// connector may read files); the refusal counts only if a new account
+	// is made, with the settings checked.
+	var checked connectorSettings
+	var checkErr error
+	if e.check != nil {
+		w, err := e.db.GetWIM(ctx, wimRef)
+		if err != nil {
+			return AccountFull{}, err
+		}
+		checkErr = e.checkConnector(w, in.Config, "", "wim_account.config")
+		checked = settingsOf(w, nil)
+	}
 	var out AccountFull
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		w, err := s.GetWIM(ctx, wimRef)
@@ -157,11 +171,18 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 				return err
 			}
 		} else {
-			if err := e.checkConnector(w, in.Config, "", "wim_account.config"); err != nil {
-				return err
+			if e.check != nil && !checked.equal(settingsOf(w, nil)) {
+				return errChangedWhileChecked("WIM " + w.UUID)
+			}
+			if checkErr != nil {
+				return checkErr
+			}
+			cfg, err := e.box.SealConfig(in.Config)
+			if err != nil {
+				return fmt.Errorf("seal account config: %w", err)
 			}
 			created, err := s.CreateAccount(ctx, wimro.WIMAccount{
-				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: in.Config,
+				Name: &name, WIMID: w.UUID, User: in.User, Password: sealed, Config: cfg,
 			})
 			if err != nil {
 				return err
@@ -176,7 +197,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 			}
 			return err
 		}
-		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: w, Tenant: t}
+		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: maskWIM(w), Tenant: t}
 		return s.NotifyAccounts(ctx, acct.UUID)
 	})
 	return out, err
@@ -247,11 +268,39 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 	if err != nil {
 		return nil, err
 	}
+	// merged is the WIM and the edited configs of its accounts: checked
+	// before the transaction (building a connector may read files), and
+	// compared with what the transaction writes.
+	merged := func(w wimro.WIM, att []persistence.AttachedAccount) connectorSettings {
+		accts := make([]wimro.WIMAccount, len(att))
+		for i, aa := range att {
+			accts[i] = aa.Account
+			accts[i].Config = editedConfig(aa.Account.Config, in.Config)
+		}
+		return settingsOf(w, accts)
+	}
+	check := e.check != nil && len(in.Config) > 0
+	var checked connectorSettings
+	if check {
+		w, att, err := e.attachedAccounts(ctx, &e.db.Store, tenantRef, wimRef)
+		if err != nil {
+			return nil, err
+		}
+		checked = merged(w, att)
+		for _, cfg := range checked.accounts {
+			if err := e.checkConnector(w, cfg, "", "wim_account.config"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var out []AccountShort
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		w, att, err := e.attachedAccounts(ctx, s, tenantRef, wimRef)
 		if err != nil {
 			return err
+		}
+		if check && !checked.equal(merged(w, att)) {
+			return errChangedWhileChecked("WIM " + w.UUID)
 		}
 		seen := map[string]bool{}
 		for _, aa := range att {
@@ -268,17 +317,17 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 				}
 			}
 			if len(in.Config) > 0 {
-				merged := mergeConfig(a.Config, in.Config)
-				if err := e.checkConnector(w, merged, "", "wim_account.config"); err != nil {
-					return err
+				cfg, err := e.box.SealConfig(editedConfig(a.Config, in.Config))
+				if err != nil {
+					return fmt.Errorf("seal account config: %w", err)
 				}
-				u.Config = &merged
+				u.Config = &cfg
 			}
 			up, err := s.UpdateAccount(ctx, a.UUID, u)
 			if err != nil {
 				return err
 			}
-			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: up.Config})
+			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: secret.MaskConfig(up.Config)})
 			if err := s.NotifyAccounts(ctx, a.UUID); err != nil {
 				return err
 			}
@@ -403,4 +452,10 @@ func scheduledMeanwhile(err error, what string) error {
 	return &wimro.Error{Code: wimro.ECONFLICT, Err: err, Message: what +
 		" still has unfinished actions (scheduled while it was being deleted, e.g. by an instance delete): wait until they are done and try again. " +
 		wimro.ErrorMessage(err)}
+}
+
+// editedConfig is an account's config edited by patch: merged, and the
+// secrets sent back masked kept as stored.
+func editedConfig(stored, patch map[string]any) map[string]any {
+	return secret.KeepConfig(mergeConfig(stored, patch), stored)
 }

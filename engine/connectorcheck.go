@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"reflect"
 	"strings"
 
 	"github.com/wimro/wimro"
@@ -35,12 +37,48 @@ func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefi
 	if e.check == nil {
 		return nil
 	}
-	err := e.check(w, accountConfig)
+	w, accountConfig, err := e.openSecrets(w, accountConfig)
+	if err != nil {
+		return err
+	}
+	err = e.check(w, accountConfig)
 	if err == nil {
 		return nil
+	}
+	if wimro.ErrorField(err) != "" {
+		return err // the check named the field itself
 	}
 	if strings.Contains(err.Error(), "wim_url") {
 		field = "wim.wim_url"
 	}
 	return wimro.FieldErrorf(field, "%s%s", prefix, err)
+}
+
+// connectorSettings is what a connector check reads: the WIM's type, URL
+// and config, and the config of the accounts checked with it. Checks run
+// before the write transaction (they may read files, e.g. ca_file); the
+// transaction compares what it is about to write with what was checked.
+type connectorSettings struct {
+	typ, url  string
+	wimConfig map[string]any
+	accounts  map[string]map[string]any
+}
+
+func settingsOf(w wimro.WIM, accts []wimro.WIMAccount) connectorSettings {
+	s := connectorSettings{typ: w.Type, url: w.URL, wimConfig: w.Config, accounts: make(map[string]map[string]any, len(accts))}
+	for _, a := range accts {
+		s.accounts[a.UUID] = a.Config
+	}
+	return s
+}
+
+func (s connectorSettings) equal(o connectorSettings) bool {
+	return s.typ == o.typ && s.url == o.url && reflect.DeepEqual(s.wimConfig, o.wimConfig) &&
+		maps.EqualFunc(s.accounts, o.accounts, func(a, b map[string]any) bool { return reflect.DeepEqual(a, b) })
+}
+
+// errChangedWhileChecked is the conflict of a write whose connector
+// settings another request changed between the check and the transaction.
+func errChangedWhileChecked(what string) error {
+	return wimro.Errorf(wimro.ECONFLICT, "%s was changed by another request while its connector settings were checked; try again", what)
 }

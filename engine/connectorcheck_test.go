@@ -1,12 +1,16 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/persistence"
 )
 
 // refuseSlow is a connector check that, like the real connectors, refuses
@@ -97,4 +101,78 @@ func TestMappingCheck(t *testing.T) {
 	b.wim(t, "wan1", mapping("dcA", 1))
 	_, err = b.eng.CreatePortMappings(b.ctx, engine.AnyTenant, "wan1", []engine.PortMappingInput{bad})
 	wantField(t, err, "wim_port_mapping[0].pop_wan_mappings[0].wan_service_mapping_info")
+}
+
+// TestConnectorCheckOutsideTransaction checks that the connector check
+// (which may read a ca_file) runs while no row is locked, and that a write
+// whose settings another request changed meanwhile is a conflict, not a
+// write of unchecked settings.
+func TestConnectorCheckOutsideTransaction(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		write func(b *bundle, tenant string) error
+	}{
+		{"edit WIM", func(b *bundle, _ string) error {
+			_, err := b.eng.UpdateWIM(b.ctx, "wan1", engine.WIMInput{Config: map[string]any{"timeout_ms": 1000.0}})
+			return err
+		}},
+		{"create account", func(b *bundle, tenant string) error {
+			_, err := b.eng.CreateAccount(b.ctx, tenant, "wan1", engine.AccountInput{Name: ptr("other")})
+			return err
+		}},
+		{"edit account", func(b *bundle, tenant string) error {
+			_, err := b.eng.UpdateAccounts(b.ctx, tenant, "wan1", engine.AccountInput{Config: map[string]any{"timeout_ms": 1000.0}})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		for _, change := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/changed=%v", tt.name, change), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				tn := b.tenant(t, "t0")
+				b.wim(t, "wan1")
+				if tt.name == "edit account" {
+					b.account(t, tn.Name, "wan1", engine.AccountInput{})
+				}
+				entered, release := make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				b.eng.SetConnectorCheck(func(wimro.WIM, map[string]any) error {
+					once.Do(func() { close(entered); <-release })
+					return nil
+				})
+				done := make(chan error, 1)
+				go func() { done <- tt.write(b, tn.Name) }()
+				<-entered
+				// While the check runs, the WIM's row can be locked: the
+				// check holds no row lock (the old code held it, and this
+				// waited for the deadline).
+				ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+				defer cancel()
+				err := b.db.Tx(ctx, func(s *persistence.Store) error {
+					w, err := s.GetWIM(ctx, "wan1")
+					if err != nil {
+						return err
+					}
+					if w, err = s.GetWIMForUpdate(ctx, w.UUID); err != nil || !change {
+						return err
+					}
+					w.Config = map[string]any{"latency_ms": 7.0}
+					_, err = s.UpdateWIM(ctx, w)
+					return err
+				})
+				if err != nil {
+					t.Fatalf("lock the WIM while its connector check runs: %v", err)
+				}
+				close(release)
+				err = <-done
+				if change {
+					wantCode(t, err, wimro.ECONFLICT)
+				} else if err != nil {
+					t.Fatalf("write: %v", err)
+				}
+			})
+		}
+	}
 }

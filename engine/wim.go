@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -100,6 +101,9 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
 		return WIMView{}, err
 	}
+	if err := e.sealWIM(&w); err != nil {
+		return WIMView{}, err
+	}
 	var out WIMView
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
 		created, err := s.CreateWIM(ctx, w)
@@ -129,7 +133,7 @@ func (e *Engine) wimView(ctx context.Context, s *persistence.Store, w wimro.WIM)
 	}
 	cfg["wim_port_mapping"] = groups
 	w.Config = cfg
-	return WIMView{WIM: w}, nil
+	return WIMView{WIM: maskWIM(w)}, nil
 }
 
 // GetWIM returns a WIM by name or uuid. With a tenant (not "any") the WIM
@@ -170,7 +174,11 @@ func (e *Engine) ListWIMs(ctx context.Context, tenantRef string, equal map[strin
 	if err != nil {
 		return nil, err
 	}
-	return e.db.ListWIMs(ctx, persistence.WIMFilter{TenantID: tenantID(t), Equal: equal, Limit: limit})
+	list, err := e.db.ListWIMs(ctx, persistence.WIMFilter{TenantID: tenantID(t), Equal: equal, Limit: limit})
+	for i := range list {
+		list[i] = maskWIM(list[i])
+	}
+	return list, err
 }
 
 // UpdateWIM edits a WIM. A non-empty config.wim_port_mapping replaces all
@@ -181,23 +189,57 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 	if err != nil {
 		return WIMView{}, err
 	}
-	var out WIMView
-	err = e.db.Tx(ctx, func(s *persistence.Store) error {
-		found, err := s.GetWIM(ctx, wimRef)
+	// edit applies in to the WIM read from s (locked when lock) and lists
+	// its accounts: what the connector check needs.
+	edit := func(s *persistence.Store, lock bool) (wimro.WIM, []wimro.WIMAccount, error) {
+		w, err := s.GetWIM(ctx, wimRef)
 		if err != nil {
-			return err
+			return w, nil, err
 		}
-		w, err := s.GetWIMForUpdate(ctx, found.UUID)
-		if err != nil {
-			return err
+		if lock {
+			if w, err = s.GetWIMForUpdate(ctx, w.UUID); err != nil {
+				return w, nil, err
+			}
 		}
+		stored := w
 		if config != nil {
 			w.Config = mergeConfig(w.Config, config)
 		}
 		if err := in.apply(&w); err != nil {
+			return w, nil, err
+		}
+		// Secrets sent back masked, as they were shown, stay as stored.
+		w.URL, w.Config = secret.KeepURL(w.URL, stored.URL), secret.KeepConfig(w.Config, stored.Config)
+		if e.check == nil {
+			return w, nil, nil
+		}
+		accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
+		return w, accts, err
+	}
+	// Check the connector settings before the transaction: building a
+	// connector may read files (ca_file), and no file I/O may hold the
+	// WIM's row lock. The transaction makes sure it writes what was checked.
+	var checked connectorSettings
+	if e.check != nil {
+		w, accts, err := edit(&e.db.Store, false)
+		if err != nil {
+			return WIMView{}, err
+		}
+		if err := e.checkWIMAccounts(w, accts); err != nil {
+			return WIMView{}, err
+		}
+		checked = settingsOf(w, accts)
+	}
+	var out WIMView
+	err = e.db.Tx(ctx, func(s *persistence.Store) error {
+		w, accts, err := edit(s, true)
+		if err != nil {
 			return err
 		}
-		if err := e.checkWIMAccounts(ctx, s, w); err != nil {
+		if e.check != nil && !checked.equal(settingsOf(w, accts)) {
+			return errChangedWhileChecked("WIM " + w.UUID)
+		}
+		if err := e.sealWIM(&w); err != nil {
 			return err
 		}
 		updated, err := s.UpdateWIM(ctx, w)
@@ -267,15 +309,8 @@ func (e *Engine) DeleteWIM(ctx context.Context, wimRef string) (string, error) {
 // checkWIMAccounts checks an edited WIM's connector settings alone and
 // with the config of each of its accounts, so that an edit cannot leave
 // an account with a connector that cannot be built.
-func (e *Engine) checkWIMAccounts(ctx context.Context, s *persistence.Store, w wimro.WIM) error {
-	if e.check == nil {
-		return nil
-	}
+func (e *Engine) checkWIMAccounts(w wimro.WIM, accts []wimro.WIMAccount) error {
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
-		return err
-	}
-	accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
-	if err != nil {
 		return err
 	}
 	for _, a := range accts {

@@ -109,6 +109,12 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 		}
 		password = string(b)
 	}
+	// The other secrets (wim_url's password, bearer_token) are sealed at
+	// rest too; a value stored in clear by an older wimd is used as is.
+	if wim.URL, wim.Config, a.Config, err = w.s.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
+		t.Connector = failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent)
+		return t, nil
+	}
 	cfg := connectors.Config{
 		WIMID: wim.UUID, WIMName: wim.Name, Type: wim.Type, URL: wim.URL, WIMConfig: wim.Config,
 		AccountID: a.UUID, AccountName: deref(a.Name), User: deref(a.User), Password: password,

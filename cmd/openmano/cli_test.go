@@ -168,6 +168,7 @@ func TestEndToEndThroughCLI(t *testing.T) {
 		"WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"WIMRO_API_TOKEN=" + token,
 		"WIMRO_STATUS_REFRESH=200ms",
+		"WIMRO_DEV_CONNECTORS=true",
 	}, "--data-dir", t.TempDir())
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

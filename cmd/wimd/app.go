@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -337,6 +338,7 @@ type serveConfig struct {
 	tlsKey        string
 	maxBodyBytes  int64
 	secretKeyFile string
+	devConnectors bool
 	parallel      int
 	claimLease    time.Duration
 	refresh       time.Duration
@@ -388,7 +390,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.consul.assignmentSoak, "assignment-soak", a.envDuration("WIMRO_ASSIGNMENT_SOAK", coordinator.DefaultAssignmentSoak),
 		"how long this process's assignment must stay still before it is applied (env WIMRO_ASSIGNMENT_SOAK)")
 	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
-		"key that seals account passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
+		"key that seals account passwords, bearer tokens and wim_url passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
+	fs.BoolVar(&c.devConnectors, "dev-connectors", a.envBool("WIMRO_DEV_CONNECTORS", false),
+		"offer the development WIM types fake and failing, fake's state_file confined to --data-dir (env WIMRO_DEV_CONNECTORS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -475,7 +479,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	eng := engine.New(db, box, logger)
-	registry := newRegistry()
+	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, "postgres"), keyFile)
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	// One LISTEN connection for the process: the workers follow account
@@ -581,16 +585,30 @@ func stopPart(logger *slog.Logger, what string, stop func(context.Context) error
 // accounts get a failing connector).
 func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 	return func(w wimro.WIM, accountConfig map[string]any) error {
+		if slices.Contains(devTypes, w.Type) && !slices.Contains(r.Types(), w.Type) {
+			return wimro.FieldErrorf("wim.type", "wim.type %q is a development connector, offered only when wimd runs with --dev-connectors (WIMRO_DEV_CONNECTORS=true)", w.Type)
+		}
 		_, err := buildFor(r, w, accountConfig)
 		return err
 	}
 }
 
+// fileSettings are the connector settings that name files, which a
+// factory reads (ca_file) or creates (fake's state_file).
+var fileSettings = []string{"ca_file", "state_file"}
+
 // mappingCheck validates a port mapping for the WIM's connector, when the
 // connector can tell (connectors.MappingChecker). A WIM whose connector
-// cannot be built passes here: connectorCheck reports its settings.
+// cannot be built passes here: connectorCheck reports its settings. It
+// runs inside the write transaction, so the connector is built without
+// its file settings: no file is touched while rows are locked
+// (connectorCheck, run before the transaction, checks them).
 func mappingCheck(r *connectors.Registry) engine.MappingCheck {
 	return func(w wimro.WIM, endpointID string, info map[string]any) error {
+		w.Config = maps.Clone(w.Config)
+		for _, k := range fileSettings {
+			delete(w.Config, k)
+		}
 		c, err := buildFor(r, w, nil)
 		if mc, ok := c.(connectors.MappingChecker); ok && err == nil {
 			return mc.CheckMapping(endpointID, info)
@@ -609,11 +627,18 @@ func buildFor(r *connectors.Registry, w wimro.WIM, accountConfig map[string]any)
 	return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
 }
 
-// newRegistry lists every connector this build of wimd speaks.
-func newRegistry() *connectors.Registry {
+// devTypes are the WIM types of the development connectors.
+var devTypes = []string{fake.Type, failing.Type}
+
+// newRegistry lists every connector this build of wimd speaks; the
+// development ones (devTypes) only with dev, fake's state_file confined to
+// dataDir and kept out of reserved (wimd's own files there).
+func newRegistry(dev bool, dataDir string, reserved ...string) *connectors.Registry {
 	r := connectors.NewRegistry()
-	fake.Register(r)
-	failing.Register(r)
+	if dev {
+		fake.RegisterConfined(r, dataDir, reserved...)
+		failing.Register(r)
+	}
 	dynpac.Register(r)
 	tapi.Register(r)
 	ietfl2vpn.Register(r)

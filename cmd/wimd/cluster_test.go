@@ -23,6 +23,7 @@ func TestClusterStatusWithoutCoordinator(t *testing.T) {
 	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
 	b.env["WIMRO_API_TOKEN"] = "tok"
 	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
 	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--instance-id", "wimd-a")
 	defer stop()
 	c := api{t: t, addr: addr, token: "tok"}

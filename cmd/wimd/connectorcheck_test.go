@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/wimro/wimro"
@@ -12,7 +15,7 @@ import (
 // for.
 func TestConnectorCheck(t *testing.T) {
 	t.Parallel()
-	check := connectorCheck(newRegistry())
+	check := connectorCheck(newRegistry(true, t.TempDir()))
 	tests := []struct {
 		name    string
 		wim     wimro.WIM
@@ -47,7 +50,17 @@ func TestConnectorCheck(t *testing.T) {
 // written, a wan_service_mapping_info the WIM's connector cannot use.
 func TestMappingCheck(t *testing.T) {
 	t.Parallel()
-	check := mappingCheck(newRegistry())
+	dir := t.TempDir()
+	check := mappingCheck(newRegistry(true, dir))
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(dir, "ctl.json")); err == nil {
+			t.Error("the mapping check created the state file")
+		}
+	})
 	location := map[string]any{"location_flavor": "location"}
 	tests := []struct {
 		name string
@@ -65,6 +78,9 @@ func TestMappingCheck(t *testing.T) {
 		{"ietfl2vpn no site", wimro.WIM{Type: "ietfl2vpn", URL: "http://c"}, map[string]any{"device-id": "pe1"}, "site-id"},
 		{"ietfl2vpn location flavor", wimro.WIM{Type: "ietfl2vpn", URL: "http://c", Config: location}, map[string]any{"site-id": "s1", "device-id": "pe1"}, "location-id"},
 		{"fake", wimro.WIM{Type: "fake", URL: "http://fake"}, map[string]any{}, ""},
+		// Inside the transaction no file is read: a FIFO would hang.
+		{"ca_file not read", wimro.WIM{Type: "onos", URL: "http://c", Config: map[string]any{"ca_file": fifo}}, map[string]any{"switch_dpid": "of:0000000000000001", "switch_port": "3"}, ""},
+		{"state_file not touched", wimro.WIM{Type: "fake", URL: "http://fake", Config: map[string]any{"state_file": filepath.Join(dir, "ctl.json")}}, map[string]any{}, ""},
 		{"no connector for odl", wimro.WIM{Type: "odl", URL: "x"}, map[string]any{}, ""},
 	}
 	for _, tt := range tests {

@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro/connectors/fake"
 	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
@@ -27,6 +30,7 @@ import (
 type e2eCase struct {
 	wimType       string
 	url           string
+	wimConfig     map[string]any
 	accountConfig map[string]any
 	user          string
 	password      string
@@ -35,6 +39,9 @@ type e2eCase struct {
 	// leftovers, if set, describes what else the delete must have removed
 	// from the controller (attachments, interfaces); "" when nothing is left.
 	leftovers func() string
+	// secrets are clear values (tokens, passwords in wim_url) that must
+	// reach the controller but never be stored, answered or logged.
+	secrets []string
 }
 
 // api is a small JSON client of a running wimd.
@@ -44,7 +51,9 @@ type api struct {
 	token string // sent as a bearer token when set
 }
 
-func (c api) call(method, path string, body any) map[string]any {
+// send sends a JSON request (no body when body is nil) and returns the
+// status and the body of the answer.
+func (c api) send(method, path string, body any) (int, string) {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -62,11 +71,19 @@ func (c api) call(method, path string, body any) map[string]any {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		c.t.Fatalf("%s %s = %d: %s", method, path, resp.StatusCode, raw)
+	return resp.StatusCode, string(raw)
+}
+
+// call sends a JSON request and returns the decoded answer; anything but
+// a 200 fails the test.
+func (c api) call(method, path string, body any) map[string]any {
+	c.t.Helper()
+	status, raw := c.send(method, path, body)
+	if status != 200 {
+		c.t.Fatalf("%s %s = %d: %s", method, path, status, raw)
 	}
 	var out map[string]any
-	json.Unmarshal(raw, &out)
+	json.Unmarshal([]byte(raw), &out)
 	return out
 }
 
@@ -95,8 +112,14 @@ func (c api) waitAction(path string, tasks int) map[string]any {
 func runE2E(t *testing.T, c e2eCase) {
 	t.Helper()
 	b := setup(t)
-	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
+	dbURL := pgtest.URL(t)
+	b.env["WIMRO_DATABASE_URL"] = dbURL
 	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
+	if len(c.secrets) > 0 {
+		b.env["WIMRO_LOG_LEVEL"] = "debug"
+		defer func() { noSecrets(t, "the log", b.stderr.String(), c.secrets) }()
+	}
 	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
 	defer func() {
 		if code := stop(); code != 0 {
@@ -115,13 +138,29 @@ func runE2E(t *testing.T, c e2eCase) {
 			"wan_service_mapping_info": c.mappingInfo(i)}
 		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
 	}
-	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": c.wimType, "wim_url": c.url,
-		"config": map[string]any{"wim_port_mapping": mappings}}})
+	wimConfig := map[string]any{"wim_port_mapping": mappings}
+	for k, v := range c.wimConfig {
+		wimConfig[k] = v
+	}
+	answers := []map[string]any{a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": c.wimType, "wim_url": c.url,
+		"config": wimConfig}})}
 	acct := map[string]any{"config": c.accountConfig}
 	if c.user != "" {
 		acct["user"], acct["password"] = c.user, c.password
 	}
-	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": acct})
+	answers = append(answers, a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": acct}))
+	if len(c.secrets) > 0 {
+		// An edit that sends back what it was shown keeps the secrets.
+		shown := a.call("GET", "/openmano/t0/wims/wan1", nil)
+		answers = append(answers, shown, a.call("GET", "/openmano/any/wims", nil),
+			a.call("PUT", "/openmano/wims/wan1", map[string]any{"wim": map[string]any{"wim_url": shown["wim"].(map[string]any)["wim_url"], "description": "edited"}}),
+			a.call("PUT", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"timeout_ms": 20000}}}))
+		for _, ans := range answers {
+			b, _ := json.Marshal(ans)
+			noSecrets(t, "an answer", string(b), c.secrets)
+		}
+		noSecrets(t, "the database", dumpSecretsTables(t, dbURL), c.secrets)
+	}
 
 	var nets []any
 	for v := range 2 {
@@ -252,4 +291,106 @@ func TestE2EONOS(t *testing.T) {
 				}})
 		})
 	}
+}
+
+// noSecrets fails when text holds one of secrets.
+func noSecrets(t *testing.T, where, text string, secrets []string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s holds the secret %q", where, s)
+		}
+	}
+}
+
+// dumpSecretsTables returns the rows of the tables that hold connector
+// settings, as text.
+func dumpSecretsTables(t *testing.T, dbURL string) string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var out strings.Builder
+	for _, q := range []string{`SELECT w::text FROM wims w`, `SELECT a::text FROM wim_accounts a`} {
+		rows, err := conn.Query(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out.WriteString(s + "\n")
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+	}
+	return out.String()
+}
+
+// bearer wraps an emulator so that it answers 401 to a request without the
+// bearer token.
+func bearer(token string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "bad token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestE2ESecrets runs connectors whose credentials are a password in
+// wim_url or a bearer token in the WIM's or the account's config: the
+// controller authenticates them, and they are stored sealed, answered
+// masked and never logged.
+func TestE2ESecrets(t *testing.T) {
+	t.Parallel()
+	sips := func() []tapiemu.SIP {
+		var sips []tapiemu.SIP
+		for dc, port := range []string{"R1-eth0", "R2-eth0"} {
+			sips = append(sips, tapiemu.VLANSIPs(port, 100+dc, 110+dc)...)
+		}
+		return sips
+	}
+	tapiMapping := func(dc int) map[string]any {
+		port := []string{"R1-eth0", "R2-eth0"}[dc]
+		bySIP := map[string]any{}
+		for _, v := range []int{100 + dc, 110 + dc} {
+			bySIP[fmt.Sprint(v)] = tapiemu.VLANSIPUUID(port, v)
+		}
+		return map[string]any{"mapping_type": "tapi-sip", "sips": bySIP}
+	}
+	tests := []struct {
+		name, token         string
+		wimConfig, acctConf map[string]any
+	}{
+		{"WIM bearer token", "wim-tok-5f1e2d", map[string]any{"bearer_token": "wim-tok-5f1e2d"}, nil},
+		{"account bearer token", "acct-tok-9a8b7c", nil, map[string]any{"bearer_token": "acct-tok-9a8b7c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			emu := tapiemu.New(tapiemu.Options{SIPs: sips(), BuildPolls: 1})
+			srv := httptest.NewServer(bearer(tt.token, emu))
+			t.Cleanup(srv.Close)
+			runE2E(t, e2eCase{wimType: "tapi", url: srv.URL, wimConfig: tt.wimConfig, accountConfig: tt.acctConf,
+				mappingInfo: tapiMapping, services: emu.Count, secrets: []string{tt.token}})
+		})
+	}
+	t.Run("password in wim_url", func(t *testing.T) {
+		t.Parallel()
+		emu := dynpacemu.New(dynpacemu.Options{User: "admin", Password: "url-pw-3c4d5e", BuildPolls: 1})
+		srv := httptest.NewServer(emu)
+		t.Cleanup(srv.Close)
+		runE2E(t, e2eCase{wimType: "dynpac", url: strings.Replace(srv.URL, "http://", "http://admin:url-pw-3c4d5e@", 1),
+			mappingInfo: func(dc int) map[string]any {
+				return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
+			},
+			services: emu.Count, secrets: []string{"url-pw-3c4d5e"}})
+	})
 }

@@ -2,11 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,25 +82,7 @@ func startWimd(t testing.TB, bin string, env []string, args ...string) *process 
 
 func (p *process) call(t testing.TB, method, path string, body any) map[string]any {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("%s %s = %d: %s", method, path, resp.StatusCode, raw)
-	}
-	var out map[string]any
-	json.Unmarshal(raw, &out)
-	return out
+	return api{t: t, addr: p.addr}.call(method, path, body)
 }
 
 // lastLines returns the last n lines of s.
@@ -125,10 +103,11 @@ func poll(t *testing.T, what string, cond func() (bool, string)) {
 func TestKillMidBatchAndRestart(t *testing.T) {
 	t.Parallel()
 	bin := buildWimd(t)
-	state := filepath.Join(t.TempDir(), "controller.json")
+	dataDir := t.TempDir()
+	state := filepath.Join(dataDir, "controller.json")
 	url := pgtest.URL(t)
-	env := []string{"WIMRO_DATABASE_URL=" + url, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug"}
-	args := []string{"--data-dir", t.TempDir(), "--claim-lease", "2s", "--parallel", "3"}
+	env := []string{"WIMRO_DATABASE_URL=" + url, "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_LOG_LEVEL=debug", "WIMRO_DEV_CONNECTORS=true"}
+	args := []string{"--data-dir", dataDir, "--claim-lease", "2s", "--parallel", "3"}
 
 	a := startWimd(t, bin, env, args...)
 	a.fakeWAN(t, []string{"t0"}, map[string]any{"latency_ms": 400, "state_file": state})

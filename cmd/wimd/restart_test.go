@@ -268,7 +268,7 @@ func startLoad(t *testing.T) *loadRun {
 	r := &loadRun{
 		db:    db,
 		bin:   buildWimd(t),
-		env:   []string{"WIMRO_DATABASE_URL=" + db.URL("wimro"), "WIMRO_SECRET_KEY=" + testSecretKey},
+		env:   []string{"WIMRO_DATABASE_URL=" + db.URL("wimro"), "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_DEV_CONNECTORS=true"},
 		args:  []string{"--data-dir", dataDir, "--claim-lease", "3s", "--parallel", "8", "--status-refresh", "200ms"},
 		state: filepath.Join(dataDir, "controller.json"),
 	}

@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,8 +58,73 @@ const (
 	MethodClearAll         = "ClearAll"
 )
 
-// Register adds the fake connector to r under Type.
+// Register adds the fake connector to r under Type. Its state_file may be
+// any path: for tests that build their registry; wimd uses RegisterConfined.
 func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+
+// RegisterConfined adds the fake connector to r under Type with its
+// state_file confined to folder dir and kept out of the reserved paths
+// (files or folders of wimd's own inside dir): any other path is a
+// Permanent error naming state_file, refused before the file is touched,
+// so that a client cannot make wimd create or replace files.
+func RegisterConfined(r *connectors.Registry, dir string, reserved ...string) {
+	r.Register(Type, func(cfg connectors.Config) (connectors.Connector, error) {
+		p, err := cfg.StringSetting("state_file", "")
+		if err != nil {
+			return nil, err
+		}
+		if p != "" {
+			if err := confined(p, dir, reserved); err != nil {
+				return nil, connectors.Errorf(connectors.KindPermanent, "fake: config \"state_file\": %v", err)
+			}
+		}
+		return Factory(cfg)
+	})
+}
+
+// confined checks that path p lies inside dir and in none of reserved,
+// symbolic links resolved (of the folder holding p, which must exist).
+func confined(p, dir string, reserved []string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("%q is not an absolute path", p)
+	}
+	real := func(p string) (string, error) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r, nil
+		}
+		return filepath.Clean(abs), nil
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return fmt.Errorf("%q: its folder: %w", p, err)
+	}
+	file := filepath.Join(parent, filepath.Base(p))
+	root, err := real(dir)
+	if err != nil {
+		return err
+	}
+	inside := func(p, dir string) bool {
+		rel, err := filepath.Rel(dir, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "."
+	}
+	if !inside(file, root) {
+		return fmt.Errorf("%q is not inside wimd's data folder %s", p, dir)
+	}
+	for _, r := range reserved {
+		rr, err := real(r)
+		if err != nil {
+			return err
+		}
+		if file == rr || inside(file, rr) {
+			return fmt.Errorf("%q is one of wimd's own files", p)
+		}
+	}
+	return nil
+}
 
 // Factory builds a fake connector on ControllerFor(cfg.URL). It contacts
 // nothing, so it only fails on invalid settings (Permanent).

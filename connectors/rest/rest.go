@@ -33,6 +33,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wimro/wimro"
@@ -91,7 +92,7 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 	if caFile != "" || insecure {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // the operator's explicit choice
 		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
+			pem, err := ReadCAFile(caFile)
 			if err != nil {
 				return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"ca_file\": %w", name, err)
 			}
@@ -113,6 +114,44 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 		agent:    cmp.Or(cfg.UserAgent, connectors.DefaultUserAgent),
 		token:    token,
 	}, nil
+}
+
+// MaxCAFile is the largest ca_file read: a bundle of every public CA is
+// about 200 KiB.
+const MaxCAFile = 1 << 20
+
+// ReadCAFile reads a CA file: a regular file of at most MaxCAFile bytes.
+// It is opened without blocking and checked before a byte is read, so a
+// FIFO, a device such as /dev/zero or a directory is refused at once
+// instead of hanging or filling the memory.
+func ReadCAFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Check again what was opened: the path may have been replaced.
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxCAFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxCAFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxCAFile)
+	}
+	return b, nil
 }
 
 // Base returns the controller's base URL, without a trailing slash.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -200,11 +201,25 @@ func TestNewRejectsBadSettings(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("not a cert"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO nobody writes to hung the old reader; /dev/zero filled the
+	// memory; a file just over the limit is refused too.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.pem")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("#"), rest.MaxCAFile+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		cfg  connectors.Config
 		want string
 	}{
+		{"ca fifo", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": fifo}}, "not a regular file"},
+		{"ca device", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": "/dev/zero"}}, "not a regular file"},
+		{"ca directory", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": dir}}, "not a regular file"},
+		{"ca too big", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": big}}, "larger than"},
 		{"no url", connectors.Config{}, "wim_url"},
 		{"not http", connectors.Config{URL: "ftp://x"}, "wim_url"},
 		{"timeout text", connectors.Config{URL: "http://x", AccountConfig: map[string]any{"timeout_ms": "soon"}}, "timeout_ms"},

@@ -5,6 +5,16 @@
 // Stop (the test harness). PostgreSQL refuses to run as root, so as root
 // the server runs as the unprivileged "postgres" user.
 //
+// Access: a throwaway server trusts every connection to 127.0.0.1 (any
+// local user is its superuser: it holds test data only, and trust is
+// fast). An owned server never trusts TCP: wimd generates a password for
+// the superuser postgres, keeps it in PasswordFile (mode 0600) in the data
+// folder, and pg_hba.conf asks it (scram-sha-256) on every TCP
+// connection; only the Unix socket, in a 0700 folder that only wimd's user
+// and the server's can enter, is trusted, and Start uses it to set the
+// password. pg_hba.conf is rewritten on every start, so a data folder made
+// by an older wimd with trust everywhere is switched on its next start.
+//
 // Halt and Resume stop a server and start it again on the same port and
 // data folder, keeping its data, for tests of what clients do while their
 // database is away.
@@ -13,10 +23,13 @@ package pglocal
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -54,6 +67,7 @@ type Server struct {
 	throwaway bool
 	bin       string
 	cred      *syscall.Credential
+	password  string // the superuser's password of an owned server
 	logPath   string
 	logger    *slog.Logger
 
@@ -188,6 +202,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	s.logPath = filepath.Join(s.dataDir, "wimro-postgres.log")
+	if !s.throwaway {
+		if s.password, err = ownedAccess(s.dataDir, cred); err != nil {
+			return fail(err)
+		}
+	}
 	for try := 0; ; try++ {
 		port := opts.Port
 		if port == 0 {
@@ -197,6 +216,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.port = port
 		err = s.start(ctx, true)
+		if err == nil && !s.throwaway {
+			if err = s.setPassword(ctx); err != nil {
+				s.Stop(ctx)
+				return fail(err)
+			}
+		}
 		if err == nil {
 			return s, nil
 		}
@@ -316,13 +341,89 @@ func (s *Server) start(ctx context.Context, first bool) error {
 	return nil
 }
 
+// PasswordFile is the name of the file, in an owned server's data folder,
+// that holds the password of its superuser postgres.
+const PasswordFile = ".wimro-password"
+
+// hbaOwned is the pg_hba.conf of an owned server: the socket (in a 0700
+// folder) is trusted, TCP needs the password.
+const hbaOwned = `# Written by wimro on every start of its local PostgreSQL (internal/pglocal).
+# Unix socket: its folder is 0700, so only wimd's user and the server's reach it.
+local   all   all                  trust
+# TCP: the password in ` + PasswordFile + `.
+host    all   all   127.0.0.1/32   scram-sha-256
+host    all   all   ::1/128        scram-sha-256
+`
+
+// ownedAccess loads (or generates) the password of an owned server and
+// writes its pg_hba.conf.
+func ownedAccess(dir string, cred *syscall.Credential) (string, error) {
+	path := filepath.Join(dir, PasswordFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		raw := make([]byte, 24)
+		if _, err := rand.Read(raw); err != nil {
+			return "", err
+		}
+		b = []byte(hex.EncodeToString(raw))
+		if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+			return "", fmt.Errorf("pglocal: password file: %w", err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("pglocal: password file: %w", err)
+	}
+	pw := strings.TrimSpace(string(b))
+	if pw == "" || strings.ContainsAny(pw, "'\\") {
+		return "", fmt.Errorf("pglocal: password file %s: empty or holds a quote or backslash", path)
+	}
+	hba := filepath.Join(dir, "pg_hba.conf")
+	if err := os.WriteFile(hba, []byte(hbaOwned), 0o600); err != nil {
+		return "", fmt.Errorf("pglocal: pg_hba.conf: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(hba, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", fmt.Errorf("pglocal: pg_hba.conf: %w", err)
+		}
+	}
+	return pw, nil
+}
+
+// setPassword sets the superuser's password of an owned server, through
+// the trusted socket.
+func (s *Server) setPassword(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, s.socketURL("postgres"))
+	if err != nil {
+		return fmt.Errorf("pglocal: connect through the socket: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `SET password_encryption = 'scram-sha-256'`); err != nil {
+		return fmt.Errorf("pglocal: set the password: %w", err)
+	}
+	// The password is hex (checked free of quotes): safe in a literal,
+	// which ALTER ROLE needs (it takes no parameters).
+	if _, err := conn.Exec(ctx, `ALTER ROLE postgres PASSWORD '`+s.password+`'`); err != nil {
+		return fmt.Errorf("pglocal: set the password: %w", err)
+	}
+	return nil
+}
+
+// socketURL is a URL of database dbname through the server's Unix socket.
+func (s *Server) socketURL(dbname string) string {
+	return fmt.Sprintf("postgres://postgres@/%s?host=%s&port=%d", dbname, url.QueryEscape(filepath.Join(s.dataDir, "socket")), s.port)
+}
+
 // waitReady connects until the server answers, p exits, or ctx ends.
 func (s *Server) waitReady(ctx context.Context, p *proc) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	delay := 20 * time.Millisecond
+	probe := s.URL("postgres")
+	if !s.throwaway {
+		probe = s.socketURL("postgres")
+	}
 	for {
-		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		conn, err := pgx.Connect(ctx, probe)
 		if err == nil {
 			conn.Close(ctx)
 			return nil
@@ -348,10 +449,15 @@ func tail(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// URL returns a URL of database dbname on the server, as superuser postgres
-// (trust authentication, loopback only).
+// URL returns a URL of database dbname on the server, as superuser
+// postgres, over loopback TCP: with the password for an owned server,
+// without for a throwaway one (trust). It holds a secret: never log it.
 func (s *Server) URL(dbname string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbname)
+	user := "postgres"
+	if s.password != "" {
+		user += ":" + url.QueryEscape(s.password)
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", user, s.port, dbname)
 }
 
 // Port returns the TCP port the server listens on.

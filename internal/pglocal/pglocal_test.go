@@ -244,3 +244,53 @@ func TestHaltResumeNoLeak(t *testing.T) {
 		return n <= before, fmt.Sprintf("%d goroutines, %d before", n, before)
 	})
 }
+
+// TestOwnedNeedsPassword checks that an owned server refuses a TCP
+// connection without its password (a fresh folder, and one an older wimd
+// made with trust everywhere), keeps the password in a 0600 file, and
+// that its URL connects.
+func TestOwnedNeedsPassword(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		trust bool // the folder was made by an older wimd: pg_hba trusts all, no password file
+	}{
+		{"fresh", false},
+		{"made with trust", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := ownedDir(t)
+			s := start(t, dir)
+			if tt.trust {
+				if err := s.Stop(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				trust := "local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n"
+				if err := os.WriteFile(filepath.Join(dir, "pg_hba.conf"), []byte(trust), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(filepath.Join(dir, pglocal.PasswordFile))
+				s = start(t, dir)
+			}
+			st, err := os.Stat(filepath.Join(dir, pglocal.PasswordFile))
+			if err != nil || st.Mode().Perm() != 0o600 {
+				t.Fatalf("password file: %v, %v", st, err)
+			}
+			noPassword := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port())
+			if conn, err := pgx.Connect(t.Context(), noPassword); err == nil {
+				conn.Close(context.Background())
+				t.Fatal("a connection without the password was accepted")
+			}
+			wrong := fmt.Sprintf("postgres://postgres:guess@127.0.0.1:%d/postgres?sslmode=disable", s.Port())
+			if conn, err := pgx.Connect(t.Context(), wrong); err == nil {
+				conn.Close(context.Background())
+				t.Fatal("a connection with a wrong password was accepted")
+			}
+			if got := exec(t, s.URL("postgres"), `SELECT current_user`); got != "postgres" {
+				t.Fatalf("current_user = %q", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
+)
+
+// Secrets besides account passwords: the password in a wim_url's user
+// info and the connector settings of secret.ConfigKeys (bearer_token), in
+// WIM and account configs. They are sealed with the engine's box when
+// written, shown as Masked in every answer, and opened only for the
+// connector check and by the workers. A value sent back as Masked keeps
+// the stored one. Values stored in clear by an older wimd are used as is
+// and sealed on the next write of their row.
+
+// maskWIM returns w as answers show it: its secrets masked.
+func maskWIM(w wimro.WIM) wimro.WIM {
+	w.URL = secret.MaskURL(w.URL)
+	w.Config = secret.MaskConfig(w.Config)
+	return w
+}
+
+// sealWIM seals the secrets of w.
+func (e *Engine) sealWIM(w *wimro.WIM) error {
+	u, err := e.box.SealURL(w.URL)
+	if err != nil {
+		return fmt.Errorf("seal wim_url: %w", err)
+	}
+	cfg, err := e.box.SealConfig(w.Config)
+	if err != nil {
+		return fmt.Errorf("seal WIM config: %w", err)
+	}
+	w.URL, w.Config = u, cfg
+	return nil
+}
+
+// openSecrets returns w and accountConfig with their secrets opened, for
+// the connector check.
+func (e *Engine) openSecrets(w wimro.WIM, accountConfig map[string]any) (wimro.WIM, map[string]any, error) {
+	var err error
+	w.URL, w.Config, accountConfig, err = e.box.OpenConnector(w.URL, w.Config, accountConfig)
+	return w, accountConfig, err
+}
