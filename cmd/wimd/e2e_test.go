@@ -46,7 +46,7 @@ type e2eCase struct {
 
 // api is a small JSON client of a running wimd.
 type api struct {
-	t     *testing.T
+	t     testing.TB
 	addr  string
 	token string // sent as a bearer token when set
 }
