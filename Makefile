@@ -28,10 +28,15 @@ run: deps build
 	$(BIN)/wimd serve --dev-connectors
 
 # test runs the whole suite with the race detector against real services
-# that the harness starts itself.
+# that the harness starts itself. Under CI (CI set) it also fuzzes every
+# target a few seconds (CI_FUZZTIME), bounded: the corpora alone run in
+# the suite.
+CI_FUZZTIME ?= 3s
+
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME); fi
 
 test-short: deps
 	$(GO) test -count=1 ./...
