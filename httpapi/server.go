@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/wimro/wimro"
 )
@@ -64,14 +66,19 @@ func NewServer(opts Options, routes ...Route) *Server {
 	}
 	s := &Server{logger: opts.Logger, opts: opts}
 	s.routes = append([]Route{
+		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.healthz},
+		{Method: "GET", Pattern: "/openmano/version", Summary: "The version of this server", Tags: []string{"meta"}, Response: versionBody{}, Handler: s.version},
 		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: database, notifications and the first account assignment", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.readyz},
 		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{}, Handler: s.cluster},
 		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},
 	}, routes...)
 
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.accessLog, s.limitBody, s.checkContentType)
+	// RequestID first, so that the access line and any error logged while
+	// answering carry it; the recoverer inside the access log, so that a
+	// panic is logged with its 500.
+	r.Use(middleware.RequestID, s.accessLog, s.recoverer, s.limitBody, s.checkContentType)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
 	})
@@ -98,6 +105,18 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 type health struct {
 	Status  string `json:"status"`
 	Version string `json:"version,omitempty"`
+}
+
+type versionBody struct {
+	Version string `json:"version"`
+}
+
+func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+	Respond(w, r, http.StatusOK, health{Status: "ok", Version: s.opts.Version})
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	Respond(w, r, http.StatusOK, versionBody{Version: s.opts.Version})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +171,11 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
+// recoverer turns a panic of a handler into the JSON 500 every other
+// error answers (chi's middleware.Recoverer answers an empty 500 and prints
+// the stack to stderr outside the structured log), and logs the stack. The
+// process goes on. http.ErrAbortHandler is re-panicked: net/http aborts
+// the connection quietly, as the handler asked.
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -159,6 +183,8 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
+				s.logger.Error("handler panicked", slog.String("request_id", middleware.GetReqID(r.Context())),
+					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 				s.Error(w, r, fmt.Errorf("panic: %v", p))
 			}
 		}()
@@ -166,23 +192,36 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
+// accessLog writes one INFO line per request once it is answered: the
+// method, the route pattern (not the path: ids and names stay out of the
+// log and the lines group by endpoint), the status, the duration in
+// milliseconds and the request id (chi's middleware.RequestID: the
+// client's X-Request-Id, else a generated one, echoed in the answer).
+// Never the query string, headers or body: no secret is logged.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		// The path, never the query string or headers: no secret is logged.
-		s.logger.Debug("http request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+		id := middleware.GetReqID(r.Context())
+		if id != "" {
+			w.Header().Set(middleware.RequestIDHeader, id)
+		}
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		defer func() {
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK // nothing written
+			}
+			route := ""
+			if rc := chi.RouteContext(r.Context()); rc != nil {
+				route = rc.RoutePattern()
+			}
+			if route == "" {
+				route = "(no route)"
+			}
+			s.logger.Info("http request", slog.String("method", r.Method), slog.String("route", route),
+				slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("request_id", id))
+		}()
+		next.ServeHTTP(ww, r)
 	})
 }
