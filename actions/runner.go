@@ -106,6 +106,7 @@ func NewRunner(s *persistence.Store, p Policy, logger *slog.Logger) *Runner {
 type Target struct {
 	AccountID   string
 	WIMID       string
+	Type        string // the WIM's connector type, for the log
 	Connector   connectors.Connector
 	Mappings    []wimro.PortMapping
 	Datacenters map[string]wimro.Datacenter
@@ -134,6 +135,7 @@ func (t Target) mapping(ctx context.Context, s *persistence.Store, dcID, dpid, p
 // panic (a connector bug) fails the action with the panic's message and
 // logs the stack: running it again would panic again.
 func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persistence.Outcome) {
+	defer func() { r.logOutcome(t, a, out) }()
 	defer func() {
 		if p := recover(); p != nil {
 			r.logger.Error("action panicked", slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)),
@@ -159,6 +161,32 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persist
 		return o
 	}
 	return r.onError(ctx, a, err)
+}
+
+// logOutcome logs at INFO an action that failed or will be retried (an
+// error from the controller or the database, kept with a back-off), so an
+// operator sees a dead controller without the debug log. A wait for the
+// local networks (it resets the attempts) is not a failure.
+func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
+	var msg string
+	switch {
+	case out.Status == wimro.ActionFailed:
+		msg = "action failed"
+	case out.ErrorMsg != nil && out.RunAfter != nil && !out.ResetAttempts:
+		msg = "action will be retried"
+	default:
+		return
+	}
+	attrs := []any{slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("action", a.Action),
+		slog.String("wan_link_id", a.ItemID), slog.String("account_id", t.AccountID), slog.String("connector", t.Type),
+		slog.Int("attempt", a.Attempts), slog.String("status", out.Status)}
+	if out.RunAfter != nil {
+		attrs = append(attrs, slog.Int64("retry_in_ms", max(0, out.RunAfter.Sub(r.now()).Milliseconds())))
+	}
+	if out.ErrorMsg != nil {
+		attrs = append(attrs, slog.String("error", *out.ErrorMsg))
+	}
+	r.logger.Info(msg, attrs...)
 }
 
 // Unrecorded is the outcome written in place of one the database refused

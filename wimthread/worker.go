@@ -84,6 +84,7 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 	if err != nil {
 		return actions.Target{}, err
 	}
+	t.Type = wim.Type
 	mappings, err := db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{wim.UUID}})
 	if err != nil {
 		return actions.Target{}, err

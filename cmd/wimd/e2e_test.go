@@ -42,6 +42,9 @@ type e2eCase struct {
 	// secrets are clear values (tokens, passwords in wim_url) that must
 	// reach the controller but never be stored, answered or logged.
 	secrets []string
+	// apiToken, when set, is required by wimd on its API (WIMRO_API_TOKEN)
+	// and is one more secret the log must not hold.
+	apiToken string
 }
 
 // api is a small JSON client of a running wimd.
@@ -116,9 +119,16 @@ func runE2E(t *testing.T, c e2eCase) {
 	b.env["WIMRO_DATABASE_URL"] = dbURL
 	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	b.env["WIMRO_DEV_CONNECTORS"] = "true"
+	if c.apiToken != "" {
+		b.env["WIMRO_API_TOKEN"] = c.apiToken
+	}
 	if len(c.secrets) > 0 {
 		b.env["WIMRO_LOG_LEVEL"] = "debug"
-		defer func() { noSecrets(t, "the log", b.stderr.String(), c.secrets) }()
+		logSecrets := append(append([]string(nil), c.secrets...), c.password)
+		if c.apiToken != "" {
+			logSecrets = append(logSecrets, c.apiToken)
+		}
+		defer func() { noSecrets(t, "the log", b.stderr.String(), logSecrets) }()
 	}
 	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
 	defer func() {
@@ -126,7 +136,7 @@ func runE2E(t *testing.T, c e2eCase) {
 			t.Errorf("wimd exit %d", code)
 		}
 	}()
-	a := api{t: t, addr: addr}
+	a := api{t: t, addr: addr, token: c.apiToken}
 	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
 	var mappings []any
 	for i, dc := range []string{"dcA", "dcB"} {
@@ -297,7 +307,7 @@ func TestE2EONOS(t *testing.T) {
 func noSecrets(t *testing.T, where, text string, secrets []string) {
 	t.Helper()
 	for _, s := range secrets {
-		if strings.Contains(text, s) {
+		if s != "" && strings.Contains(text, s) {
 			t.Errorf("%s holds the secret %q", where, s)
 		}
 	}
@@ -369,7 +379,7 @@ func TestE2ESecrets(t *testing.T) {
 		name, token         string
 		wimConfig, acctConf map[string]any
 	}{
-		{"WIM bearer token", "wim-tok-5f1e2d", map[string]any{"bearer_token": "wim-tok-5f1e2d"}, nil},
+		{"WIM bearer token", "wim-tok-5f1e2d", map[string]any{"bearer_token": "wim-tok-5f1e2d"}, nil}, // and an API token
 		{"account bearer token", "acct-tok-9a8b7c", nil, map[string]any{"bearer_token": "acct-tok-9a8b7c"}},
 	}
 	for _, tt := range tests {
@@ -378,8 +388,12 @@ func TestE2ESecrets(t *testing.T) {
 			emu := tapiemu.New(tapiemu.Options{SIPs: sips(), BuildPolls: 1})
 			srv := httptest.NewServer(bearer(tt.token, emu))
 			t.Cleanup(srv.Close)
-			runE2E(t, e2eCase{wimType: "tapi", url: srv.URL, wimConfig: tt.wimConfig, accountConfig: tt.acctConf,
-				mappingInfo: tapiMapping, services: emu.Count, secrets: []string{tt.token}})
+			c := e2eCase{wimType: "tapi", url: srv.URL, wimConfig: tt.wimConfig, accountConfig: tt.acctConf,
+				mappingInfo: tapiMapping, services: emu.Count, secrets: []string{tt.token}}
+			if tt.wimConfig != nil {
+				c.apiToken = "api-tok-7e6d5c"
+			}
+			runE2E(t, c)
 		})
 	}
 	t.Run("password in wim_url", func(t *testing.T) {
@@ -392,5 +406,18 @@ func TestE2ESecrets(t *testing.T) {
 				return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
 			},
 			services: emu.Count, secrets: []string{"url-pw-3c4d5e"}})
+	})
+	// The account's password and the API token: runE2E greps the debug log
+	// of the whole run for both.
+	t.Run("account password and API token", func(t *testing.T) {
+		t.Parallel()
+		emu := dynpacemu.New(dynpacemu.Options{User: "admin", Password: "acct-pw-8f7e6d", BuildPolls: 1})
+		srv := httptest.NewServer(emu)
+		t.Cleanup(srv.Close)
+		runE2E(t, e2eCase{wimType: "dynpac", url: srv.URL, user: "admin", password: "acct-pw-8f7e6d", apiToken: "api-tok-1a2b3c",
+			mappingInfo: func(dc int) map[string]any {
+				return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
+			},
+			services: emu.Count, secrets: []string{"acct-pw-8f7e6d"}})
 	})
 }
