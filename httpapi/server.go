@@ -44,7 +44,7 @@ type Route struct {
 	Request         any      // zero value of the body type; nil: no body
 	Response        any      // zero value of the 200 body type
 	Query           []string // documented query-string keys
-	Public          bool     // no auth even with a token (only /healthz)
+	Public          bool     // no auth even with a token (/livez, /healthz, /readyz)
 	Handler         http.HandlerFunc
 }
 

@@ -359,7 +359,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	c := &serveConfig{db: a.dbFlags(fs)}
 	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
 	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")
-	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /healthz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
+	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /livez, /healthz and /readyz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
 	fs.StringVar(&c.apiTokenFile, "api-token-file", a.env("WIMRO_API_TOKEN_FILE", ""),
 		"file of bearer tokens, one a line (blank lines and # comments ignored), any of which is accepted besides --api-token; re-read when it changes, so a token rotates without a restart (env WIMRO_API_TOKEN_FILE)")
 	fs.StringVar(&c.tlsCert, "tls-cert", a.env("WIMRO_TLS_CERT", ""),
