@@ -78,7 +78,14 @@ func TestAccessLog(t *testing.T) {
 	if generated == "" {
 		t.Error("no generated request id answered")
 	}
+	_, _, h = opsGet(t, srv.URL+"/livez", "", "X-Request-Id", strings.Repeat("x", 4000))
+	if n := len(h.Get("X-Request-Id")); n > 128 {
+		t.Errorf("a 4000-byte request id is echoed with %d bytes", n)
+	}
 	log := buf.String()
+	if strings.Contains(log, strings.Repeat("x", 200)) {
+		t.Error("a 4000-byte request id is logged whole")
+	}
 	for _, want := range []string{
 		`level=INFO msg="http request" method=GET route=/openmano/version status=200 duration_ms=`,
 		`request_id=req-42`,
@@ -96,8 +103,8 @@ func TestAccessLog(t *testing.T) {
 			access = append(access, l)
 		}
 	}
-	if len(access) != 3 {
-		t.Errorf("%d access lines, want 3:\n%s", len(access), log)
+	if len(access) != 4 {
+		t.Errorf("%d access lines, want 4:\n%s", len(access), log)
 	}
 	if strings.Contains(log, "api-tok-0c1d") {
 		t.Errorf("the log holds the token:\n%s", log)

@@ -201,7 +201,8 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := middleware.GetReqID(r.Context())
+		// A client's id is kept, cut to 128 bytes of valid UTF-8.
+		id := wimro.CleanText(middleware.GetReqID(r.Context()), 128)
 		if id != "" {
 			w.Header().Set(middleware.RequestIDHeader, id)
 		}
