@@ -31,6 +31,12 @@ type Options struct {
 	// Cluster answers GET /cluster; nil answers 404.
 	Cluster func(ctx context.Context) (wimro.ClusterStatus, error)
 	Version string
+	// Metrics, when set, is served at GET /metrics (Prometheus text
+	// format), behind the API token like every route but /healthz and
+	// /readyz.
+	Metrics http.Handler
+	// RequestMetrics, when set, times every request (NewRequestMetrics).
+	RequestMetrics *RequestMetrics
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -71,6 +77,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 	}, routes...)
 
 	r := chi.NewRouter()
+	r.Use(s.observe)
 	r.Use(s.recoverer, s.accessLog, s.limitBody, s.checkContentType)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
@@ -84,6 +91,9 @@ func NewServer(opts Options, routes ...Route) *Server {
 			h = s.auth(h)
 		}
 		r.Method(rt.Method, rt.Pattern, h)
+	}
+	if opts.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.auth(opts.Metrics.ServeHTTP))
 	}
 	s.handler = r
 	return s
