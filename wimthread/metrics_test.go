@@ -2,6 +2,7 @@ package wimthread_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -178,5 +180,83 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	b.noUnfinished(t)
 	if n := testutil.CollectAndCount(wimthread.NewQueueCollector(b.db), "wimro_queue_actions"); n != 0 {
 		t.Errorf("%d queue series with nothing to run", n)
+	}
+}
+
+// blocking is a connector whose CreateService waits for release.
+type blocking struct {
+	stub
+	release <-chan struct{}
+}
+
+func (c blocking) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	select {
+	case <-c.release:
+		return key, nil, nil
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+}
+
+func TestClaimsHeldWhileActionsRun(t *testing.T) {
+	t.Parallel()
+	// The WIM is of type fake, built by a blocking connector.
+	b := setup(t, "fake", nil)
+	release := make(chan struct{})
+	r := connectors.NewRegistry()
+	r.Register("fake", func(connectors.Config) (connectors.Connector, error) {
+		return blocking{release: release}, nil
+	})
+	reg := prometheus.NewPedanticRegistry()
+	m, err := wimthread.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.start(t, r, wimthread.Options{Metrics: m})
+	reg.MustRegister(wimthread.NewSupervisorCollector(s), wimthread.NewQueueCollector(b.db))
+	v := b.instance(t, "ns", 2, wimro.NetActive)
+	waitFor(t, "two claims held", func() (bool, string) {
+		n := metricValue(t, reg, "wimro_claims_held", nil)
+		return n == 2, fmt.Sprintf("%v held", n)
+	})
+	acct := b.accounts(t)[0]
+	if n := metricValue(t, reg, "wimro_queue_actions", map[string]string{"account_id": acct}); n != 2 {
+		t.Errorf("queue %v while both run, want 2", n)
+	}
+	close(release)
+	b.actionDone(t, v.UUID, v.ActionID)
+	b.noUnfinished(t)
+	waitFor(t, "no claim held", func() (bool, string) {
+		n := metricValue(t, reg, "wimro_claims_held", nil)
+		return n == 0, fmt.Sprintf("%v held", n)
+	})
+	if got := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": "DONE", "connector": "fake"}); got < 2 {
+		t.Errorf("CREATE finished %v, want at least 2", got)
+	}
+}
+
+// failingStats is a database that does not answer.
+type failingStats struct{}
+
+func (failingStats) QueueStats(context.Context) ([]persistence.QueueStat, error) {
+	return nil, errors.New("database away")
+}
+
+func TestQueueCollectorErrorLeavesTheOtherMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	if _, err := wimthread.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(wimthread.NewQueueCollector(failingStats{}))
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "wimro_test_total", Help: "a metric besides"})
+	c.Inc()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "database away") {
+		t.Fatalf("gather error = %v, want the query's", err)
+	}
+	if len(mfs) != 1 || mfs[0].GetName() != "wimro_test_total" {
+		t.Fatalf("gathered %v, want the other metric", mfs)
 	}
 }
