@@ -19,10 +19,19 @@ type QueueStat struct {
 // QueueStats returns the queue of every account that has actions to run,
 // in one statement (the metrics read it at each scrape).
 func (s *Store) QueueStats(ctx context.Context) ([]QueueStat, error) {
+	// Unclaimed and claimed actions are read apart so that each half can
+	// use its partial index (vim_wim_actions_claim_idx, _lease_idx) rather
+	// than scanning the history of finished actions.
 	rows, err := s.q.Query(ctx, `SELECT wim_account_id::text, count(*),
 			coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE run_after <= now())), 0)::float8
-		FROM vim_wim_actions
-		WHERE status IN ('SCHEDULED', 'BUILD') AND wim_account_id IS NOT NULL
+		FROM (
+			SELECT wim_account_id, run_after FROM vim_wim_actions
+			WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL
+			UNION ALL
+			SELECT wim_account_id, run_after FROM vim_wim_actions
+			WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NOT NULL
+		) q
+		WHERE wim_account_id IS NOT NULL
 		GROUP BY wim_account_id
 		ORDER BY wim_account_id`)
 	if err != nil {
