@@ -33,6 +33,12 @@ type Options struct {
 	// Cluster answers GET /cluster; nil answers 404.
 	Cluster func(ctx context.Context) (wimro.ClusterStatus, error)
 	Version string
+	// Metrics, when set, is served at GET /metrics (Prometheus text
+	// format), behind the API token like every route but /healthz and
+	// /readyz.
+	Metrics http.Handler
+	// RequestMetrics, when set, times every request (NewRequestMetrics).
+	RequestMetrics *RequestMetrics
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -77,7 +83,9 @@ func NewServer(opts Options, routes ...Route) *Server {
 	r := chi.NewRouter()
 	// RequestID first, so that the access line and any error logged while
 	// answering carry it; the recoverer inside the access log, so that a
-	// panic is logged with its 500.
+	// panic is logged with its 500; observe times every request for the
+	// metrics.
+	r.Use(s.observe)
 	r.Use(middleware.RequestID, s.accessLog, s.recoverer, s.limitBody, s.checkContentType)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
@@ -91,6 +99,9 @@ func NewServer(opts Options, routes ...Route) *Server {
 			h = s.auth(h)
 		}
 		r.Method(rt.Method, rt.Pattern, h)
+	}
+	if opts.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.auth(opts.Metrics.ServeHTTP))
 	}
 	s.handler = r
 	return s

@@ -32,6 +32,9 @@ type Options struct {
 	// Notifications follows persistence.ChannelAccounts: wake-ups and
 	// reloads of the accounts' workers. Nil: the poll alone finds work.
 	Notifications *persistence.Subscription
+	// Metrics records finished actions and connector calls; nil records
+	// nothing (NewMetrics).
+	Metrics *Metrics
 }
 
 func (o Options) withDefaults() Options {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/wimro/wimro"
@@ -26,6 +27,7 @@ type worker struct {
 	reload   chan struct{} // rebuild the connector first
 	results  chan string   // a link finished and its outcome is written
 	outcomes chan persistence.Finished
+	connName atomic.Pointer[string] // the connector's WIM type, for the metrics
 }
 
 func (s *Supervisor) startWorker(id string, lease persistence.Lease) *worker {
@@ -105,7 +107,7 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 	if len(a.Password) > 0 {
 		b, err := w.s.box.Open(a.Password)
 		if err != nil {
-			t.Connector = failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent)
+			t.Connector = w.instrument(wim.Type, failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
 			return t, nil
 		}
 		password = string(b)
@@ -113,7 +115,7 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 	// The other secrets (wim_url's password, bearer_token) are sealed at
 	// rest too; a value stored in clear by an older wimd is used as is.
 	if wim.URL, wim.Config, a.Config, err = w.s.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
-		t.Connector = failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent)
+		t.Connector = w.instrument(wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
 		return t, nil
 	}
 	cfg := connectors.Config{
@@ -131,7 +133,7 @@ func (w *worker) target(ctx context.Context) (actions.Target, error) {
 		w.log.Error("connector unavailable", slog.String("connector", wim.Type), slog.Any("error", err))
 		conn = failing.New(reason, connectors.KindPermanent)
 	}
-	t.Connector = conn
+	t.Connector = w.instrument(wim.Type, conn)
 	return t, nil
 }
 
@@ -370,6 +372,7 @@ func (w *worker) commit(batch []persistence.Finished) error {
 					w.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", f.Outcome.Status))
 				}
 			}
+			w.countFinished(batch, errs)
 			// A claim still held under its name but refused because the
 			// account's lease was lost goes back to the queue now, for the
 			// account's new owner; one lost to another claim is untouched.

@@ -491,13 +491,20 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("start notification listener: %w", err)
 	}
 	defer stopPart(logger, "notification listener", listener.Stop)
+	metrics, err := newMetrics(db)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
-		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes,
+		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes, Metrics: metrics.workers,
 		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
 	defer stopPart(logger, "workers", sup.Stop)
+	if err := metrics.reg.Register(wimthread.NewSupervisorCollector(sup)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	chores := []coordinator.Chore{
 		wimthread.NewRescuer(db, logger, c.claimLease/3),
 		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
@@ -539,7 +546,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 			st.Owned = nonNil(sup.Owned())
 			return st, nil
 		},
-		Version: version,
+		Version:        version,
+		Metrics:        metrics.handler(logger),
+		RequestMetrics: metrics.http,
 	})
 	return a.runHTTP(ctx, ln, api.Handler(), tlsConf, logger, slog.String("instance_id", c.instanceID))
 }

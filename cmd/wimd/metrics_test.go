@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/pgtest"
+)
+
+// sample is the value of the series of name whose labels include every
+// pair of labels (k="v"), summed over the series that match; false when
+// none does.
+func sample(text, name string, labels ...string) (float64, bool) {
+	var (
+		sum   float64
+		found bool
+	)
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, name) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		series, value := line[:i], line[i+1:]
+		if s := strings.TrimPrefix(series, name); s != "" && s[0] != '{' {
+			continue // a longer name
+		}
+		match := true
+		for j := 0; j+1 < len(labels); j += 2 {
+			match = match && strings.Contains(series, fmt.Sprintf("%s=%q", labels[j], labels[j+1]))
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		sum, found = sum+v, true
+	}
+	return sum, found
+}
+
+// An in-process wimd with the fake connector: /metrics, behind the API
+// token, moves as an instance's links go ACTIVE.
+func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
+	t.Parallel()
+	url := "http://fake-" + uuid.NewString()
+	ctrl := fake.ControllerFor(url)
+	t.Cleanup(ctrl.Reset)
+	b := setup(t)
+	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
+	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
+	b.env["WIMRO_API_TOKEN"] = "metrics-token"
+	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
+	defer func() {
+		if code := stop(); code != 0 {
+			t.Errorf("wimd exit %d", code)
+		}
+	}()
+	if status, _ := (api{t: t, addr: addr}).send("GET", "/metrics", nil); status != 401 {
+		t.Fatalf("/metrics without the token = %d, want 401", status)
+	}
+	a := api{t: t, addr: addr, token: "metrics-token"}
+	scrape := func() string {
+		t.Helper()
+		status, text := a.send("GET", "/metrics", nil)
+		if status != 200 {
+			t.Fatalf("/metrics = %d: %s", status, text)
+		}
+		return text
+	}
+	before := scrape()
+	for _, name := range []string{"wimro_go_goroutines", "wimro_process_cpu_seconds_total", "wimro_workers_running", "wimro_claims_held", "wimro_accounts_owned"} {
+		if _, ok := sample(before, name); !ok {
+			t.Errorf("%s missing from /metrics", name)
+		}
+	}
+	for _, line := range strings.Split(before, "\n") {
+		if line != "" && !strings.HasPrefix(line, "# ") && !strings.HasPrefix(line, "wimro_") {
+			t.Errorf("series not named wimro_...: %s", line)
+		}
+	}
+	finished := func(text string) float64 {
+		v, _ := sample(text, "wimro_actions_finished_total", "action", "CREATE", "status", "DONE", "connector", "fake")
+		return v
+	}
+	calls := func(text string) float64 {
+		v, _ := sample(text, "wimro_connector_call_duration_seconds_count", "connector", "fake", "operation", "create_service", "outcome", "ok")
+		return v
+	}
+	requests := func(text string) float64 {
+		v, _ := sample(text, "wimro_http_request_duration_seconds_count", "method", "POST", "route", "/openmano/{tenant_id}/instances", "status", "200")
+		return v
+	}
+
+	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
+	var mappings []any
+	for i, dc := range []string{"dcA", "dcB"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1",
+			"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i), "wan_service_mapping_info": map[string]any{"mapping_type": "fake"}}}})
+	}
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": url,
+		"config": map[string]any{"wim_port_mapping": mappings}}})
+	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
+	var nets []any
+	for v := range 2 {
+		vld := uuid.NewString()
+		for i, dc := range []string{"dcA", "dcB"} {
+			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
+				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
+		}
+	}
+	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	id := inst["uuid"].(string)
+	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, inst["action_id"]), 2)
+	eventually.Until(t, 60*time.Second, "links ACTIVE", func() (bool, string) {
+		links := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
+		var st []any
+		ok := len(links) == 2
+		for _, l := range links {
+			m := l.(map[string]any)
+			st = append(st, m["status"])
+			ok = ok && m["status"] == "ACTIVE"
+		}
+		return ok, fmt.Sprint(st)
+	})
+
+	after := scrape()
+	if d := finished(after) - finished(before); d != 2 {
+		t.Errorf("wimro_actions_finished_total{CREATE,DONE,fake} moved by %v, want 2", d)
+	}
+	if d := calls(after) - calls(before); d < 2 {
+		t.Errorf("create_service calls observed moved by %v, want at least 2", d)
+	}
+	if d := requests(after) - requests(before); d != 1 {
+		t.Errorf("POST /openmano/{tenant_id}/instances requests moved by %v, want 1", d)
+	}
+	if v, _ := sample(after, "wimro_workers_running"); v != 1 {
+		t.Errorf("wimro_workers_running = %v, want 1", v)
+	}
+	if v, _ := sample(after, "wimro_accounts_owned"); v != 1 {
+		t.Errorf("wimro_accounts_owned = %v, want 1", v)
+	}
+	if v, _ := sample(after, "wimro_http_request_duration_seconds_count", "route", "/metrics", "status", "200"); v < 1 {
+		t.Errorf("the scrapes themselves not counted: %v", v)
+	}
+}

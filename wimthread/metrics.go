@@ -1,0 +1,227 @@
+package wimthread
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Metrics are the workers' Prometheus metrics, registered on the registry
+// they were built with (Options.Metrics); nil records nothing.
+type Metrics struct {
+	finished *prometheus.CounterVec
+	calls    *prometheus.HistogramVec
+}
+
+// ConnectorBuckets are the buckets of wimro_connector_call_duration_seconds:
+// from a local fake to a controller at its timeout.
+var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// NewMetrics registers the workers' metrics on reg:
+// wimro_actions_finished_total{action,status,connector} and
+// wimro_connector_call_duration_seconds{connector,operation,outcome}.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wimro_actions_finished_total",
+			Help: "Action outcomes written, by action (CREATE, DELETE, ...), the status the action was left in (DONE, FAILED, or SCHEDULED/BUILD when it runs again) and connector (WIM type).",
+		}, []string{"action", "status", "connector"}),
+		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wimro_connector_call_duration_seconds",
+			Help:    "Duration of connector calls, by connector (WIM type), operation and outcome (ok or the error kind: retryable, permanent, not_found, unauthorized).",
+			Buckets: ConnectorBuckets,
+		}, []string{"connector", "operation", "outcome"}),
+	}
+	for _, c := range []prometheus.Collector{m.finished, m.calls} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) actionFinished(action, status, connector string) {
+	if m != nil {
+		m.finished.WithLabelValues(action, status, connector).Inc()
+	}
+}
+
+// Instrument wraps c so every call is observed in
+// wimro_connector_call_duration_seconds under the connector name. With nil
+// metrics it returns c.
+func (m *Metrics) Instrument(name string, c connectors.Connector) connectors.Connector {
+	if m == nil || c == nil {
+		return c
+	}
+	return &instrumented{next: c, name: name, calls: m.calls}
+}
+
+// instrumented is a connectors.Connector that times the calls of another.
+type instrumented struct {
+	next  connectors.Connector
+	name  string
+	calls *prometheus.HistogramVec
+}
+
+func (c *instrumented) observe(op string, start time.Time, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = connectors.KindOf(err).String()
+	}
+	c.calls.WithLabelValues(c.name, op, outcome).Observe(time.Since(start).Seconds())
+}
+
+func (c *instrumented) CheckCredentials(ctx context.Context) error {
+	start := time.Now()
+	err := c.next.CheckCredentials(ctx)
+	c.observe("check_credentials", start, err)
+	return err
+}
+
+func (c *instrumented) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (id string, connInfo map[string]any, err error) {
+	start := time.Now()
+	id, connInfo, err = c.next.CreateService(ctx, key, t, points)
+	c.observe("create_service", start, err)
+	return id, connInfo, err
+}
+
+func (c *instrumented) GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (connectors.ServiceStatus, error) {
+	start := time.Now()
+	st, err := c.next.GetServiceStatus(ctx, id, connInfo)
+	c.observe("get_service_status", start, err)
+	return st, err
+}
+
+func (c *instrumented) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+	start := time.Now()
+	info, err := c.next.EditService(ctx, id, connInfo, points)
+	c.observe("edit_service", start, err)
+	return info, err
+}
+
+func (c *instrumented) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {
+	start := time.Now()
+	err := c.next.DeleteService(ctx, id, connInfo)
+	c.observe("delete_service", start, err)
+	return err
+}
+
+func (c *instrumented) ListServices(ctx context.Context) ([]connectors.Service, error) {
+	start := time.Now()
+	s, err := c.next.ListServices(ctx)
+	c.observe("list_services", start, err)
+	return s, err
+}
+
+func (c *instrumented) ClearAll(ctx context.Context) error {
+	start := time.Now()
+	err := c.next.ClearAll(ctx)
+	c.observe("clear_all", start, err)
+	return err
+}
+
+// instrument wraps the worker's connector (Options.Metrics) and records
+// its name for wimro_actions_finished_total.
+func (w *worker) instrument(name string, c connectors.Connector) connectors.Connector {
+	w.connName.Store(&name)
+	return w.s.opts.Metrics.Instrument(name, c)
+}
+
+// countFinished counts the outcomes of batch that were written (errs are
+// FinishActions' per-outcome errors).
+func (w *worker) countFinished(batch []persistence.Finished, errs []error) {
+	name := ""
+	if p := w.connName.Load(); p != nil {
+		name = *p
+	}
+	for i, f := range batch {
+		if i < len(errs) && errs[i] != nil {
+			continue
+		}
+		w.s.opts.Metrics.actionFinished(f.Action.Action, f.Outcome.Status, name)
+	}
+}
+
+// ClaimsHeld returns how many action claims this process holds and
+// renews (actions running or having their outcome written).
+func (s *Supervisor) ClaimsHeld() int {
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	return len(s.claims.running)
+}
+
+// supervisorCollector reads the supervisor at scrape time.
+type supervisorCollector struct {
+	s                       *Supervisor
+	workers, claims, leases *prometheus.Desc
+}
+
+// NewSupervisorCollector returns the collector of wimro_workers_running,
+// wimro_claims_held and wimro_accounts_owned, read from s at each scrape.
+func NewSupervisorCollector(s *Supervisor) prometheus.Collector {
+	return &supervisorCollector{s: s,
+		workers: prometheus.NewDesc("wimro_workers_running", "Account workers running in this process.", nil, nil),
+		claims:  prometheus.NewDesc("wimro_claims_held", "Action claims this process holds and renews.", nil, nil),
+		leases:  prometheus.NewDesc("wimro_accounts_owned", "WIM accounts whose lease this process holds.", nil, nil),
+	}
+}
+
+func (c *supervisorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.workers
+	ch <- c.claims
+	ch <- c.leases
+}
+
+func (c *supervisorCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(len(c.s.Accounts())))
+	ch <- prometheus.MustNewConstMetric(c.claims, prometheus.GaugeValue, float64(c.s.ClaimsHeld()))
+	ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(len(c.s.Owned())))
+}
+
+// QueueStatter is what the queue collector reads: persistence.DB.
+type QueueStatter interface {
+	QueueStats(ctx context.Context) ([]persistence.QueueStat, error)
+}
+
+// queueCollector runs one query at each scrape.
+type queueCollector struct {
+	db              QueueStatter
+	timeout         time.Duration
+	actions, oldest *prometheus.Desc
+}
+
+// NewQueueCollector returns the collector of wimro_queue_actions{account_id}
+// and wimro_queue_oldest_due_seconds{account_id}: one query
+// (persistence.QueueStats) per scrape, over every account with actions to
+// run, whichever process owns it.
+func NewQueueCollector(db QueueStatter) prometheus.Collector {
+	return &queueCollector{db: db, timeout: 5 * time.Second,
+		actions: prometheus.NewDesc("wimro_queue_actions", "Actions to run (SCHEDULED or BUILD), by WIM account.", []string{"account_id"}, nil),
+		oldest:  prometheus.NewDesc("wimro_queue_oldest_due_seconds", "How long the oldest due action of a WIM account has waited since it became due; 0 when none is due.", []string{"account_id"}, nil),
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.actions
+	ch <- c.oldest
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	stats, err := c.db.QueueStats(ctx)
+	if err != nil {
+		// The scrape reports the error; the other metrics are still served.
+		ch <- prometheus.NewInvalidMetric(c.actions, errors.Join(errors.New("wimro: queue stats"), err))
+		return
+	}
+	for _, st := range stats {
+		ch <- prometheus.MustNewConstMetric(c.actions, prometheus.GaugeValue, float64(st.Actions), st.AccountID)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.OldestDue.Seconds(), st.AccountID)
+	}
+}

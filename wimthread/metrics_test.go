@@ -1,0 +1,262 @@
+package wimthread_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/persistence"
+	"github.com/wimro/wimro/wimthread"
+)
+
+// metricValue is the value of the series of name with labels in g: a
+// counter's or gauge's value, a histogram's sample count; 0 when absent.
+func metricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// stub answers each call with the error of its operation.
+type stub struct{ err map[string]error }
+
+func (s stub) CheckCredentials(context.Context) error { return s.err["check"] }
+func (s stub) CreateService(context.Context, string, connectors.ServiceType, []connectors.ConnectionPoint) (string, map[string]any, error) {
+	return "id", nil, s.err["create"]
+}
+func (s stub) GetServiceStatus(context.Context, string, map[string]any) (connectors.ServiceStatus, error) {
+	return connectors.ServiceStatus{Status: connectors.StatusActive}, s.err["status"]
+}
+func (s stub) EditService(context.Context, string, map[string]any, []connectors.ConnectionPoint) (map[string]any, error) {
+	return nil, s.err["edit"]
+}
+func (s stub) DeleteService(context.Context, string, map[string]any) error { return s.err["delete"] }
+func (s stub) ListServices(context.Context) ([]connectors.Service, error)  { return nil, s.err["list"] }
+func (s stub) ClearAll(context.Context) error                              { return s.err["clear"] }
+
+func TestInstrumentedConnectorObservesEveryCallByOutcome(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	m, err := wimthread.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wimthread.NewMetrics(reg); err == nil {
+		t.Fatal("registering the metrics twice on one registry succeeded")
+	}
+	c := m.Instrument("stubby", stub{err: map[string]error{
+		"create": connectors.Errorf(connectors.KindRetryable, "busy"),
+		"status": connectors.Errorf(connectors.KindNotFound, "gone"),
+		"delete": connectors.Errorf(connectors.KindUnauthorized, "no"),
+		"clear":  fmt.Errorf("unclassified"),
+	}})
+	ctx := t.Context()
+	if id, _, err := c.CreateService(ctx, "k", connectors.ServiceELINE, nil); id != "id" || connectors.KindOf(err) != connectors.KindRetryable {
+		t.Fatalf("create through the decorator: %q, %v", id, err)
+	}
+	_, _, _ = c.CreateService(ctx, "k", connectors.ServiceELINE, nil)
+	_, _ = c.GetServiceStatus(ctx, "id", nil)
+	_, _ = c.EditService(ctx, "id", nil, nil)
+	_ = c.DeleteService(ctx, "id", nil)
+	_, _ = c.ListServices(ctx)
+	_ = c.ClearAll(ctx)
+	_ = c.CheckCredentials(ctx)
+
+	want := map[[2]string]float64{
+		{"create_service", "retryable"}:     2,
+		{"get_service_status", "not_found"}: 1,
+		{"edit_service", "ok"}:              1,
+		{"delete_service", "unauthorized"}:  1,
+		{"list_services", "ok"}:             1,
+		{"clear_all", "permanent"}:          1,
+		{"check_credentials", "ok"}:         1,
+	}
+	for k, n := range want {
+		got := metricValue(t, reg, "wimro_connector_call_duration_seconds", map[string]string{"connector": "stubby", "operation": k[0], "outcome": k[1]})
+		if got != n {
+			t.Errorf("%s %s: %v observations, want %v", k[0], k[1], got, n)
+		}
+	}
+	if n := testutil.CollectAndCount(reg, "wimro_connector_call_duration_seconds"); n != len(want) {
+		t.Errorf("%d series, want %d", n, len(want))
+	}
+	// No metrics: the connector is returned as is.
+	var none *wimthread.Metrics
+	f := failing.New("x", connectors.KindPermanent)
+	if none.Instrument("failing", f) != f {
+		t.Error("nil metrics wrapped the connector")
+	}
+}
+
+func TestQueueCollectorReadsTheQueueInOneQuery(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	coll := wimthread.NewQueueCollector(b.db)
+	if n := testutil.CollectAndCount(coll); n != 0 {
+		t.Fatalf("empty queue: %d series", n)
+	}
+	// No supervisor runs: the CREATE actions of 3 links wait, due now.
+	b.instance(t, "ns", 3, wimro.NetActive)
+	acct := b.accounts(t)[0]
+	want := fmt.Sprintf(`# HELP wimro_queue_actions Actions to run (SCHEDULED or BUILD), by WIM account.
+# TYPE wimro_queue_actions gauge
+wimro_queue_actions{account_id=%q} 3
+`, acct)
+	if err := testutil.CollectAndCompare(coll, strings.NewReader(want), "wimro_queue_actions"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(coll)
+	waitFor(t, "the oldest due action ages", func() (bool, string) {
+		age := metricValue(t, reg, "wimro_queue_oldest_due_seconds", map[string]string{"account_id": acct})
+		return age > 0, fmt.Sprintf("age %v", age)
+	})
+}
+
+func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", map[string]any{"build_polls": 1})
+	reg := prometheus.NewPedanticRegistry()
+	m, err := wimthread.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.start(t, registry(), wimthread.Options{Metrics: m})
+	reg.MustRegister(wimthread.NewSupervisorCollector(s), wimthread.NewQueueCollector(b.db))
+
+	v := b.instance(t, "ns", 2, wimro.NetActive)
+	if ia := b.actionDone(t, v.UUID, v.ActionID); ia.Done != 2 {
+		t.Fatalf("create: %d done %d failed", ia.Done, ia.Failed)
+	}
+	b.linksActive(t, v.UUID)
+	if got := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": "DONE", "connector": "fake"}); got != 2 {
+		t.Errorf("CREATE DONE finished %v, want 2", got)
+	}
+	if got := metricValue(t, reg, "wimro_connector_call_duration_seconds", map[string]string{"connector": "fake", "operation": "create_service", "outcome": "ok"}); got < 2 {
+		t.Errorf("%v create_service calls observed, want at least 2", got)
+	}
+	if got := metricValue(t, reg, "wimro_workers_running", nil); got != 1 {
+		t.Errorf("workers running %v, want 1", got)
+	}
+	if got := metricValue(t, reg, "wimro_accounts_owned", nil); got != 1 {
+		t.Errorf("accounts owned %v, want 1", got)
+	}
+	b.noUnfinished(t)
+	if n := testutil.CollectAndCount(wimthread.NewQueueCollector(b.db), "wimro_queue_actions"); n != 0 {
+		t.Errorf("%d queue series with nothing to run", n)
+	}
+}
+
+// blocking is a connector whose CreateService waits for release.
+type blocking struct {
+	stub
+	release <-chan struct{}
+}
+
+func (c blocking) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	select {
+	case <-c.release:
+		return key, nil, nil
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+}
+
+func TestClaimsHeldWhileActionsRun(t *testing.T) {
+	t.Parallel()
+	// The WIM is of type fake, built by a blocking connector.
+	b := setup(t, "fake", nil)
+	release := make(chan struct{})
+	r := connectors.NewRegistry()
+	r.Register("fake", func(connectors.Config) (connectors.Connector, error) {
+		return blocking{release: release}, nil
+	})
+	reg := prometheus.NewPedanticRegistry()
+	m, err := wimthread.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.start(t, r, wimthread.Options{Metrics: m})
+	reg.MustRegister(wimthread.NewSupervisorCollector(s), wimthread.NewQueueCollector(b.db))
+	v := b.instance(t, "ns", 2, wimro.NetActive)
+	waitFor(t, "two claims held", func() (bool, string) {
+		n := metricValue(t, reg, "wimro_claims_held", nil)
+		return n == 2, fmt.Sprintf("%v held", n)
+	})
+	acct := b.accounts(t)[0]
+	if n := metricValue(t, reg, "wimro_queue_actions", map[string]string{"account_id": acct}); n != 2 {
+		t.Errorf("queue %v while both run, want 2", n)
+	}
+	close(release)
+	b.actionDone(t, v.UUID, v.ActionID)
+	b.noUnfinished(t)
+	waitFor(t, "no claim held", func() (bool, string) {
+		n := metricValue(t, reg, "wimro_claims_held", nil)
+		return n == 0, fmt.Sprintf("%v held", n)
+	})
+	if got := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": "DONE", "connector": "fake"}); got < 2 {
+		t.Errorf("CREATE finished %v, want at least 2", got)
+	}
+}
+
+// failingStats is a database that does not answer.
+type failingStats struct{}
+
+func (failingStats) QueueStats(context.Context) ([]persistence.QueueStat, error) {
+	return nil, errors.New("database away")
+}
+
+func TestQueueCollectorErrorLeavesTheOtherMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	if _, err := wimthread.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(wimthread.NewQueueCollector(failingStats{}))
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "wimro_test_total", Help: "a metric besides"})
+	c.Inc()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "database away") {
+		t.Fatalf("gather error = %v, want the query's", err)
+	}
+	if len(mfs) != 1 || mfs[0].GetName() != "wimro_test_total" {
+		t.Fatalf("gathered %v, want the other metric", mfs)
+	}
+}
