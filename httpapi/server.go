@@ -8,6 +8,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -175,12 +176,23 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		raw := r.Body
+		if raw != nil {
+			r.Body = http.MaxBytesReader(w, raw, s.opts.MaxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
+		if raw != nil {
+			// Read what the handler left unread (a body refused early, or
+			// one larger than the limit), bounded: a client still sending
+			// then gets the answer instead of a connection reset.
+			_, _ = io.Copy(io.Discard, io.LimitReader(raw, drainLimit(s.opts.MaxBodyBytes)))
+		}
 	})
 }
+
+// drainLimit is how much of an unread request body is read and dropped
+// after the answer: 8 MiB, or four times the body limit if more.
+func drainLimit(maxBody int64) int64 { return max(8<<20, 4*maxBody) }
 
 // recoverer turns a panic of a handler into the JSON 500 every other
 // error answers (chi's middleware.Recoverer answers an empty 500 and prints
