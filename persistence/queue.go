@@ -60,6 +60,9 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 // claim named so.
 func ClaimName(owner, tag string) string { return owner + "#" + tag }
 
+// claimedByOwner matches the claims of owner ($1) under any ClaimName.
+const claimedByOwner = `(claimed_by = $1 OR starts_with(claimed_by, $1 || '#'))`
+
 // ClaimKey names one claimed action and the claim it was taken under.
 type ClaimKey struct {
 	InstanceActionID string
@@ -158,9 +161,10 @@ const finishSQL = `
 // Fencing: an action is written only while it is still held under the
 // claim it was taken with (Action.ClaimedBy as ClaimActions returned it)
 // and its account's lease is still held as it was then; otherwise its
-// error in errs is ErrClaimLost and it adds nothing to the counters. Every text is made storable first (wimro.CleanText), so a
-// controller's message can never make PostgreSQL refuse the batch. Call
-// it inside Tx so the outcomes, links and counters commit together.
+// error in errs is ErrClaimLost and it adds nothing to the counters.
+// Every text is made storable first (wimro.CleanText), so a controller's
+// message can never make PostgreSQL refuse the batch. Call it inside Tx
+// so the outcomes, links and counters commit together.
 func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
 	out := make([]wimro.Action, len(items))
 	errs := make([]error, len(items))
@@ -303,6 +307,8 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 			RETURNING a.wim_account_id),
 		accounts AS (SELECT DISTINCT wim_account_id AS id FROM swept WHERE wim_account_id IS NOT NULL),
 		notified AS (SELECT pg_notify($1, id::text) FROM accounts)
+		-- A plain SELECT in a WITH runs only if referenced: "0 *" makes
+		-- the notifications happen without changing the count.
 		SELECT (SELECT count(*) FROM swept) + 0 * (SELECT count(*) FROM notified)`, ChannelAccounts).Scan(&n)
 	if err != nil {
 		return 0, mapError(fmt.Errorf("persistence: sweep expired claims: %w", err))
@@ -314,7 +320,7 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 // ClaimName names) to the queue: a clean stop, once nothing runs.
 func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
 	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
-		WHERE claimed_by = $1 OR starts_with(claimed_by, $1 || '#')`, owner)
+		WHERE `+claimedByOwner, owner)
 }
 
 // ReleaseClaimsOf returns exactly the named claims to the queue (an
@@ -412,7 +418,7 @@ const lockClaimsSQL = `locked AS (
 // with the claims the process knows it runs.
 func (s *Store) ClaimsHeldBy(ctx context.Context, owner string) ([]ClaimKey, error) {
 	rows, err := s.q.Query(ctx, `SELECT instance_action_id::text, task_index, claimed_by FROM vim_wim_actions
-		WHERE (claimed_by = $1 OR starts_with(claimed_by, $1 || '#')) AND claim_expires_at > now()`, owner)
+		WHERE `+claimedByOwner+` AND claim_expires_at > now()`, owner)
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: claims of %s: %w", owner, err))
 	}

@@ -89,6 +89,13 @@ func (c *claims) list(m map[persistence.ClaimKey]bool) []persistence.ClaimKey {
 	return keys
 }
 
+// held counts the claims being worked on.
+func (c *claims) held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
 // Running returns the claims being worked on, to renew.
 func (c *claims) Running() []persistence.ClaimKey { return c.list(c.running) }
 

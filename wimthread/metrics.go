@@ -149,11 +149,7 @@ func (w *worker) countFinished(batch []persistence.Finished, errs []error) {
 
 // ClaimsHeld returns how many action claims this process holds and
 // renews (actions running or having their outcome written).
-func (s *Supervisor) ClaimsHeld() int {
-	s.claims.mu.Lock()
-	defer s.claims.mu.Unlock()
-	return len(s.claims.running)
-}
+func (s *Supervisor) ClaimsHeld() int { return s.claims.held() }
 
 // supervisorCollector reads the supervisor at scrape time.
 type supervisorCollector struct {

@@ -412,18 +412,15 @@ func (s *Supervisor) apply() {
 			s.stopping[id] = w
 		}
 	}
-	var release []persistence.Lease
 	for id, w := range s.stopping {
 		select {
 		case <-w.done:
 			delete(s.stopping, id)
-			if l, ok := s.leases[id]; ok && !s.want[id] {
-				release = append(release, l)
-				delete(s.leases, id)
-			}
 		default:
 		}
 	}
+	// A lease no longer wanted goes once no worker of its account runs.
+	var release []persistence.Lease
 	for id, l := range s.leases {
 		_, running := s.workers[id]
 		_, busy := s.stopping[id]

@@ -109,6 +109,36 @@ func (c api) waitAction(path string, tasks int) map[string]any {
 	return last
 }
 
+// activeInstance creates in tenant an instance of vlds VLDs across dcA
+// and dcB (one WAN link each), waits until its action is done and every
+// link ACTIVE, and returns its uuid and the create action.
+func (c api) activeInstance(tenant string, vlds int) (string, map[string]any) {
+	c.t.Helper()
+	var nets []any
+	for v := range vlds {
+		vld := uuid.NewString()
+		for i, dc := range []string{"dcA", "dcB"} {
+			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
+				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
+		}
+	}
+	inst := c.call("POST", "/openmano/"+tenant+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	id := inst["uuid"].(string)
+	created := c.waitAction(fmt.Sprintf("/openmano/%s/instances/%s/action/%s", tenant, id, inst["action_id"]), vlds)
+	eventually.Until(c.t, 60*time.Second, "links ACTIVE", func() (bool, string) {
+		links := c.call("GET", "/openmano/"+tenant+"/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
+		var st []any
+		ok := len(links) == vlds
+		for _, l := range links {
+			m := l.(map[string]any)
+			st = append(st, m["status"], m["error_msg"])
+			ok = ok && m["status"] == "ACTIVE"
+		}
+		return ok, fmt.Sprint(st)
+	})
+	return id, created
+}
+
 // runE2E creates an instance of two VLDs across two datacenters through
 // the REST API of an in-process wimd, waits for its WAN links to be ACTIVE
 // on the controller, deletes it, and waits for the services to be gone.
@@ -172,31 +202,10 @@ func runE2E(t *testing.T, c e2eCase) {
 		noSecrets(t, "the database", dumpSecretsTables(t, dbURL), c.secrets)
 	}
 
-	var nets []any
-	for v := range 2 {
-		vld := uuid.NewString()
-		for i, dc := range []string{"dcA", "dcB"} {
-			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
-				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
-		}
-	}
-	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
-	id := inst["uuid"].(string)
-	created := a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, inst["action_id"]), 2)
+	id, created := a.activeInstance("t0", 2)
 	if created["number_done"] != 2.0 || created["number_failed"] != 0.0 {
 		t.Fatalf("create counters: %v", created)
 	}
-	eventually.Until(t, 60*time.Second, "links ACTIVE", func() (bool, string) {
-		links := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
-		var st []any
-		ok := len(links) == 2
-		for _, l := range links {
-			m := l.(map[string]any)
-			st = append(st, m["status"], m["error_msg"])
-			ok = ok && m["status"] == "ACTIVE"
-		}
-		return ok, fmt.Sprint(st)
-	})
 	if n := c.services(); n != 2 {
 		t.Fatalf("%d services on the controller, want 2", n)
 	}

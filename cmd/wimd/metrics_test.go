@@ -5,12 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -114,28 +112,7 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": url,
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
-	var nets []any
-	for v := range 2 {
-		vld := uuid.NewString()
-		for i, dc := range []string{"dcA", "dcB"} {
-			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
-				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
-		}
-	}
-	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
-	id := inst["uuid"].(string)
-	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, inst["action_id"]), 2)
-	eventually.Until(t, 60*time.Second, "links ACTIVE", func() (bool, string) {
-		links := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
-		var st []any
-		ok := len(links) == 2
-		for _, l := range links {
-			m := l.(map[string]any)
-			st = append(st, m["status"])
-			ok = ok && m["status"] == "ACTIVE"
-		}
-		return ok, fmt.Sprint(st)
-	})
+	a.activeInstance("t0", 2)
 
 	after := scrape()
 	if d := finished(after) - finished(before); d != 2 {
