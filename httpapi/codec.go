@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/yamljson"
 )
 
 // Decode reads the request body into v by its Content-Type: JSON or
@@ -51,17 +52,16 @@ func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 		if !utf8.Valid(raw) {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: invalid UTF-8")
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		var doc any
-		if err := dec.Decode(&doc); err != nil {
-			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
-		}
-		var more any
-		if err := dec.Decode(&more); err != io.EOF {
+		// yamljson reads a body holding a tab as JSON (openmano's rule) and
+		// says so when it fails, instead of YAML's "cannot start any token".
+		doc, err := yamljson.Decode(raw)
+		if errors.Is(err, yamljson.ErrTrailing) {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: trailing data after the body")
 		}
-		var err error
-		if raw, err = json.Marshal(jsonable(doc)); err != nil {
+		if err != nil {
+			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
+		}
+		if raw, err = json.Marshal(doc); err != nil {
 			return wimro.Errorf(wimro.EINVALID, "Invalid yaml format: %v", err)
 		}
 	}
@@ -76,29 +76,6 @@ func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 		return decodeError(kind, err)
 	}
 	return nil
-}
-
-// jsonable turns YAML's generic values into JSON's: map keys become strings.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
-		}
-		return x
-	}
-	return v
 }
 
 func decodeError(kind string, err error) error {
