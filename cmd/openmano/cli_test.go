@@ -337,6 +337,27 @@ instance:
 	if code != exitServer || out != "" || !strings.Contains(errs, "No record was found") {
 		t.Fatalf("wim-delete unknown: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+	// With -o json the error is a document on stderr.
+	code, _, errs = om.run("", "wim-delete", "no-such-wim", "-f", "-o", "json")
+	var doc struct{ Error errorDoc }
+	if err := json.Unmarshal([]byte(errs), &doc); err != nil || code != exitServer || doc.Error.Code != 404 ||
+		doc.Error.ExitStatus != exitServer || !strings.Contains(doc.Error.Description, "No record was found") {
+		t.Fatalf("wim-delete unknown -o json: exit %d, stderr %q (%v)", code, errs, err)
+	}
+	// A tab-indented YAML file is read as JSON, and the error says so.
+	tabbed := filepath.Join(dir, "tabbed.yaml")
+	writeFile(t, tabbed, "instance:\n\tname: ns2\n")
+	if code, _, errs := om.run("", "instance-scenario-create", tabbed); code != exitCLI ||
+		!strings.Contains(errs, "contains a tab, so it was read as JSON") || !strings.Contains(errs, "replace the tabs with spaces") {
+		t.Fatalf("tabbed file: exit %d, %q", code, errs)
+	}
+	// Completion scripts.
+	if out := base.ok("completion", "bash"); !strings.Contains(out, "__openmano_") || !strings.Contains(out, "__complete") {
+		t.Fatalf("completion bash: %.200q", out)
+	}
+	if out := base.ok("__complete", "wim-port"); !strings.Contains(out, "wim-port-mapping-create") {
+		t.Fatalf("__complete wim-port: %q", out)
+	}
 }
 
 func writeFile(t *testing.T, path, text string) {

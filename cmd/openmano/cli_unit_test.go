@@ -141,7 +141,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"tenant-create"}, "wrong number of arguments"},
 		{[]string{"tenant-create", "a", "b"}, "wrong number of arguments"},
-		{[]string{"tenant-list", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"tenant-list", "--nope"}, "unknown flag: --nope"},
 		{[]string{"tenant-list", "-o", "xml"}, `--output "xml"`},
 		{[]string{"wim-edit", "wan1"}, "--file"},
 		{[]string{"wim-account-edit", "wan1"}, "At least one argument"},
@@ -162,13 +162,13 @@ func TestHelp(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Exit status:") {
 		t.Fatalf("--help: %d %q", r.code, r.stdout)
 	}
-	for _, cmd := range commands {
-		if !strings.Contains(r.stdout, "  "+cmd.name+" ") {
-			t.Errorf("usage lacks %s", cmd.name)
+	for _, cmd := range (&CLI{Getenv: noEnv}).newTree().cmds {
+		if !strings.Contains(r.stdout, "  "+cmd.Name()+" ") {
+			t.Errorf("usage lacks %s", cmd.Name())
 		}
-		for _, args := range [][]string{{cmd.name, "--help"}, {cmd.name, "-h"}, {"help", cmd.name}} {
+		for _, args := range [][]string{{cmd.Name(), "--help"}, {cmd.Name(), "-h"}, {"help", cmd.Name()}} {
 			r := runCLI(t, noEnv, "", args...)
-			if r.code != 0 || !strings.Contains(r.stdout, "Usage: openmano "+cmd.name) || !strings.Contains(r.stdout, "-output") {
+			if r.code != 0 || !strings.Contains(r.stdout, "Usage: openmano "+cmd.Name()) || !strings.Contains(r.stdout, "-output") {
 				t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
 			}
 		}
@@ -287,7 +287,7 @@ func TestServerErrorAndOutputs(t *testing.T) {
 		t.Fatalf("502: %+v", r)
 	}
 	r = runCLI(t, env, "", "wim-list", "-a")
-	if r.stdout != "22222222-2222-2222-2222-222222222222   wan1\n" {
+	if r.stdout != "UUID                                   NAME\n22222222-2222-2222-2222-222222222222   wan1\n" {
 		t.Fatalf("table: %q", r.stdout)
 	}
 	r = runCLI(t, env, "", "wim-list", "-a", "-vv")

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// The commands of WIM accounts (a tenant attached to a WIM).
+func accountCommands() []spec {
+	return []spec{
+		{name: "wim-account-create", args: "[WIM] [--account-name N] [--user U] [--password P] [--config YAML|file]",
+			summary: "Attach OPENMANO_TENANT to a WIM through a new account. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupAccountCreate},
+		{name: "wim-account-edit", args: "[WIM] [--account-name N] [--user U] [--password P] [--config YAML|file] [-a]",
+			summary: "Edit the account attaching OPENMANO_TENANT (every tenant with -a) to a WIM. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupAccountEdit},
+		{name: "wim-account-delete", args: "[WIM] [-a] [-f]", summary: "Detach OPENMANO_TENANT (every tenant with -a) from a WIM. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupAccountDelete},
+	}
+}
+
+// accountFlags defines the fields of a wim_account body.
+func accountFlags(fs *pflag.FlagSet) func() (map[string]any, error) {
+	name := fs.String("account-name", "", "name of the account (server default: the tenant's name)")
+	user := fs.String("user", "", "user on the WIM controller")
+	password := fs.String("password", "", "password on the WIM controller (stored sealed; never printed)")
+	config := fs.String("config", "", "account config as inline YAML/JSON or a file (connector settings)")
+	return func() (map[string]any, error) {
+		a := map[string]any{}
+		optional(fs, a, "account-name", "name", *name)
+		optional(fs, a, "user", "user", *user)
+		optional(fs, a, "password", "password", *password)
+		if *config != "" {
+			m, err := loadConfig(*config)
+			if err != nil {
+				return nil, err
+			}
+			a["config"] = m
+		}
+		return a, nil
+	}
+}
+
+func setupAccountCreate(fs *pflag.FlagSet) runFunc {
+	body := accountFlags(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		a, err := body()
+		if err != nil {
+			return err
+		}
+		t, err := s.tenant()
+		if err != nil {
+			return err
+		}
+		wim, err := s.wim(args)
+		if err != nil {
+			return err
+		}
+		r, err := s.do(ctx, "POST", seg(t, "wims", wim), map[string]any{"wim_account": a})
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		return nil
+	}
+}
+
+func setupAccountEdit(fs *pflag.FlagSet) runFunc {
+	body := accountFlags(fs)
+	all := allFlag(fs, "edit the accounts of every tenant attached to the WIM")
+	return func(ctx context.Context, s *session, args []string) error {
+		a, err := body()
+		if err != nil {
+			return err
+		}
+		if len(a) == 0 {
+			return &usageError{msg: "At least one argument must be provided to modify the wim account: --account-name, --user, --password or --config"}
+		}
+		t, err := s.tenantOrAny(*all)
+		if err != nil {
+			return err
+		}
+		wim, err := s.wim(args)
+		if err != nil {
+			return err
+		}
+		r, err := s.do(ctx, "PUT", seg(t, "wims", wim), map[string]any{"wim_account": a})
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		return nil
+	}
+}
+
+func setupAccountDelete(fs *pflag.FlagSet) runFunc {
+	all := allFlag(fs, "detach every tenant from the WIM")
+	force := forceFlag(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		t, err := s.tenantOrAny(*all)
+		if err != nil {
+			return err
+		}
+		wim, err := s.wim(args)
+		if err != nil {
+			return err
+		}
+		q := fmt.Sprintf("Detach wim %s from tenant %s", wim, t)
+		if *all {
+			q = fmt.Sprintf("Detach wim %s from every tenant", wim)
+		}
+		if err := s.confirm(*force, q); err != nil {
+			return err
+		}
+		r, err := s.do(ctx, "DELETE", seg(t, "wims", wim), nil)
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		return nil
+	}
+}

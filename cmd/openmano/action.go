@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// The commands of the actions of an NS instance.
+func actionCommands() []spec {
+	return []spec{
+		{name: "action-list", args: "INSTANCE [ACTION_ID]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.", min: 1, max: 2, setup: setupActionList},
+	}
+}
+
+func setupActionList(fs *pflag.FlagSet) runFunc {
+	return func(ctx context.Context, s *session, args []string) error {
+		t, err := s.tenant()
+		if err != nil {
+			return err
+		}
+		path := seg(t, "instances", args[0], "action")
+		if len(args) == 2 {
+			path = seg(t, "instances", args[0], "action", args[1])
+		}
+		r, err := s.do(ctx, "GET", path, nil)
+		if err != nil {
+			return err
+		}
+		s.emit(r, s.printActions)
+		return nil
+	}
+}
+
+// printActions prints instance actions with their progress counters and,
+// for a single action, each task.
+func (s *session) printActions(doc any) {
+	actions := asList(asMap(doc)["actions"])
+	if len(actions) > 0 {
+		head := fmt.Sprintf("%-38s %-20s %s", "UUID", "DESCRIPTION", "PROGRESS")
+		if s.verbose() >= 1 {
+			head += "                    CREATED_AT"
+		}
+		fmt.Fprintln(s.c.Stdout, head)
+	}
+	for _, a := range actions {
+		m := asMap(a)
+		line := fmt.Sprintf("%-38s %-20s done=%s tasks=%s failed=%s", str(m["uuid"]), str(m["description"]),
+			str(m["number_done"]), str(m["number_tasks"]), str(m["number_failed"]))
+		if s.verbose() >= 1 {
+			line += " " + str(m["created_at"])
+		}
+		fmt.Fprintln(s.c.Stdout, line)
+		for _, t := range asList(m["vim_wim_actions"]) {
+			tm := asMap(t)
+			line := fmt.Sprintf("  task %-3s %-7s %-17s %-38s %-10s", str(tm["task_index"]), str(tm["action"]),
+				str(tm["item"]), str(tm["item_id"]), str(tm["status"]))
+			if e := str(tm["error_msg"]); e != "" {
+				line += " " + e
+			}
+			fmt.Fprintln(s.c.Stdout, strings.TrimRight(line, " "))
+		}
+	}
+}

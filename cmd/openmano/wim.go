@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// The commands of WIMs.
+func wimCommands() []spec {
+	return []spec{
+		{name: "wim-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
+			summary: "Create a WIM. The server requires a type (fake, dynpac, ietfl2vpn, tapi, onos, onos_vpls, odl, failing);\nconfig may carry wim_port_mapping.",
+			min:     2, max: 2, setup: setupWIMCreate},
+		{name: "wim-list", args: "[NAME] [-a]", summary: "List the WIMs of OPENMANO_TENANT (all with -a), or show one with its port mappings.", max: 1, setup: setupWIMList},
+		{name: "wim-edit", args: "[WIM] --file YAML|file [-f]", summary: "Edit a WIM (PUT /openmano/wims/WIM); the content is wrapped in {\"wim\": ...} if needed.\nWIM defaults to OPENMANO_WIM.", max: 1, setup: setupWIMEdit},
+		{name: "wim-delete", args: "NAME [-f]", summary: "Delete a WIM with its accounts and port mappings.", min: 1, max: 1, setup: setupWIMDelete},
+	}
+}
+
+func setupWIMCreate(fs *pflag.FlagSet) runFunc {
+	typ := fs.String("type", "", "WIM type: fake, dynpac, ietfl2vpn, tapi, onos, onos_vpls, odl or failing (required by the server)")
+	desc := fs.String("description", "", "description of the WIM")
+	config := fs.String("config", "", "config as inline YAML/JSON or a file (may carry wim_port_mapping)")
+	return func(ctx context.Context, s *session, args []string) error {
+		w := map[string]any{"name": args[0], "wim_url": args[1]}
+		optional(fs, w, "type", "type", *typ)
+		optional(fs, w, "description", "description", *desc)
+		if *config != "" {
+			m, err := loadConfig(*config)
+			if err != nil {
+				return err
+			}
+			w["config"] = m
+		}
+		r, err := s.do(ctx, "POST", seg("wims"), map[string]any{"wim": w})
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		return nil
+	}
+}
+
+func setupWIMList(fs *pflag.FlagSet) runFunc {
+	all := allFlag(fs, "the WIMs of every tenant")
+	return func(ctx context.Context, s *session, args []string) error {
+		t, err := s.tenantOrAny(*all)
+		if err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			r, err := s.do(ctx, "GET", seg(t, "wims"), nil)
+			if err != nil {
+				return err
+			}
+			s.emit(r, nil)
+			return nil
+		}
+		r, err := s.do(ctx, "GET", seg(t, "wims", args[0]), nil)
+		if err != nil {
+			return err
+		}
+		s.emit(r, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
+		return nil
+	}
+}
+
+func setupWIMEdit(fs *pflag.FlagSet) runFunc {
+	file := fs.String("file", "", "the new WIM fields as inline YAML/JSON or a file (required)")
+	force := forceFlag(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		if *file == "" {
+			return &usageError{msg: "At least one argument must be provided to modify the wim: --file"}
+		}
+		wim, err := s.wim(args)
+		if err != nil {
+			return err
+		}
+		doc, err := loadFileOrYAML(*file)
+		if err != nil {
+			return err
+		}
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return cliErrorf("--file: expected a mapping, got %T", doc)
+		}
+		if _, ok := m["wim"]; !ok {
+			m = map[string]any{"wim": m}
+		}
+		if err := s.confirm(*force, fmt.Sprintf("Edit wim %s", wim)); err != nil {
+			return err
+		}
+		r, err := s.do(ctx, "PUT", seg("wims", wim), m)
+		if err != nil {
+			return err
+		}
+		s.emit(r, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
+		return nil
+	}
+}
+
+func setupWIMDelete(fs *pflag.FlagSet) runFunc {
+	force := forceFlag(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		if err := s.confirm(*force, fmt.Sprintf("Delete wim %s", args[0])); err != nil {
+			return err
+		}
+		r, err := s.do(ctx, "DELETE", seg("wims", args[0]), nil)
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		return nil
+	}
+}
