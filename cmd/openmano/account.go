@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of WIM accounts (a tenant attached to a WIM).
+// accountCommands are the commands of WIM accounts (a tenant attached to a WIM).
 func accountCommands() []spec {
 	return []spec{
 		{name: "wim-account-create", args: "[WIM] [--account-name N] [--user U] [--password P] [--config YAML|file]",
@@ -47,20 +47,11 @@ func setupAccountCreate(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		t, err := s.tenant()
+		t, wim, err := s.tenantWIM(false, args)
 		if err != nil {
 			return err
 		}
-		wim, err := s.wim(args)
-		if err != nil {
-			return err
-		}
-		r, err := s.do(ctx, "POST", seg(t, "wims", wim), map[string]any{"wim_account": a})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "POST", seg(t, "wims", wim), map[string]any{"wim_account": a}, nil)
 	}
 }
 
@@ -75,20 +66,11 @@ func setupAccountEdit(fs *pflag.FlagSet) runFunc {
 		if len(a) == 0 {
 			return &usageError{msg: "At least one argument must be provided to modify the wim account: --account-name, --user, --password or --config"}
 		}
-		t, err := s.tenantOrAny(*all)
+		t, wim, err := s.tenantWIM(*all, args)
 		if err != nil {
 			return err
 		}
-		wim, err := s.wim(args)
-		if err != nil {
-			return err
-		}
-		r, err := s.do(ctx, "PUT", seg(t, "wims", wim), map[string]any{"wim_account": a})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "PUT", seg(t, "wims", wim), map[string]any{"wim_account": a}, nil)
 	}
 }
 
@@ -96,11 +78,7 @@ func setupAccountDelete(fs *pflag.FlagSet) runFunc {
 	all := allFlag(fs, "detach every tenant from the WIM")
 	force := forceFlag(fs)
 	return func(ctx context.Context, s *session, args []string) error {
-		t, err := s.tenantOrAny(*all)
-		if err != nil {
-			return err
-		}
-		wim, err := s.wim(args)
+		t, wim, err := s.tenantWIM(*all, args)
 		if err != nil {
 			return err
 		}
@@ -111,11 +89,6 @@ func setupAccountDelete(fs *pflag.FlagSet) runFunc {
 		if err := s.confirm(*force, q); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg(t, "wims", wim), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg(t, "wims", wim), nil, nil)
 	}
 }

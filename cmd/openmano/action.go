@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of the actions of an NS instance.
+// actionCommands are the commands of the actions of an NS instance.
 func actionCommands() []spec {
 	return []spec{
 		{name: "action-list", args: "INSTANCE [ACTION_ID]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.", min: 1, max: 2, setup: setupActionList},
@@ -25,12 +25,7 @@ func setupActionList(fs *pflag.FlagSet) runFunc {
 		if len(args) == 2 {
 			path = seg(t, "instances", args[0], "action", args[1])
 		}
-		r, err := s.do(ctx, "GET", path, nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, s.printActions)
-		return nil
+		return s.call(ctx, "GET", path, nil, s.printActions)
 	}
 }
 

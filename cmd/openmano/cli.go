@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -190,4 +191,18 @@ func outputFormat(args []string) string {
 		}
 	}
 	return format
+}
+
+// confirm asks a yes/no question on stderr and reads the answer from stdin;
+// anything but an answer starting with y is errAborted.
+func (s *session) confirm(force bool, question string) error {
+	if force {
+		return nil
+	}
+	fmt.Fprintf(s.c.Stderr, "%s (y/N)? ", question)
+	line, _ := bufio.NewReader(s.c.Stdin).ReadString('\n')
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
+		return nil
+	}
+	return errAborted
 }

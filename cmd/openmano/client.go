@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -133,6 +132,17 @@ func (s *session) wim(args []string) (string, error) {
 	return "", cliErrorf("neither 'OPENMANO_WIM' environment variable is set nor a WIM argument was given")
 }
 
+// tenantWIM is tenantOrAny(all) and the WIM of wim(args).
+func (s *session) tenantWIM(all bool, args []string) (tenant, wim string, err error) {
+	if tenant, err = s.tenantOrAny(all); err != nil {
+		return "", "", err
+	}
+	if wim, err = s.wim(args); err != nil {
+		return "", "", err
+	}
+	return tenant, wim, nil
+}
+
 func (s *session) verbose() int { return s.g.verbose }
 
 // response is a 200 answer of the server: the body as sent, and decoded.
@@ -149,6 +159,16 @@ func seg(parts ...string) string {
 		b.WriteString(url.PathEscape(p))
 	}
 	return b.String()
+}
+
+// call sends one request and prints its answer with table (see emit).
+func (s *session) call(ctx context.Context, method, path string, body any, table func(doc any)) error {
+	r, err := s.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	s.emit(r, table)
+	return nil
 }
 
 // do sends one request. A non-200 answer is an *apiError carrying the
@@ -312,18 +332,4 @@ func maskValue(v any) any {
 		return out
 	}
 	return v
-}
-
-// confirm asks a yes/no question on stderr and reads the answer from stdin;
-// anything but an answer starting with y is errAborted.
-func (s *session) confirm(force bool, question string) error {
-	if force {
-		return nil
-	}
-	fmt.Fprintf(s.c.Stderr, "%s (y/N)? ", question)
-	line, _ := bufio.NewReader(s.c.Stdin).ReadString('\n')
-	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y") {
-		return nil
-	}
-	return errAborted
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of the wimd cluster.
+// clusterCommands are the commands of the wimd cluster.
 func clusterCommands() []spec {
 	return []spec{
 		{name: "cluster-list", summary: "Show the wimd cluster as the server sees it: coordinator, leader, members and the accounts\nassigned to each; the accounts the server owns now (holds the lease of).", setup: setupClusterList},

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of datacenters.
+// datacenterCommands are the commands of datacenters.
 func datacenterCommands() []spec {
 	return []spec{
 		{name: "datacenter-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
@@ -36,12 +36,7 @@ func setupDatacenterCreate(fs *pflag.FlagSet) runFunc {
 			}
 			d["config"] = m
 		}
-		r, err := s.do(ctx, "POST", seg("datacenters"), map[string]any{"datacenter": d})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "POST", seg("datacenters"), map[string]any{"datacenter": d}, nil)
 	}
 }
 
@@ -56,12 +51,7 @@ func setupDatacenterList(fs *pflag.FlagSet) runFunc {
 		if len(args) == 1 {
 			path = seg(t, "datacenters", args[0])
 		}
-		r, err := s.do(ctx, "GET", path, nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "GET", path, nil, nil)
 	}
 }
 
@@ -71,12 +61,7 @@ func setupDatacenterAttach(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "POST", seg(t, "datacenters", args[0]), map[string]any{"datacenter": map[string]any{}})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "POST", seg(t, "datacenters", args[0]), map[string]any{"datacenter": map[string]any{}}, nil)
 	}
 }
 
@@ -86,12 +71,7 @@ func setupDatacenterDetach(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg(t, "datacenters", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg(t, "datacenters", args[0]), nil, nil)
 	}
 }
 
@@ -101,11 +81,6 @@ func setupDatacenterDelete(fs *pflag.FlagSet) runFunc {
 		if err := s.confirm(*force, fmt.Sprintf("Delete datacenter %s", args[0])); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg("datacenters", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg("datacenters", args[0]), nil, nil)
 	}
 }

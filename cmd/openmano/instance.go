@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of NS instances and their networks.
+// instanceCommands are the commands of NS instances and their networks.
 func instanceCommands() []spec {
 	return []spec{
 		{name: "instance-scenario-create", args: "FILE [--dry-run]",
@@ -72,19 +72,9 @@ func setupInstanceList(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		if len(args) == 0 {
-			r, err := s.do(ctx, "GET", seg(t, "instances"), nil)
-			if err != nil {
-				return err
-			}
-			s.emit(r, nil)
-			return nil
+			return s.call(ctx, "GET", seg(t, "instances"), nil, nil)
 		}
-		r, err := s.do(ctx, "GET", seg(t, "instances", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, s.printInstance)
-		return nil
+		return s.call(ctx, "GET", seg(t, "instances", args[0]), nil, s.printInstance)
 	}
 }
 
@@ -133,12 +123,7 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n}, nil)
 	}
 }
 

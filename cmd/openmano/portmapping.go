@@ -7,8 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of the port mappings of a WIM.
-
+// portMappingCommands are the commands of the port mappings of a WIM.
 func portMappingCommands() []spec {
 	return []spec{
 		{name: "wim-port-mapping-create", aliases: []string{"wim-port-mapping-set"}, args: "[WIM] FILE [-f]",
@@ -26,11 +25,7 @@ func setupPortMappingCreate(fs *pflag.FlagSet) runFunc {
 	force := forceFlag(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		file := args[len(args)-1]
-		t, err := s.tenant()
-		if err != nil {
-			return err
-		}
-		wim, err := s.wim(args[:len(args)-1])
+		t, wim, err := s.tenantWIM(false, args[:len(args)-1])
 		if err != nil {
 			return err
 		}
@@ -56,53 +51,30 @@ func setupPortMappingCreate(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
-		r, err := s.do(ctx, "POST", seg(t, "wims", wim, "port_mapping"), map[string]any{"wim_port_mapping": doc})
-		if err != nil {
-			return err
-		}
-		s.emit(r, s.printMappings)
-		return nil
+		return s.call(ctx, "POST", seg(t, "wims", wim, "port_mapping"), map[string]any{"wim_port_mapping": doc}, s.printMappings)
 	}
 }
 
 func setupPortMappingList(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
-		t, err := s.tenant()
+		t, wim, err := s.tenantWIM(false, args)
 		if err != nil {
 			return err
 		}
-		wim, err := s.wim(args)
-		if err != nil {
-			return err
-		}
-		r, err := s.do(ctx, "GET", seg(t, "wims", wim, "port_mapping"), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, s.printMappings)
-		return nil
+		return s.call(ctx, "GET", seg(t, "wims", wim, "port_mapping"), nil, s.printMappings)
 	}
 }
 
 func setupPortMappingDelete(fs *pflag.FlagSet) runFunc {
 	force := forceFlag(fs)
 	return func(ctx context.Context, s *session, args []string) error {
-		t, err := s.tenant()
-		if err != nil {
-			return err
-		}
-		wim, err := s.wim(args)
+		t, wim, err := s.tenantWIM(false, args)
 		if err != nil {
 			return err
 		}
 		if err := s.confirm(*force, fmt.Sprintf("Clear WIM port mapping for wim %s", wim)); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg(t, "wims", wim, "port_mapping"), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg(t, "wims", wim, "port_mapping"), nil, nil)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of tenants.
+// tenantCommands are the commands of tenants.
 func tenantCommands() []spec {
 	return []spec{
 		{name: "tenant-create", args: "NAME [--description D]", summary: "Create an NFVO tenant.", min: 1, max: 1, setup: setupTenantCreate},
@@ -21,12 +21,7 @@ func setupTenantCreate(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, s *session, args []string) error {
 		t := map[string]any{"name": args[0]}
 		optional(fs, t, "description", "description", *desc)
-		r, err := s.do(ctx, "POST", seg("tenants"), map[string]any{"tenant": t})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "POST", seg("tenants"), map[string]any{"tenant": t}, nil)
 	}
 }
 
@@ -36,12 +31,7 @@ func setupTenantList(fs *pflag.FlagSet) runFunc {
 		if len(args) == 1 {
 			path = seg("tenants", args[0])
 		}
-		r, err := s.do(ctx, "GET", path, nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "GET", path, nil, nil)
 	}
 }
 
@@ -51,11 +41,6 @@ func setupTenantDelete(fs *pflag.FlagSet) runFunc {
 		if err := s.confirm(*force, fmt.Sprintf("Delete tenant %s", args[0])); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg("tenants", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg("tenants", args[0]), nil, nil)
 	}
 }

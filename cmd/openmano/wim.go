@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The commands of WIMs.
+// wimCommands are the commands of WIMs.
 func wimCommands() []spec {
 	return []spec{
 		{name: "wim-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
@@ -34,12 +34,7 @@ func setupWIMCreate(fs *pflag.FlagSet) runFunc {
 			}
 			w["config"] = m
 		}
-		r, err := s.do(ctx, "POST", seg("wims"), map[string]any{"wim": w})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "POST", seg("wims"), map[string]any{"wim": w}, nil)
 	}
 }
 
@@ -51,19 +46,9 @@ func setupWIMList(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		if len(args) == 0 {
-			r, err := s.do(ctx, "GET", seg(t, "wims"), nil)
-			if err != nil {
-				return err
-			}
-			s.emit(r, nil)
-			return nil
+			return s.call(ctx, "GET", seg(t, "wims"), nil, nil)
 		}
-		r, err := s.do(ctx, "GET", seg(t, "wims", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
-		return nil
+		return s.call(ctx, "GET", seg(t, "wims", args[0]), nil, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
 	}
 }
 
@@ -92,12 +77,7 @@ func setupWIMEdit(fs *pflag.FlagSet) runFunc {
 		if err := s.confirm(*force, fmt.Sprintf("Edit wim %s", wim)); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "PUT", seg("wims", wim), m)
-		if err != nil {
-			return err
-		}
-		s.emit(r, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
-		return nil
+		return s.call(ctx, "PUT", seg("wims", wim), m, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
 	}
 }
 
@@ -107,11 +87,6 @@ func setupWIMDelete(fs *pflag.FlagSet) runFunc {
 		if err := s.confirm(*force, fmt.Sprintf("Delete wim %s", args[0])); err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg("wims", args[0]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		return nil
+		return s.call(ctx, "DELETE", seg("wims", args[0]), nil, nil)
 	}
 }
