@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +132,50 @@ func TestTabFileError(t *testing.T) {
 	doc, err := loadFileOrYAML(file)
 	if err != nil || asMap(asMap(doc)["instance"])["name"] != "ns" {
 		t.Fatalf("%v %v", doc, err)
+	}
+}
+
+// The aliases of openmano run their command, and their help is its help.
+func TestAliases(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, map[string]answer{
+		"DELETE /openmano/t0/wims/wan1/port_mapping": {200, `{"result": "port mapping for wim wan1 deleted."}`},
+	})
+	env := f.env(map[string]string{"OPENMANO_TENANT": "t0"})
+	r := runCLI(t, env, "", "wim-port-mapping-clear", "wan1", "-f")
+	if r.code != 0 || r.stdout != "port mapping for wim wan1 deleted.\n" {
+		t.Fatalf("wim-port-mapping-clear: %+v", r)
+	}
+	if reqs := f.requests(); len(reqs) != 1 || reqs[0].method != "DELETE" {
+		t.Fatalf("sent %+v", reqs)
+	}
+	for _, args := range [][]string{{"help", "wim-port-mapping-set"}, {"wim-port-mapping-set", "--help"}} {
+		if r := runCLI(t, noEnv, "", args...); r.code != 0 || !strings.Contains(r.stdout, "Usage: openmano wim-port-mapping-create [WIM] FILE") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}
+
+// Ctrl-C while waiting for the server: exit 130, "Interrupted".
+func TestInterrupted(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	env := map[string]string{"OPENMANO_HOST": u.Hostname(), "OPENMANO_PORT": u.Port()}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	var out, errb bytes.Buffer
+	c := &CLI{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
+	code := c.Run(ctx, []string{"tenant-list", "-o", "json"})
+	if code != exitInterrupted || !strings.Contains(errb.String(), `"type": "interrupted"`) || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
