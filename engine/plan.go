@@ -26,7 +26,8 @@ func netRow(field string, n NetworkInput) (wimro.InstanceNet, error) {
 	if n.SceNetID != "" {
 		id, ok := wimro.ParseUUID(n.SceNetID)
 		if !ok {
-			return row, wimro.FieldErrorf(field+".sce_net_id", "%s.sce_net_id must be a uuid", field)
+			return row, wimro.FieldErrorf(field+".sce_net_id", "%s.sce_net_id must be a uuid: the id of the scenario's network (the VLD) "+
+				"this local network belongs to; networks with the same sce_net_id in different datacenters are joined by one WAN link", field)
 		}
 		row.SceNetID = &id
 	}
