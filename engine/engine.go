@@ -23,6 +23,8 @@ type Engine struct {
 	box    *secret.Box
 	logger *slog.Logger
 	check  ConnectorCheck
+	// typeCheck refuses WIM types without a connector.
+	typeCheck TypeCheck
 	// mappingCheck validates port mappings for the WIM's connector.
 	mappingCheck MappingCheck
 }

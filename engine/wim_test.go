@@ -104,8 +104,21 @@ func TestWIMValidation(t *testing.T) {
 			wantField(t, err, c.field)
 		})
 	}
+	// The registry is the one list of types: odl, once listed in a copy,
+	// has no connector; create and edit say which types there are.
+	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("w"), Type: ptr("odl"), URL: ptr("http://x")})
+	wantField(t, err, "wim.type")
+	const list = "use one of dynpac, failing, fake, ietfl2vpn, onos, onos_vpls, tapi"
+	if !strings.Contains(err.Error(), list) {
+		t.Fatalf("create odl: %v, want it to say %q", err, list)
+	}
 	b.WIM(t, "dup")
-	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("dup"), Type: ptr("fake"), URL: ptr("http://x")})
+	_, err = b.eng.UpdateWIM(b.ctx, "dup", engine.WIMInput{Type: ptr("odl")})
+	wantField(t, err, "wim.type")
+	if !strings.Contains(err.Error(), list) {
+		t.Fatalf("edit to odl: %v, want it to say %q", err, list)
+	}
+	_, err = b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("dup"), Type: ptr("fake"), URL: ptr("http://x")})
 	wantCode(t, err, wimro.ECONFLICT)
 }
 

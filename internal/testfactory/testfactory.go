@@ -62,6 +62,7 @@ func New(t testing.TB) *Factory {
 	}
 	db := persistence.NewDB(pgtest.NewPool(t), nil)
 	eng := engine.New(db, box, nil)
+	eng.SetTypeCheck(r.CheckType)
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
 }
 
