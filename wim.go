@@ -43,22 +43,6 @@ type WIM struct {
 	ModifiedAt  time.Time      `json:"modified_at" db:"modified_at"`
 }
 
-// WIMTypes lists the accepted WIM types. "tapi" is kept for openmano v6
-// compatibility (where it named the IETF L2VPN connector); "odl" is accepted
-// but has no connector, so its accounts fail their actions with a clear
-// message; "failing" always fails (for tests and drills).
-var WIMTypes = []string{"ietfl2vpn", "tapi", "onos", "onos_vpls", "dynpac", "odl", "fake", "failing"}
-
-// ValidWIMType reports whether t is one of WIMTypes.
-func ValidWIMType(t string) bool {
-	for _, v := range WIMTypes {
-		if v == t {
-			return true
-		}
-	}
-	return false
-}
-
 // WIMAccount holds the credentials and connector settings used to talk to
 // one WIM. One worker runs per account. Password is the sealed (encrypted)
 // secret as stored; it never leaves the process in clear text.

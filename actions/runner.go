@@ -253,6 +253,14 @@ var (
 	pendingNets = map[string]bool{wimro.NetBuild: true, wimro.NetInactive: true, wimro.NetScheduledCreation: true}
 )
 
+// waitingForNets starts the message of a CREATE whose networks are not
+// ACTIVE yet. Its first words are OSM's (clients match on them); the rest
+// tells a newcomer what wimro waits for, since it has no VIM side of its
+// own to learn it.
+const waitingForNets = "Still waiting for the local networks to be active: the NFVO reports each one ACTIVE " +
+	`(PUT /openmano/{tenant}/instances/{instance}/networks/{net} with {"network": {"status": "ACTIVE"}}, ` +
+	"or openmano instance-net-update INSTANCE NET --status ACTIVE); not ACTIVE yet:"
+
 func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 	var b strings.Builder
 	for _, n := range nets {
@@ -285,7 +293,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action) (persiste
 		return persistence.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
 	}
 	if s := netList(nets, pendingNets); s != "" {
-		return r.wait(a, "Still waiting for the local networks to be active:"+s), nil
+		return r.wait(a, waitingForNets+s), nil
 	}
 	points, err := r.connectionPoints(ctx, t, nets)
 	if err != nil {

@@ -228,7 +228,7 @@ func TestStateMachine(t *testing.T) {
 		{
 			name: "CREATE: local network pending -> SCHEDULED, waits",
 			opts: fixtureOpts{netStatus: wimro.NetBuild},
-			want: want{status: wimro.ActionScheduled, msg: "Still waiting for the local networks to be active", runAfter: [2]time.Duration{policy.Wait, policy.Wait + time.Second}},
+			want: want{status: wimro.ActionScheduled, msg: "Still waiting for the local networks to be active: the NFVO reports each one ACTIVE", runAfter: [2]time.Duration{policy.Wait, policy.Wait + time.Second}},
 		},
 		{
 			name: "CREATE: still pending after the wait timeout and enough checks -> FAILED",

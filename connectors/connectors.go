@@ -4,10 +4,14 @@
 // returns, and the Registry that builds a connector for a WIM account from
 // its WIM type.
 //
-// One sub-package exists per controller (fake, failing, and later
-// ietfl2vpn, tapi, onos, dynpac). Every one of them passes the shared suite
-// in connectors/conformance, which is where the contract written here is
-// checked.
+// One sub-package exists per controller: ietfl2vpn, tapi, onos (types onos
+// and onos_vpls) and dynpac, plus fake and failing for tests and demos
+// (wimd registers those two only with --dev-connectors). The Registry that
+// wimd fills at start-up is the one list of WIM types: a WIM whose type it
+// does not hold is refused when it is written. The controller connectors
+// share their HTTP client in connectors/rest. Every connector passes the
+// shared suite in connectors/conformance, which is where the contract
+// written here is checked.
 //
 // A connector never touches the database: it gets everything it needs in a
 // Config when it is built, and in the arguments of each call.

@@ -235,7 +235,7 @@ func TestRegistry(t *testing.T) {
 		wantIs   error
 	}{
 		{typ: "ok"},
-		{typ: "odl", wantErr: `no connector for WIM type "odl"`, wantKind: connectors.KindPermanent},
+		{typ: "odl", wantErr: `no connector for WIM type "odl": use one of classified, nil, ok, plain-error`, wantKind: connectors.KindPermanent},
 		{typ: "plain-error", wantErr: "building the plain-error connector: missing dialect", wantKind: connectors.KindPermanent, wantIs: plain},
 		{typ: "classified", wantErr: "no route", wantKind: connectors.KindRetryable},
 		{typ: "nil", wantErr: "returned no connector", wantKind: connectors.KindPermanent},

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/wimro/wimro"
@@ -232,7 +233,7 @@ func (r *Registry) New(cfg Config) (Connector, error) {
 	f := r.factories[cfg.Type]
 	r.mu.RUnlock()
 	if f == nil {
-		return nil, Errorf(KindPermanent, "no connector for WIM type %q", cfg.Type)
+		return nil, r.CheckType(cfg.Type)
 	}
 	c, err := f(cfg)
 	if err != nil {
@@ -246,6 +247,19 @@ func (r *Registry) New(cfg Config) (Connector, error) {
 		return nil, Errorf(KindPermanent, "the %s connector factory returned no connector", cfg.Type)
 	}
 	return c, nil
+}
+
+// CheckType returns nil when wimType is registered, else a Permanent
+// error that lists the registered types: the registry is the one list of
+// WIM types, so wimd checks a WIM's type here when it is written.
+func (r *Registry) CheckType(wimType string) error {
+	r.mu.RLock()
+	_, ok := r.factories[wimType]
+	r.mu.RUnlock()
+	if ok {
+		return nil
+	}
+	return Errorf(KindPermanent, "no connector for WIM type %q: use one of %s", wimType, strings.Join(r.Types(), ", "))
 }
 
 // Types returns the registered WIM types, sorted.

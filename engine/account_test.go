@@ -16,10 +16,10 @@ import (
 func TestCreateAccount(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0, t1 := b.tenant(t, "tenant0"), b.tenant(t, "tenant1")
-	w := b.wim(t, "wim0")
+	t0, t1 := b.Tenant(t, "tenant0"), b.Tenant(t, "tenant1")
+	w := b.WIM(t, "wim0")
 
-	a := b.account(t, "tenant0", "wim0", engine.AccountInput{User: ptr("admin"), Password: ptr(engine.Secret("s3cret")), Config: map[string]any{"x": 1.0}})
+	a := b.Account(t, "tenant0", "wim0", engine.AccountInput{User: ptr("admin"), Password: ptr(engine.Secret("s3cret")), Config: map[string]any{"x": 1.0}})
 	if *a.Name != "tenant0" || a.WIMID != w.UUID || a.Association.TenantID != t0.UUID || a.WIM.UUID != w.UUID || a.Tenant.UUID != t0.UUID {
 		t.Fatalf("CreateAccount = %+v", a)
 	}
@@ -54,7 +54,7 @@ func TestCreateAccount(t *testing.T) {
 		t.Fatalf("message = %q", msg)
 	}
 	// With the same credentials (or the name only) it is shared.
-	shared := b.account(t, "tenant1", "wim0", engine.AccountInput{Name: ptr("tenant0"), User: ptr("admin"), Password: ptr(engine.Secret("s3cret"))})
+	shared := b.Account(t, "tenant1", "wim0", engine.AccountInput{Name: ptr("tenant0"), User: ptr("admin"), Password: ptr(engine.Secret("s3cret"))})
 	if shared.UUID != a.UUID || shared.Association.TenantID != t1.UUID {
 		t.Fatalf("shared account = %+v", shared)
 	}
@@ -76,11 +76,11 @@ func TestCreateAccount(t *testing.T) {
 func TestUpdateAccounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.tenant(t, "t0")
-	b.tenant(t, "t1")
-	b.wim(t, "wim0")
-	a0 := b.account(t, "t0", "wim0", engine.AccountInput{User: ptr("u0"), Password: ptr(engine.Secret("p0")), Config: map[string]any{"a": 1.0, "b": 2.0}})
-	a1 := b.account(t, "t1", "wim0", engine.AccountInput{User: ptr("u1"), Password: ptr(engine.Secret("p1"))})
+	b.Tenant(t, "t0")
+	b.Tenant(t, "t1")
+	b.WIM(t, "wim0")
+	a0 := b.Account(t, "t0", "wim0", engine.AccountInput{User: ptr("u0"), Password: ptr(engine.Secret("p0")), Config: map[string]any{"a": 1.0, "b": 2.0}})
+	a1 := b.Account(t, "t1", "wim0", engine.AccountInput{User: ptr("u1"), Password: ptr(engine.Secret("p1"))})
 
 	// Without a password the stored one is kept (OSM overwrote it with its
 	// mask).
@@ -107,7 +107,7 @@ func TestUpdateAccounts(t *testing.T) {
 		}
 	}
 
-	b.tenant(t, "t2")
+	b.Tenant(t, "t2")
 	_, err = b.eng.UpdateAccounts(b.ctx, "t2", "wim0", engine.AccountInput{User: ptr("x")})
 	wantCode(t, err, wimro.ENOTFOUND)
 	_, err = b.eng.UpdateAccounts(b.ctx, "t0", "wim0", engine.AccountInput{Name: ptr("t1")})
@@ -117,14 +117,14 @@ func TestUpdateAccounts(t *testing.T) {
 func TestDeleteAccounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.tenant(t, "t0")
-	b.tenant(t, "t1")
-	b.tenant(t, "t2")
-	w := b.wim(t, "wim0")
-	b.account(t, "t0", "wim0", engine.AccountInput{Name: ptr("wim-account00")})
-	b.account(t, "t1", "wim0", engine.AccountInput{})
+	b.Tenant(t, "t0")
+	b.Tenant(t, "t1")
+	b.Tenant(t, "t2")
+	w := b.WIM(t, "wim0")
+	b.Account(t, "t0", "wim0", engine.AccountInput{Name: ptr("wim-account00")})
+	b.Account(t, "t1", "wim0", engine.AccountInput{})
 	// t2 shares t1's account.
-	b.account(t, "t2", "wim0", engine.AccountInput{Name: ptr("t1")})
+	b.Account(t, "t2", "wim0", engine.AccountInput{Name: ptr("t1")})
 
 	msg, err := b.eng.DeleteAccounts(b.ctx, "t0", "wim0")
 	if err != nil || !strings.Contains(msg, "account `wim-account00` deleted") {
@@ -171,9 +171,9 @@ func TestAccountChangesNotify(t *testing.T) {
 		}
 		return n.Payload
 	}
-	b.tenant(t, "t0")
-	b.wim(t, "wim0")
-	a := b.account(t, "t0", "wim0", engine.AccountInput{})
+	b.Tenant(t, "t0")
+	b.WIM(t, "wim0")
+	a := b.Account(t, "t0", "wim0", engine.AccountInput{})
 	if p := wait(); p != a.UUID {
 		t.Fatalf("payload = %q, want %q", p, a.UUID)
 	}
@@ -197,8 +197,8 @@ func TestAccountChangesNotify(t *testing.T) {
 func TestTenantsAndDatacenters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0 := b.tenant(t, "t0")
-	dc := b.datacenter(t, "dc0", t0)
+	t0 := b.Tenant(t, "t0")
+	dc := b.Datacenter(t, "dc0", t0)
 	if dc.VimURL != "http://dc0.example:5000" {
 		t.Fatalf("vim_url not cleaned: %q", dc.VimURL)
 	}
@@ -234,12 +234,12 @@ func TestTenantsAndDatacenters(t *testing.T) {
 	}
 
 	// Deleting a tenant deletes the accounts that served only it.
-	b.tenant(t, "t1")
-	b.wim(t, "wim0")
-	b.account(t, "t0", "wim0", engine.AccountInput{})
-	b.account(t, "t1", "wim0", engine.AccountInput{Name: ptr("t0")}) // shared
-	b.wim(t, "wim1")
-	b.account(t, "t0", "wim1", engine.AccountInput{})
+	b.Tenant(t, "t1")
+	b.WIM(t, "wim0")
+	b.Account(t, "t0", "wim0", engine.AccountInput{})
+	b.Account(t, "t1", "wim0", engine.AccountInput{Name: ptr("t0")}) // shared
+	b.WIM(t, "wim1")
+	b.Account(t, "t0", "wim1", engine.AccountInput{})
 	if _, err := b.eng.DeleteTenant(b.ctx, "t0"); err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,34 @@ import (
 // controller. wimd builds it from its connector registry, so that a bad
 // timeout_ms or wim_url is refused when the WIM or account is written,
 // with a 400 naming the field, rather than failing every action later. It
-// returns nil for a type no connector handles: such WIMs get a failing
-// connector, as in OSM.
+// returns nil for a type no connector handles (the TypeCheck refuses
+// those when a WIM is written; a WIM stored by an older wimd may have one).
 type ConnectorCheck func(w wimro.WIM, accountConfig map[string]any) error
 
 // SetConnectorCheck installs c; nil (the default) checks nothing. Call it
 // before serving requests.
 func (e *Engine) SetConnectorCheck(c ConnectorCheck) { e.check = c }
+
+// TypeCheck refuses a WIM type no connector handles. wimd builds it from
+// its connector registry, the one list of WIM types (development types
+// included only when it offers them).
+type TypeCheck func(wimType string) error
+
+// SetTypeCheck installs c; nil (the default) accepts any type. Call it
+// before serving requests.
+func (e *Engine) SetTypeCheck(c TypeCheck) { e.typeCheck = c }
+
+// checkType refuses, naming wim.type, a type the TypeCheck refuses.
+func (e *Engine) checkType(wimType string) error {
+	if e.typeCheck == nil {
+		return nil
+	}
+	err := e.typeCheck(wimType)
+	if err == nil || wimro.ErrorField(err) != "" {
+		return err
+	}
+	return wimro.FieldErrorf("wim.type", "wim.type: %v", err)
+}
 
 // MappingCheck validates one port mapping's wan_service_mapping_info for
 // the connector of WIM w, without contacting the controller (the keys the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -38,7 +39,7 @@ func TestConnectorCheck(t *testing.T) {
 	b := setup(t)
 	calls := 0
 	b.eng.SetConnectorCheck(refuseSlow(&calls))
-	tn := b.tenant(t, "t0")
+	tn := b.Tenant(t, "t0")
 
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("bad"), Type: ptr("fake"), URL: ptr("http://x"), Config: map[string]any{"timeout_ms": -1.0}})
 	wantField(t, err, "wim.config")
@@ -48,14 +49,14 @@ func TestConnectorCheck(t *testing.T) {
 		t.Fatalf("a refused WIM was written: %v", err)
 	}
 
-	b.wim(t, "wan1")
+	b.WIM(t, "wan1")
 	_, err = b.eng.CreateAccount(b.ctx, tn.Name, "wan1", engine.AccountInput{Config: map[string]any{"timeout_ms": 0.0}})
 	wantField(t, err, "wim_account.config")
 	if accts, err := b.db.ListAccounts(b.ctx); err != nil || len(accts) != 0 {
 		t.Fatalf("a refused account was written: %v, %v", accts, err)
 	}
 
-	b.account(t, tn.Name, "wan1", engine.AccountInput{Config: map[string]any{"timeout_ms": 500.0}})
+	b.Account(t, tn.Name, "wan1", engine.AccountInput{Config: map[string]any{"timeout_ms": 500.0}})
 	_, err = b.eng.UpdateAccounts(b.ctx, tn.Name, "wan1", engine.AccountInput{Config: map[string]any{"timeout_ms": -5.0}})
 	wantField(t, err, "wim_account.config")
 
@@ -83,14 +84,14 @@ func TestConnectorCheck(t *testing.T) {
 func TestMappingCheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.datacenter(t, "dcA")
+	b.Datacenter(t, "dcA")
 	b.eng.SetMappingCheck(func(w wimro.WIM, endpointID string, info map[string]any) error {
 		if _, ok := info["wan_switch_port"]; !ok {
 			return fmt.Errorf("service endpoint %q: no wan_switch_port", endpointID)
 		}
 		return nil
 	})
-	bad := mapping("dcA", 1)
+	bad := testfactory.Mapping("dcA", 1)
 	delete(bad.PopWANMappings[0].WANServiceMappingInfo, "wan_switch_port")
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: ptr("http://x"),
 		Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{bad})}})
@@ -98,7 +99,7 @@ func TestMappingCheck(t *testing.T) {
 	if _, err := b.db.GetWIM(b.ctx, "wan1"); wimro.ErrorCode(err) != wimro.ENOTFOUND {
 		t.Fatalf("the WIM of a refused mapping was written: %v", err)
 	}
-	b.wim(t, "wan1", mapping("dcA", 1))
+	b.WIM(t, "wan1", testfactory.Mapping("dcA", 1))
 	_, err = b.eng.CreatePortMappings(b.ctx, engine.AnyTenant, "wan1", []engine.PortMappingInput{bad})
 	wantField(t, err, "wim_port_mapping[0].pop_wan_mappings[0].wan_service_mapping_info")
 }
@@ -131,10 +132,10 @@ func TestConnectorCheckOutsideTransaction(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/changed=%v", tt.name, change), func(t *testing.T) {
 				t.Parallel()
 				b := setup(t)
-				tn := b.tenant(t, "t0")
-				b.wim(t, "wan1")
+				tn := b.Tenant(t, "t0")
+				b.WIM(t, "wan1")
 				if tt.name == "edit account" {
-					b.account(t, tn.Name, "wan1", engine.AccountInput{})
+					b.Account(t, tn.Name, "wan1", engine.AccountInput{})
 				}
 				entered, release := make(chan struct{}), make(chan struct{})
 				var once sync.Once

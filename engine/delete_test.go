@@ -10,6 +10,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/testfactory"
 )
 
 // exec runs a statement that plays a part the tests do not run (a worker
@@ -57,18 +58,18 @@ func TestDeleteTenantWithUnfinishedActions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			sc := newScenario(t)
-			t1 := sc.bundle.tenant(t, "t1")
+			t1 := sc.bundle.Tenant(t, "t1")
 			for _, dc := range []string{"dcA", "dcB"} {
 				if _, err := sc.eng.AttachDatacenter(sc.ctx, "t1", dc); err != nil {
 					t.Fatal(err)
 				}
 			}
-			shared := sc.bundle.account(t, "t1", "wan1", engine.AccountInput{Name: sc.account.Name})
+			shared := sc.bundle.Account(t, "t1", "wan1", engine.AccountInput{Name: sc.account.Name})
 			if shared.UUID != sc.account.UUID {
 				t.Fatalf("t1 got its own account %s", shared.UUID)
 			}
 			// t0 has a finished instance action of its own.
-			if _, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns0", Networks: nets([]string{uuid.NewString()}, "dcA", "dcB")}); err != nil {
+			if _, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns0", Networks: testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcB")}); err != nil {
 				t.Fatal(err)
 			}
 			sc.finishAll(t)
@@ -77,7 +78,7 @@ func TestDeleteTenantWithUnfinishedActions(t *testing.T) {
 			for range c.vlds {
 				vlds = append(vlds, uuid.NewString())
 			}
-			v, err := sc.eng.CreateInstance(sc.ctx, "t1", engine.InstanceInput{Name: "ns1", Networks: nets(vlds, "dcA", "dcB")})
+			v, err := sc.eng.CreateInstance(sc.ctx, "t1", engine.InstanceInput{Name: "ns1", Networks: testfactory.Nets("", vlds, "dcA", "dcB")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +171,7 @@ func TestDeleteAccountRacingInstanceDelete(t *testing.T) {
 			byFK := 0
 			for i := range rounds {
 				name := fmt.Sprintf("ns%d", i)
-				if _, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: nets([]string{uuid.NewString(), uuid.NewString()}, "dcA", "dcB")}); err != nil {
+				if _, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: testfactory.Nets("", []string{uuid.NewString(), uuid.NewString()}, "dcA", "dcB")}); err != nil {
 					t.Fatal(err)
 				}
 				sc.finishAll(t) // the CREATEs ran: the account is idle
@@ -239,7 +240,7 @@ func TestDeleteAccountKeepsFinishedHistory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			sc := newScenario(t)
-			v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: nets([]string{uuid.NewString()}, "dcA", "dcB")})
+			v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcB")})
 			if err != nil {
 				t.Fatal(err)
 			}

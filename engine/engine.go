@@ -1,7 +1,11 @@
-// Package engine holds wimro's domain rules: WIMs, accounts, port mappings,
-// tenants and datacenters, and (later) the WAN links of NS instances. It
-// speaks neither SQL nor HTTP: it validates, decides, and asks persistence
-// to write each request in one transaction.
+// Package engine holds wimro's domain rules: tenants, datacenters, WIMs,
+// their accounts and port mappings, and NS instances: from an instance's
+// networks it derives the WAN links (one per VLD spanning datacenters),
+// picks the WIM and account of each, and records the CREATE and DELETE
+// actions the workers run; the NFVO's network reports and the action
+// views go through it too. It speaks neither SQL nor HTTP: it validates,
+// decides, and asks persistence to write each request in one transaction
+// (with the NOTIFY that wakes the workers). It never calls the workers.
 package engine
 
 import (
@@ -19,6 +23,8 @@ type Engine struct {
 	box    *secret.Box
 	logger *slog.Logger
 	check  ConnectorCheck
+	// typeCheck refuses WIM types without a connector.
+	typeCheck TypeCheck
 	// mappingCheck validates port mappings for the WIM's connector.
 	mappingCheck MappingCheck
 }

@@ -10,10 +10,12 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/testfactory"
 )
 
-// scenario is the Appendix A set-up: tenant T, datacenters dcA/dcB with
-// external_connections rules, WIM wan1 mapped to both, T's account on it.
+// scenario is the Appendix A set-up (testfactory.Scenario): tenant T,
+// datacenters dcA/dcB with external_connections rules, WIM wan1 mapped to
+// both, T's account on it.
 type scenario struct {
 	*bundle
 	tenant  wimro.Tenant
@@ -26,41 +28,8 @@ type scenario struct {
 func newScenario(t *testing.T) *scenario {
 	t.Helper()
 	b := setup(t)
-	sc := &scenario{bundle: b, tenant: b.tenant(t, "tenantT")}
-	rule := func(dpid, port string) map[string]any {
-		return map[string]any{"external_connections": []any{map[string]any{
-			"condition":         map[string]any{"provider:physical_network": "physnet1"},
-			"vim_external_port": map[string]any{"switch": dpid, "port": port},
-		}}}
-	}
-	var err error
-	for _, d := range []struct {
-		name, port string
-		out        *wimro.Datacenter
-	}{{"dcA", "1", &sc.dcA}, {"dcB", "2", &sc.dcB}} {
-		*d.out, err = b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: ptr(d.name), VimURL: ptr("http://" + d.name + ":5000"), Config: rule(popDPID(d.name), d.port)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.eng.AttachDatacenter(b.ctx, "tenantT", d.name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sc.wim = b.wim(t, "wan1", mapping("dcA", 1), mapping("dcB", 2))
-	sc.account = b.account(t, "tenantT", "wan1", engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p"))})
-	return sc
-}
-
-// nets returns, for each VLD, one network in each datacenter.
-func nets(vlds []string, dcs ...string) []engine.NetworkInput {
-	var out []engine.NetworkInput
-	for _, v := range vlds {
-		for i, dc := range dcs {
-			out = append(out, engine.NetworkInput{SceNetID: v, Datacenter: dc, PhysicalNetwork: "physnet1",
-				EncapsulationType: "vlan", EncapsulationID: ptr(300 + i + 1), Name: fmt.Sprintf("net-%s-%s", v[:4], dc)})
-		}
-	}
-	return out
+	f := b.Scenario(t, "tenantT")
+	return &scenario{bundle: b, tenant: f.Tenant, dcA: f.DCA, dcB: f.DCB, wim: f.WIM, account: f.Account}
 }
 
 func (sc *scenario) count(t *testing.T, table string) int {
@@ -72,7 +41,7 @@ func TestCreateInstanceDerivesWANLinks(t *testing.T) {
 	t.Parallel()
 	sc := newScenario(t)
 	vld0, vld1 := uuid.NewString(), uuid.NewString()
-	in := engine.InstanceInput{Name: "nsr0", Networks: append(nets([]string{vld0, vld1}, "dcA", "dcB"),
+	in := engine.InstanceInput{Name: "nsr0", Networks: append(testfactory.Nets("", []string{vld0, vld1}, "dcA", "dcB"),
 		// A VNF-internal network (no sce_net_id) and a single-datacenter VLD
 		// need no WAN link.
 		engine.NetworkInput{Datacenter: "dcA"},
@@ -125,8 +94,8 @@ func TestCreateInstanceWIMChoice(t *testing.T) {
 	sc := newScenario(t)
 	vld := uuid.NewString()
 	// A second WIM that reaches only dcA.
-	w2 := sc.bundle.wim(t, "wan2", mapping("dcA", 9))
-	sc.bundle.account(t, "tenantT", "wan2", engine.AccountInput{})
+	w2 := sc.bundle.WIM(t, "wan2", testfactory.Mapping("dcA", 9))
+	sc.bundle.Account(t, "tenantT", "wan2", engine.AccountInput{})
 
 	cases := []struct {
 		name   string
@@ -145,7 +114,7 @@ func TestCreateInstanceWIMChoice(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", WIMAccount: c.choice, Networks: nets([]string{vld}, "dcA", "dcB")})
+			plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", WIMAccount: c.choice, Networks: testfactory.Nets("", []string{vld}, "dcA", "dcB")})
 			if c.code != "" {
 				wantCode(t, err, c.code)
 				if wimro.ErrorField(err) != c.field {
@@ -159,7 +128,7 @@ func TestCreateInstanceWIMChoice(t *testing.T) {
 		})
 	}
 	// A per-network false overrides the instance's choice.
-	in := nets([]string{vld}, "dcA", "dcB")
+	in := testfactory.Nets("", []string{vld}, "dcA", "dcB")
 	in[0].WIMAccount = engine.WIMChoice{Set: true, None: true}
 	in[1].WIMAccount = engine.WIMChoice{Set: true, None: true}
 	if plan, err := sc.eng.PlanInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: in}); err != nil || len(plan) != 0 {
@@ -186,9 +155,9 @@ func TestCreateInstanceWritesNothingOnFailure(t *testing.T) {
 		in   engine.InstanceInput
 		code string
 	}{
-		{"no common WIM", engine.InstanceInput{Name: "ns", Networks: nets([]string{uuid.NewString()}, "dcA", "dcC")}, wimro.ENOTFOUND},
-		{"second VLD unsatisfiable", engine.InstanceInput{Name: "ns", Networks: append(nets([]string{uuid.NewString()}, "dcA", "dcB"), nets([]string{uuid.NewString()}, "dcB", "dcC")...)}, wimro.ENOTFOUND},
-		{"unknown datacenter", engine.InstanceInput{Name: "ns", Networks: nets([]string{uuid.NewString()}, "dcA", "dcX")}, wimro.ENOTFOUND},
+		{"no common WIM", engine.InstanceInput{Name: "ns", Networks: testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcC")}, wimro.ENOTFOUND},
+		{"second VLD unsatisfiable", engine.InstanceInput{Name: "ns", Networks: append(testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcB"), testfactory.Nets("", []string{uuid.NewString()}, "dcB", "dcC")...)}, wimro.ENOTFOUND},
+		{"unknown datacenter", engine.InstanceInput{Name: "ns", Networks: testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcX")}, wimro.ENOTFOUND},
 		{"bad vlan", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{SceNetID: uuid.NewString(), Datacenter: "dcA", EncapsulationType: "vlan"}}}, wimro.EINVALID},
 		{"bad status", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{Datacenter: "dcA", Status: "GREEN"}}}, wimro.EINVALID},
 		{"no datacenter", engine.InstanceInput{Name: "ns", Networks: []engine.NetworkInput{{SceNetID: uuid.NewString()}}}, wimro.EINVALID},
@@ -228,12 +197,12 @@ func TestMultipointAndSameVIM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := sc.eng.CreatePortMappings(sc.ctx, "tenantT", "wan1", []engine.PortMappingInput{mapping("dcC", 3)}); err != nil {
+	if _, err := sc.eng.CreatePortMappings(sc.ctx, "tenantT", "wan1", []engine.PortMappingInput{testfactory.Mapping("dcC", 3)}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: append(
-		nets([]string{uuid.NewString()}, "dcA", "dcB", "dcC"),
-		nets([]string{uuid.NewString()}, "dcA", "dcA2")...)})
+		testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcB", "dcC"),
+		testfactory.Nets("", []string{uuid.NewString()}, "dcA", "dcA2")...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +214,7 @@ func TestMultipointAndSameVIM(t *testing.T) {
 func TestDeleteInstance(t *testing.T) {
 	t.Parallel()
 	sc := newScenario(t)
-	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsr0", Networks: nets([]string{uuid.NewString(), uuid.NewString()}, "dcA", "dcB")})
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsr0", Networks: testfactory.Nets("", []string{uuid.NewString(), uuid.NewString()}, "dcA", "dcB")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +258,7 @@ func TestUpdateNetwork(t *testing.T) {
 	t.Parallel()
 	sc := newScenario(t)
 	vld := uuid.NewString()
-	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: nets([]string{vld}, "dcA", "dcB")})
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns", Networks: testfactory.Nets("", []string{vld}, "dcA", "dcB")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +284,7 @@ func TestProgressCountersUnderConcurrency(t *testing.T) {
 	for range 50 {
 		vlds = append(vlds, uuid.NewString())
 	}
-	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "big", Networks: nets(vlds, "dcA", "dcB")})
+	v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "big", Networks: testfactory.Nets("", vlds, "dcA", "dcB")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +340,7 @@ func TestUpdateNetworkMakesWaitingCreateDue(t *testing.T) {
 			t.Parallel()
 			vld, other := uuid.NewString(), uuid.NewString()
 			name := fmt.Sprintf("ns%d", i)
-			v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: nets([]string{vld, other}, "dcA", "dcB")})
+			v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: testfactory.Nets("", []string{vld, other}, "dcA", "dcB")})
 			if err != nil {
 				t.Fatal(err)
 			}

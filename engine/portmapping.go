@@ -139,7 +139,9 @@ func validateMappings(field string, in []PortMappingInput) error {
 			if m.WANServiceMappingInfo != nil {
 				mt, _ := m.WANServiceMappingInfo["mapping_type"].(string)
 				if mt == "" {
-					return wimro.FieldErrorf(mf+".wan_service_mapping_info.mapping_type", "%s.wan_service_mapping_info.mapping_type is required", mf)
+					return wimro.FieldErrorf(mf+".wan_service_mapping_info.mapping_type", "%s.wan_service_mapping_info.mapping_type is required: "+
+						`the kind of WAN endpoint, usually "dpid-port" (then wan_switch_dpid and wan_switch_port name the WAN switch port), `+
+						`or any other name without , ; ( ) ' "; the derived wan_service_endpoint_id starts with it`, mf)
 				}
 				if err := checkName(mf+".wan_service_mapping_info.mapping_type", mt, 255); err != nil {
 					return err

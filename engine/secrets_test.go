@@ -36,7 +36,7 @@ func TestSecretsSealed(t *testing.T) {
 				seen = append(seen, wimro.WIMAccount{Config: acct})
 				return nil
 			})
-			tn := b.tenant(t, "t0")
+			tn := b.Tenant(t, "t0")
 			url, wimCfg, acctCfg := "https://admin:pw-1a2b@ctl.example", map[string]any{"bearer_token": "tok-3c4d"}, map[string]any{"bearer_token": "tok-5e6f"}
 			if tt.legacy {
 				w, err := b.db.CreateWIM(b.ctx, wimro.WIM{Name: "wan1", Type: "tapi", URL: url, Config: wimCfg})
@@ -54,7 +54,7 @@ func TestSecretsSealed(t *testing.T) {
 				if _, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("tapi"), URL: &url, Config: wimCfg}); err != nil {
 					t.Fatal(err)
 				}
-				b.account(t, tn.Name, "wan1", engine.AccountInput{Config: acctCfg})
+				b.Account(t, tn.Name, "wan1", engine.AccountInput{Config: acctCfg})
 			}
 			secrets := []string{"pw-1a2b", "tok-3c4d", "tok-5e6f"}
 			answer := func(v any) {

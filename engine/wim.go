@@ -75,11 +75,10 @@ func (in WIMInput) apply(w *wimro.WIM) error {
 	if err := checkDescription("wim.description", w.Description); err != nil {
 		return err
 	}
+	// Which types exist is the connector registry's to say (the engine's
+	// ConnectorCheck); here only that there is one.
 	if w.Type == "" {
-		return wimro.FieldErrorf("wim.type", "wim.type is required (one of %v)", wimro.WIMTypes)
-	}
-	if !wimro.ValidWIMType(w.Type) {
-		return wimro.FieldErrorf("wim.type", "wim.type %q is not supported (one of %v)", w.Type, wimro.WIMTypes)
+		return wimro.FieldErrorf("wim.type", "wim.type is required: the kind of WAN controller, which picks the connector")
 	}
 	return checkURL("wim.wim_url", w.URL)
 }
@@ -96,6 +95,9 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 		w.Config = map[string]any{}
 	}
 	if err := in.apply(&w); err != nil {
+		return WIMView{}, err
+	}
+	if err := e.checkType(w.Type); err != nil {
 		return WIMView{}, err
 	}
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
@@ -206,6 +208,9 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 			w.Config = mergeConfig(w.Config, config)
 		}
 		if err := in.apply(&w); err != nil {
+			return w, nil, err
+		}
+		if err := e.checkType(w.Type); err != nil {
 			return w, nil, err
 		}
 		// Secrets sent back masked, as they were shown, stay as stored.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -31,8 +32,8 @@ func groups(t *testing.T, v engine.WIMView) []engine.PortMappingGroup {
 func TestCreateWIMWithPortMappings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	dcA, dcB := b.datacenter(t, "dcA"), b.datacenter(t, "dcB")
-	w := b.wim(t, "wan1", mapping("dcA", 1), mapping(dcB.UUID, 2))
+	dcA, dcB := b.Datacenter(t, "dcA"), b.Datacenter(t, "dcB")
+	w := b.WIM(t, "wan1", testfactory.Mapping("dcA", 1), testfactory.Mapping(dcB.UUID, 2))
 
 	g := groups(t, w)
 	if len(g) != 2 {
@@ -61,10 +62,10 @@ func TestCreateWIMWithPortMappings(t *testing.T) {
 func TestCreateWIMIsAtomic(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.datacenter(t, "dcA")
+	b.Datacenter(t, "dcA")
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{
 		Name: ptr("wan1"), Type: ptr("fake"), URL: ptr("http://x"),
-		Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{mapping("dcA", 1), mapping("nowhere", 2)})},
+		Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{testfactory.Mapping("dcA", 1), testfactory.Mapping("nowhere", 2)})},
 	})
 	wantCode(t, err, wimro.ENOTFOUND)
 	_, err = b.eng.GetWIM(b.ctx, "any", "wan1")
@@ -103,18 +104,31 @@ func TestWIMValidation(t *testing.T) {
 			wantField(t, err, c.field)
 		})
 	}
-	b.wim(t, "dup")
-	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("dup"), Type: ptr("fake"), URL: ptr("http://x")})
+	// The registry is the one list of types: odl, once listed in a copy,
+	// has no connector; create and edit say which types there are.
+	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("w"), Type: ptr("odl"), URL: ptr("http://x")})
+	wantField(t, err, "wim.type")
+	const list = "use one of dynpac, failing, fake, ietfl2vpn, onos, onos_vpls, tapi"
+	if !strings.Contains(err.Error(), list) {
+		t.Fatalf("create odl: %v, want it to say %q", err, list)
+	}
+	b.WIM(t, "dup")
+	_, err = b.eng.UpdateWIM(b.ctx, "dup", engine.WIMInput{Type: ptr("odl")})
+	wantField(t, err, "wim.type")
+	if !strings.Contains(err.Error(), list) {
+		t.Fatalf("edit to odl: %v, want it to say %q", err, list)
+	}
+	_, err = b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("dup"), Type: ptr("fake"), URL: ptr("http://x")})
 	wantCode(t, err, wimro.ECONFLICT)
 }
 
 func TestUpdateWIM(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.datacenter(t, "dcA")
-	b.datacenter(t, "dcB")
+	b.Datacenter(t, "dcA")
+	b.Datacenter(t, "dcB")
 	w, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: ptr("http://x"),
-		Config: map[string]any{"keep": "yes", "drop": 1, "wim_port_mapping": toAny([]engine.PortMappingInput{mapping("dcA", 1), mapping("dcB", 2)})}})
+		Config: map[string]any{"keep": "yes", "drop": 1, "wim_port_mapping": toAny([]engine.PortMappingInput{testfactory.Mapping("dcA", 1), testfactory.Mapping("dcB", 2)})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +149,7 @@ func TestUpdateWIM(t *testing.T) {
 	}
 
 	// A non-empty wim_port_mapping replaces every mapping.
-	up, err = b.eng.UpdateWIM(b.ctx, "wan1b", engine.WIMInput{Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{mapping("dcA", 7)})}})
+	up, err = b.eng.UpdateWIM(b.ctx, "wan1b", engine.WIMInput{Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{testfactory.Mapping("dcA", 7)})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +157,7 @@ func TestUpdateWIM(t *testing.T) {
 		t.Fatalf("replaced mappings = %+v", g)
 	}
 	// A failing replacement leaves the old mappings in place.
-	_, err = b.eng.UpdateWIM(b.ctx, "wan1b", engine.WIMInput{Name: ptr("renamed"), Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{mapping("nowhere", 7)})}})
+	_, err = b.eng.UpdateWIM(b.ctx, "wan1b", engine.WIMInput{Name: ptr("renamed"), Config: map[string]any{"wim_port_mapping": toAny([]engine.PortMappingInput{testfactory.Mapping("nowhere", 7)})}})
 	wantCode(t, err, wimro.ENOTFOUND)
 	got, _ := b.eng.GetWIM(b.ctx, "any", "wan1b")
 	if got.Name != "wan1b" || len(groups(t, got)) != 1 {
@@ -158,11 +172,11 @@ func TestUpdateWIM(t *testing.T) {
 func TestDeleteWIM(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0, t1 := b.tenant(t, "t0"), b.tenant(t, "t1")
-	b.datacenter(t, "dcA", t0, t1)
-	w := b.wim(t, "wan1", mapping("dcA", 1))
-	b.account(t, "t0", "wan1", engine.AccountInput{})
-	b.account(t, "t1", "wan1", engine.AccountInput{})
+	t0, t1 := b.Tenant(t, "t0"), b.Tenant(t, "t1")
+	b.Datacenter(t, "dcA", t0, t1)
+	w := b.WIM(t, "wan1", testfactory.Mapping("dcA", 1))
+	b.Account(t, "t0", "wan1", engine.AccountInput{})
+	b.Account(t, "t1", "wan1", engine.AccountInput{})
 
 	msg, err := b.eng.DeleteWIM(b.ctx, "wan1")
 	if err != nil || !strings.Contains(msg, "deleted") || !strings.Contains(msg, w.UUID) {
@@ -180,10 +194,10 @@ func TestDeleteWIM(t *testing.T) {
 func TestDeleteWIMBlockedByWANLink(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0 := b.tenant(t, "t0")
-	b.datacenter(t, "dcA", t0)
-	w := b.wim(t, "wan1", mapping("dcA", 1))
-	a := b.account(t, "t0", "wan1", engine.AccountInput{User: ptr("u")})
+	t0 := b.Tenant(t, "t0")
+	b.Datacenter(t, "dcA", t0)
+	w := b.WIM(t, "wan1", testfactory.Mapping("dcA", 1))
+	a := b.Account(t, "t0", "wan1", engine.AccountInput{User: ptr("u")})
 	inst := uuid.NewString()
 	pool := b.db.Pool()
 	if _, err := pool.Exec(b.ctx, `INSERT INTO instance_scenarios (uuid, name, tenant_id) VALUES ($1, 'ns', $2)`, inst, t0.UUID); err != nil {
@@ -210,31 +224,31 @@ func TestDeleteWIMBlockedByWANLink(t *testing.T) {
 func TestPortMappings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0 := b.tenant(t, "t0")
-	b.datacenter(t, "dcA", t0)
-	b.datacenter(t, "dcB")
-	w := b.wim(t, "wan1")
+	t0 := b.Tenant(t, "t0")
+	b.Datacenter(t, "dcA", t0)
+	b.Datacenter(t, "dcB")
+	w := b.WIM(t, "wan1")
 
 	// A tenant sees only the WIMs it is attached to.
-	_, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcA", 1)})
+	_, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.Mapping("dcA", 1)})
 	wantCode(t, err, wimro.ENOTFOUND)
 	if _, err := b.eng.CreateAccount(b.ctx, "t0", "wan1", engine.AccountInput{}); err != nil {
 		t.Fatal(err)
 	}
 	// Datacenter names resolve among the tenant's datacenters.
-	_, err = b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcB", 1)})
+	_, err = b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.Mapping("dcB", 1)})
 	wantCode(t, err, wimro.ENOTFOUND)
-	out, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{mapping("dcA", 1)})
+	out, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.Mapping("dcA", 1)})
 	if err != nil || len(out) != 1 || out[0].WIMName != "wan1" || out[0].PopWANMappings[0].WANServiceEndpointID == "" {
 		t.Fatalf("CreatePortMappings = %+v, %v", out, err)
 	}
 	// "any" resolves among all datacenters.
-	if _, err := b.eng.CreatePortMappings(b.ctx, "any", w.UUID, []engine.PortMappingInput{mapping("dcB", 2)}); err != nil {
+	if _, err := b.eng.CreatePortMappings(b.ctx, "any", w.UUID, []engine.PortMappingInput{testfactory.Mapping("dcB", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	// Adding the same mapping again is a conflict naming the mapping; nothing
 	// of the request is written.
-	_, err = b.eng.CreatePortMappings(b.ctx, "any", "wan1", []engine.PortMappingInput{mapping("dcB", 3), mapping("dcA", 1)})
+	_, err = b.eng.CreatePortMappings(b.ctx, "any", "wan1", []engine.PortMappingInput{testfactory.Mapping("dcB", 3), testfactory.Mapping("dcA", 1)})
 	wantCode(t, err, wimro.ECONFLICT)
 	if !strings.Contains(wimro.ErrorMessage(err), "wim_port_mapping[1]") {
 		t.Fatalf("message = %q", wimro.ErrorMessage(err))
@@ -257,7 +271,7 @@ func TestPortMappings(t *testing.T) {
 	}
 	_, err = b.eng.DeletePortMappings(b.ctx, engine.AnyTenant, "nope")
 	wantCode(t, err, wimro.ENOTFOUND)
-	b.tenant(t, "t1")
+	b.Tenant(t, "t1")
 	_, err = b.eng.GetPortMappings(b.ctx, "t1", "wan1")
 	wantCode(t, err, wimro.ENOTFOUND)
 	_, err = b.eng.DeletePortMappings(b.ctx, "t1", "wan1")
@@ -267,10 +281,10 @@ func TestPortMappings(t *testing.T) {
 func TestFindCommonWIM(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0, t1 := b.tenant(t, "t0"), b.tenant(t, "t1")
-	dc0, dc1, dc2 := b.datacenter(t, "dc0", t0), b.datacenter(t, "dc1", t0), b.datacenter(t, "dc2", t0)
-	b.wim(t, "wim0", mapping("dc0", 1), mapping("dc1", 2))
-	b.account(t, "t0", "wim0", engine.AccountInput{})
+	t0, t1 := b.Tenant(t, "t0"), b.Tenant(t, "t1")
+	dc0, dc1, dc2 := b.Datacenter(t, "dc0", t0), b.Datacenter(t, "dc1", t0), b.Datacenter(t, "dc2", t0)
+	b.WIM(t, "wim0", testfactory.Mapping("dc0", 1), testfactory.Mapping("dc1", 2))
+	b.Account(t, "t0", "wim0", engine.AccountInput{})
 
 	w, err := b.eng.FindCommonWIM(b.ctx, t0.UUID, []string{dc0.UUID, dc1.UUID})
 	if err != nil || w.Name != "wim0" {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,7 +11,7 @@ import (
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -23,23 +22,19 @@ type bundle struct {
 	srv *httptest.Server
 	db  *persistence.DB
 	tok string
+	// f makes fixtures straight through the engine behind srv.
+	f *testfactory.Factory
 }
 
 // setup starts the API over a fresh database; with a token, every request
 // of the bundle carries it.
 func setup(t testing.TB, token string) *bundle {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secret.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := persistence.NewDB(pgtest.NewPool(t), nil)
-	api := httpapi.New(engine.New(db, box, nil), httpapi.Options{Token: token})
+	f := testfactory.New(t)
+	api := httpapi.New(f.Eng, httpapi.Options{Token: token})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return &bundle{t: t, srv: srv, db: db, tok: token}
+	return &bundle{t: t, srv: srv, db: f.DB, tok: token, f: f}
 }
 
 type response struct {
@@ -133,22 +128,12 @@ func wantError(t *testing.T, r response, status int, contains string) {
 }
 
 // fixture is a tenant, two datacenters attached to it with exit rules, and
-// a fake WIM mapped to both.
+// a fake WIM mapped to both (dcB by its endpoint id wan-b).
 func (b *bundle) fixture() {
 	b.t.Helper()
-	b.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "tenant0"}}, 200)
-	for i, dc := range []string{"dcA", "dcB"} {
-		b.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc + ":5000",
-			"config": map[string]any{"external_connections": []any{map[string]any{
-				"condition":         map[string]any{"provider:physical_network": "physnet1"},
-				"vim_external_port": map[string]any{"switch": "00:00:00:00:00:00:00:0" + string(rune('a'+i)), "port": "1"}}}}}}, 200)
-		b.call("POST", "/openmano/tenant0/datacenters/"+dc, nil, 200)
-	}
-	b.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wim0", "type": "fake", "wim_url": "http://wim0.example",
-		"config": map[string]any{"wim_port_mapping": []any{
-			map[string]any{"datacenter_name": "dcA", "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": "00:00:00:00:00:00:00:0a", "pop_switch_port": 1,
-				"wan_service_mapping_info": map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": 1}}}},
-			map[string]any{"datacenter_name": "dcB", "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": "00:00:00:00:00:00:00:0b", "pop_switch_port": "1",
-				"wan_service_endpoint_id": "wan-b"}}},
-		}}}}, 200)
+	t0 := b.f.Tenant(b.t, "tenant0")
+	b.f.Datacenter(b.t, "dcA", t0)
+	b.f.Datacenter(b.t, "dcB", t0)
+	b.f.WIM(b.t, "wim0", testfactory.Mapping("dcA", 1), engine.PortMappingInput{DatacenterName: "dcB", PopWANMappings: []engine.PopWANMappingInput{{
+		PopSwitchDPID: testfactory.PopDPID("dcB"), PopSwitchPort: "1", WANServiceEndpointID: "wan-b"}}})
 }

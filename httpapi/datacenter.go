@@ -39,21 +39,22 @@ func (a *api) datacenterRoutes() []Route {
 	}
 }
 
-func (a *api) decodeDatacenter(w http.ResponseWriter, r *http.Request) (engine.DatacenterInput, bool) {
+func (a *api) decodeDatacenter(w http.ResponseWriter, r *http.Request) (engine.DatacenterInput, []string, bool) {
 	var body datacenterBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, nil)
+	if err != nil {
 		a.srv.Error(w, r, err)
-		return engine.DatacenterInput{}, false
+		return engine.DatacenterInput{}, nil, false
 	}
 	if body.Datacenter == nil {
 		a.srv.Error(w, r, wimro.FieldErrorf("datacenter", "datacenter is required"))
-		return engine.DatacenterInput{}, false
+		return engine.DatacenterInput{}, nil, false
 	}
-	return *body.Datacenter, true
+	return *body.Datacenter, warnings, true
 }
 
 func (a *api) createDatacenter(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeDatacenter(w, r)
+	in, warnings, ok := a.decodeDatacenter(w, r)
 	if !ok {
 		return
 	}
@@ -62,11 +63,11 @@ func (a *api) createDatacenter(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+	respondWarned(w, r, http.StatusOK, datacenterResponse{Datacenter: d}, warnings)
 }
 
 func (a *api) updateDatacenter(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeDatacenter(w, r)
+	in, warnings, ok := a.decodeDatacenter(w, r)
 	if !ok {
 		return
 	}
@@ -75,7 +76,7 @@ func (a *api) updateDatacenter(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+	respondWarned(w, r, http.StatusOK, datacenterResponse{Datacenter: d}, warnings)
 }
 
 func (a *api) deleteDatacenter(w http.ResponseWriter, r *http.Request) {

@@ -91,7 +91,8 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		dryRun = b
 	}
 	var body instanceBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, nil)
+	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
@@ -110,7 +111,7 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		if out.Plan.WANLinks == nil {
 			out.Plan.WANLinks = []engine.PlannedLink{}
 		}
-		Respond(w, r, http.StatusOK, out)
+		respondWarned(w, r, http.StatusOK, out, warnings)
 		return
 	}
 	v, err := a.eng.CreateInstance(r.Context(), param(r, "tenant_id"), *body.Instance)
@@ -118,7 +119,7 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, instanceResponse{Instance: v})
+	respondWarned(w, r, http.StatusOK, instanceResponse{Instance: v}, warnings)
 }
 
 func (a *api) getInstance(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +142,8 @@ func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	var body networkBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, nil)
+	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
@@ -154,7 +156,7 @@ func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, networkResponse{Network: n})
+	respondWarned(w, r, http.StatusOK, networkResponse{Network: n}, warnings)
 }
 
 func (a *api) listWANLinks(w http.ResponseWriter, r *http.Request) {

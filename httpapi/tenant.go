@@ -43,7 +43,8 @@ func (a *api) listTenants(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) createTenant(w http.ResponseWriter, r *http.Request) {
 	var body tenantBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, nil)
+	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
@@ -56,7 +57,7 @@ func (a *api) createTenant(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, tenantResponse{Tenant: t})
+	respondWarned(w, r, http.StatusOK, tenantResponse{Tenant: t}, warnings)
 }
 
 func (a *api) getTenant(w http.ResponseWriter, r *http.Request) {

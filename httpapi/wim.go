@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
@@ -128,21 +129,26 @@ func (a *api) getWIM(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, wimResponse{WIM: v})
 }
 
-func (a *api) decodeWIM(w http.ResponseWriter, r *http.Request) (engine.WIMInput, bool) {
+// wimTyped are the parts of a WIM's free-form config that the engine
+// decodes into a type: their unknown keys are warned about too.
+var wimTyped = map[string]reflect.Type{"wim.config.wim_port_mapping": reflect.TypeFor[[]engine.PortMappingInput]()}
+
+func (a *api) decodeWIM(w http.ResponseWriter, r *http.Request) (engine.WIMInput, []string, bool) {
 	var body wimBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, wimTyped)
+	if err != nil {
 		a.srv.Error(w, r, err)
-		return engine.WIMInput{}, false
+		return engine.WIMInput{}, nil, false
 	}
 	if body.WIM == nil {
 		a.srv.Error(w, r, wimro.FieldErrorf("wim", "wim is required"))
-		return engine.WIMInput{}, false
+		return engine.WIMInput{}, nil, false
 	}
-	return *body.WIM, true
+	return *body.WIM, warnings, true
 }
 
 func (a *api) createWIM(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeWIM(w, r)
+	in, warnings, ok := a.decodeWIM(w, r)
 	if !ok {
 		return
 	}
@@ -151,11 +157,11 @@ func (a *api) createWIM(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, wimResponse{WIM: v})
+	respondWarned(w, r, http.StatusOK, wimResponse{WIM: v}, warnings)
 }
 
 func (a *api) updateWIM(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeWIM(w, r)
+	in, warnings, ok := a.decodeWIM(w, r)
 	if !ok {
 		return
 	}
@@ -164,7 +170,7 @@ func (a *api) updateWIM(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, wimResponse{WIM: v})
+	respondWarned(w, r, http.StatusOK, wimResponse{WIM: v}, warnings)
 }
 
 func (a *api) deleteWIM(w http.ResponseWriter, r *http.Request) {
@@ -176,21 +182,22 @@ func (a *api) deleteWIM(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, result{Result: msg})
 }
 
-func (a *api) decodeAccount(w http.ResponseWriter, r *http.Request) (engine.AccountInput, bool) {
+func (a *api) decodeAccount(w http.ResponseWriter, r *http.Request) (engine.AccountInput, []string, bool) {
 	var body accountBody
-	if err := Decode(r, &body, false); err != nil {
+	warnings, err := decodeWarn(r, &body, nil)
+	if err != nil {
 		a.srv.Error(w, r, err)
-		return engine.AccountInput{}, false
+		return engine.AccountInput{}, nil, false
 	}
 	if body.Account == nil {
 		a.srv.Error(w, r, wimro.FieldErrorf("wim_account", "wim_account is required (it may be empty: {\"wim_account\": {}})"))
-		return engine.AccountInput{}, false
+		return engine.AccountInput{}, nil, false
 	}
-	return *body.Account, true
+	return *body.Account, warnings, true
 }
 
 func (a *api) createAccount(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeAccount(w, r)
+	in, warnings, ok := a.decodeAccount(w, r)
 	if !ok {
 		return
 	}
@@ -199,11 +206,11 @@ func (a *api) createAccount(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, accountResponse{Account: v})
+	respondWarned(w, r, http.StatusOK, accountResponse{Account: v}, warnings)
 }
 
 func (a *api) updateAccounts(w http.ResponseWriter, r *http.Request) {
-	in, ok := a.decodeAccount(w, r)
+	in, warnings, ok := a.decodeAccount(w, r)
 	if !ok {
 		return
 	}
@@ -214,10 +221,10 @@ func (a *api) updateAccounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tenant != engine.AnyTenant && len(list) == 1 {
-		Respond(w, r, http.StatusOK, accountShortResponse{Account: list[0]})
+		respondWarned(w, r, http.StatusOK, accountShortResponse{Account: list[0]}, warnings)
 		return
 	}
-	Respond(w, r, http.StatusOK, accountsShortResponse{Accounts: list})
+	respondWarned(w, r, http.StatusOK, accountsShortResponse{Accounts: list}, warnings)
 }
 
 func (a *api) deleteAccounts(w http.ResponseWriter, r *http.Request) {

@@ -480,6 +480,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	eng := engine.New(db, box, logger)
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, "postgres"), keyFile)
+	eng.SetTypeCheck(typeCheck(registry))
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	// One LISTEN connection for the process: the workers follow account
@@ -588,15 +589,23 @@ func stopPart(logger *slog.Logger, what string, stop func(context.Context) error
 	}
 }
 
+// typeCheck refuses, when a WIM is written, a type the registry does not
+// hold, listing those it does; a development type says how to get it.
+func typeCheck(r *connectors.Registry) engine.TypeCheck {
+	return func(wimType string) error {
+		if slices.Contains(devTypes, wimType) && !slices.Contains(r.Types(), wimType) {
+			return wimro.FieldErrorf("wim.type", "wim.type %q is a development connector, offered only when wimd runs with --dev-connectors (WIMRO_DEV_CONNECTORS=true)", wimType)
+		}
+		return r.CheckType(wimType)
+	}
+}
+
 // connectorCheck validates connector settings when a WIM or an account is
 // written: it builds the connector (which contacts nothing) and reports
-// what its factory refused. Types without a connector pass (their
-// accounts get a failing connector).
+// what its factory refused. Types without a connector pass here (typeCheck
+// refuses them when a WIM is written).
 func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 	return func(w wimro.WIM, accountConfig map[string]any) error {
-		if slices.Contains(devTypes, w.Type) && !slices.Contains(r.Types(), w.Type) {
-			return wimro.FieldErrorf("wim.type", "wim.type %q is a development connector, offered only when wimd runs with --dev-connectors (WIMRO_DEV_CONNECTORS=true)", w.Type)
-		}
 		_, err := buildFor(r, w, accountConfig)
 		return err
 	}

@@ -46,6 +46,36 @@ func TestConnectorCheck(t *testing.T) {
 	}
 }
 
+// TestTypeCheck checks that a WIM type is one of the registry's: the
+// refusal lists the registered types, and a development type names the
+// flag that offers it.
+func TestTypeCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, typ string
+		dev       bool
+		want      string // "" for accepted
+	}{
+		{"registered", "tapi", false, ""},
+		{"dev registered", "fake", true, ""},
+		{"no connector", "odl", false, `no connector for WIM type "odl": use one of dynpac, ietfl2vpn, onos, onos_vpls, tapi`},
+		{"no connector, dev", "odl", true, "use one of dynpac, failing, fake, ietfl2vpn, onos, onos_vpls, tapi"},
+		{"dev type without the flag", "failing", false, "--dev-connectors"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := typeCheck(newRegistry(tt.dev, t.TempDir()))(tt.typ)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error = %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestMappingCheck checks that wimd refuses, when port mappings are
 // written, a wan_service_mapping_info the WIM's connector cannot use.
 func TestMappingCheck(t *testing.T) {

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/wimro/wimro"
+)
+
+// InstanceActionView is an instance action, with its tasks when one action
+// is asked for.
+type InstanceActionView struct {
+	wimro.InstanceAction
+	WIMActions []wimro.Action `json:"vim_wim_actions,omitempty"`
+	// VimActions repeats Tasks under openmano's older name.
+	VimActions []wimro.Action `json:"vim_actions,omitempty"`
+}
+
+// ListInstanceActions lists the actions of an instance (the instance may
+// be deleted already: its actions outlive it).
+func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID string) ([]wimro.InstanceAction, error) {
+	t, err := e.db.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return nil, err
+	}
+	id, err := e.instanceID(ctx, t, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	_, lookupErr := e.db.GetInstance(ctx, t.UUID, id)
+	list, err := e.db.ListInstanceActions(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// The instance may be gone (its actions outlive it), so the id alone
+	// proves nothing: keep only the tenant's own actions.
+	own := list[:0]
+	for _, ia := range list {
+		if ia.TenantID == t.UUID {
+			own = append(own, ia)
+		}
+	}
+	if len(own) == 0 && lookupErr != nil {
+		// Neither the tenant's instance nor any of its history: the same
+		// answer whether the id is unknown or another tenant's.
+		return nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instances - `uuid=%s`", instanceID)
+	}
+	return own, nil
+}
+
+// GetInstanceAction returns one instance action with its tasks and
+// progress counters.
+func (e *Engine) GetInstanceAction(ctx context.Context, tenantRef, instanceID, actionID string) (InstanceActionView, error) {
+	t, err := e.db.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return InstanceActionView{}, err
+	}
+	id, err := e.instanceID(ctx, t, instanceID)
+	if err != nil {
+		return InstanceActionView{}, err
+	}
+	ia, err := e.db.GetInstanceAction(ctx, id, actionID)
+	if err != nil {
+		return InstanceActionView{}, err
+	}
+	if ia.TenantID != t.UUID {
+		return InstanceActionView{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instance_actions - `uuid=%s`", actionID)
+	}
+	tasks, err := e.db.ListActionsOfInstanceAction(ctx, ia.UUID)
+	if err != nil {
+		return InstanceActionView{}, err
+	}
+	if tasks == nil {
+		tasks = []wimro.Action{}
+	}
+	return InstanceActionView{InstanceAction: ia, WIMActions: tasks, VimActions: tasks}, nil
+}
+
+// instanceID resolves an instance of the tenant; a uuid of a deleted
+// instance is accepted so its DELETE action stays visible.
+func (e *Engine) instanceID(ctx context.Context, t wimro.Tenant, ref string) (string, error) {
+	inst, err := e.db.GetInstance(ctx, t.UUID, ref)
+	if err == nil {
+		return inst.UUID, nil
+	}
+	if id, ok := wimro.ParseUUID(ref); ok && wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		return id, nil
+	}
+	return "", err
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/wimro/wimro"
+)
+
+// WIMChoice is how an instance (or one of its networks) selects the WIM
+// of its WAN links: automatic (absent, null or true), none (false), or a
+// given account uuid, or a WIM name or uuid (the tenant's account on it).
+type WIMChoice struct {
+	Set  bool   // the field was present and not null
+	None bool   // false: no WAN link
+	Ref  string // account uuid, or WIM name or uuid
+}
+
+// UnmarshalJSON accepts true, false, null or a string.
+func (c *WIMChoice) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case nil:
+		*c = WIMChoice{}
+	case bool:
+		*c = WIMChoice{Set: true, None: !x}
+	case string:
+		if x == "" {
+			return fmt.Errorf("wim_account: an empty string is not a WIM or account")
+		}
+		*c = WIMChoice{Set: true, Ref: x}
+	default:
+		return fmt.Errorf("wim_account: expected true, false, null, or a WIM account uuid / WIM name or uuid")
+	}
+	return nil
+}
+
+// MarshalJSON writes the choice back in its input form.
+func (c WIMChoice) MarshalJSON() ([]byte, error) {
+	switch {
+	case !c.Set:
+		return []byte("null"), nil
+	case c.None:
+		return []byte("false"), nil
+	case c.Ref == "":
+		return []byte("true"), nil
+	}
+	return json.Marshal(c.Ref)
+}
+
+func (c WIMChoice) auto() bool { return !c.Set || (!c.None && c.Ref == "") }
+
+// NetworkInput is one local network of an instance in one datacenter.
+type NetworkInput struct {
+	UUID              string         `json:"uuid,omitempty"`
+	Name              string         `json:"name,omitempty"` // the VIM network name; also matched by the network routes
+	SceNetID          string         `json:"sce_net_id,omitempty"`
+	OsmID             string         `json:"osm_id,omitempty"`
+	Datacenter        string         `json:"datacenter,omitempty"` // name or uuid; default: the instance's datacenter
+	Status            string         `json:"status,omitempty"`
+	EncapsulationType string         `json:"encapsulation_type,omitempty"` // none | vlan
+	EncapsulationID   *int           `json:"encapsulation_id,omitempty"`   // VLAN id
+	PopSwitchDPID     string         `json:"pop_switch_dpid,omitempty"`
+	PopSwitchPort     Port           `json:"pop_switch_port,omitempty"`
+	PhysicalNetwork   string         `json:"physical_network,omitempty"` // matched by external_connections as provider:physical_network
+	VimInfo           map[string]any `json:"vim_info,omitempty"`
+	VimNetID          string         `json:"vim_net_id,omitempty"`
+	SdnNetID          string         `json:"sdn_net_id,omitempty"`
+	WIMAccount        WIMChoice      `json:"wim_account"`
+}
+
+// InstanceInput is the body of an instance create.
+type InstanceInput struct {
+	Name        string         `json:"name"`
+	Description *string        `json:"description,omitempty"`
+	ScenarioID  string         `json:"scenario_id,omitempty"`
+	Datacenter  string         `json:"datacenter,omitempty"`
+	WIMAccount  WIMChoice      `json:"wim_account"`
+	Networks    []NetworkInput `json:"networks"`
+}
+
+// PlannedLink is a WAN link the instance needs, with the WIM and account
+// chosen for it.
+type PlannedLink struct {
+	SceNetID      string   `json:"sce_net_id"`
+	DatacenterIDs []string `json:"datacenters"`
+	Multipoint    bool     `json:"multipoint"`
+	WIMID         string   `json:"wim_id"`
+	WIMName       string   `json:"wim_name"`
+	WIMAccountID  string   `json:"wim_account_id"`
+}
+
+// InstanceView is an instance with its networks and WAN links.
+type InstanceView struct {
+	wimro.Instance
+	Networks []wimro.InstanceNet `json:"networks"`
+	WANLinks []wimro.WANLink     `json:"wan_links"`
+	// ActionID is the instance action that creates it (create response only).
+	ActionID string `json:"action_id,omitempty"`
+}
+
+var linkStatuses = map[string]bool{}
+
+func init() {
+	for _, s := range wimro.NetStatuses {
+		linkStatuses[s] = true
+	}
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/persistence"
+)
+
+// NetworkUpdate is what the NFVO reports about a local network. Nil fields
+// keep their value.
+type NetworkUpdate struct {
+	Status            *string        `json:"status"`
+	ErrorMsg          *string        `json:"error_msg"`
+	EncapsulationType *string        `json:"encapsulation_type"`
+	EncapsulationID   *int           `json:"encapsulation_id"`
+	PopSwitchDPID     *string        `json:"pop_switch_dpid"`
+	PopSwitchPort     *Port          `json:"pop_switch_port"`
+	PhysicalNetwork   *string        `json:"physical_network"`
+	VimInfo           map[string]any `json:"vim_info"`
+	VimNetID          *string        `json:"vim_net_id"`
+	SdnNetID          *string        `json:"sdn_net_id"`
+}
+
+// UpdateNetwork records a network's new status or encapsulation and wakes
+// the workers of the WAN links of its VLD. A CREATE waits for its networks
+// to be ACTIVE with run_after in the future, so a status change also makes
+// the waiting CREATEs of the VLD's links due at once.
+func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
+	var out wimro.InstanceNet
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		t, err := s.GetTenant(ctx, tenantRef)
+		if err != nil {
+			return err
+		}
+		inst, err := s.GetInstance(ctx, t.UUID, instanceRef)
+		if err != nil {
+			return err
+		}
+		n, err := s.GetInstanceNet(ctx, inst.UUID, netRef)
+		if err != nil {
+			return err
+		}
+		oldStatus := n.Status
+		if u.Status != nil {
+			st := strings.ToUpper(*u.Status)
+			if !linkStatuses[st] {
+				return wimro.FieldErrorf("network.status", "network.status must be one of %v", wimro.NetStatuses)
+			}
+			n.Status = st
+		}
+		if u.ErrorMsg != nil {
+			n.ErrorMsg = u.ErrorMsg
+		}
+		if u.EncapsulationType != nil || u.EncapsulationID != nil {
+			typ := ""
+			if u.EncapsulationType != nil {
+				typ = *u.EncapsulationType
+			} else if n.EncapsulationType != nil {
+				typ = *n.EncapsulationType
+			}
+			id := u.EncapsulationID
+			if id == nil && typ == "vlan" {
+				id = n.EncapsulationID
+			}
+			if err := applyEncapsulation("network", &n, typ, id); err != nil {
+				return err
+			}
+		}
+		if u.PopSwitchDPID != nil {
+			if !dpidPattern.MatchString(*u.PopSwitchDPID) {
+				return wimro.FieldErrorf("network.pop_switch_dpid", "network.pop_switch_dpid must be colon-separated alphanumeric groups")
+			}
+			n.PopSwitchDPID = u.PopSwitchDPID
+		}
+		if u.PopSwitchPort != nil {
+			p := string(*u.PopSwitchPort)
+			n.PopSwitchPort = &p
+		}
+		physnet := ""
+		if u.PhysicalNetwork != nil {
+			physnet = *u.PhysicalNetwork
+		}
+		base := n.VimInfo
+		if u.VimInfo != nil {
+			base = mergeConfig(n.VimInfo, u.VimInfo)
+		}
+		n.VimInfo = vimInfo(base, physnet, n.EncapsulationType, n.EncapsulationID)
+		if n.EncapsulationType != nil && *n.EncapsulationType == "none" {
+			delete(n.VimInfo, "encapsulation_id")
+		}
+		if u.VimNetID != nil {
+			n.VimNetID = u.VimNetID
+		}
+		if u.SdnNetID != nil {
+			n.SdnNetID = u.SdnNetID
+		}
+		if out, err = s.UpdateInstanceNet(ctx, n); err != nil {
+			return err
+		}
+		if n.SceNetID == nil {
+			return nil
+		}
+		links, err := s.ListWANLinksOfGroup(ctx, inst.UUID, *n.SceNetID)
+		if err != nil {
+			return err
+		}
+		accounts := make([]string, len(links))
+		ids := make([]string, len(links))
+		for i, l := range links {
+			accounts[i], ids[i] = l.WIMAccountID, l.UUID
+		}
+		if n.Status != oldStatus {
+			if _, err := s.MakeLinksDue(ctx, ids); err != nil {
+				return err
+			}
+		}
+		return s.NotifyAccounts(ctx, accounts...)
+	})
+	return out, err
+}

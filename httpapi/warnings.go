@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Unknown keys of a create or edit body are accepted, as openmano stripped
+// them (OSM's LCM sends stale ones), but a typo such as "descripton" or
+// "datacentre" must not vanish silently: the answer lists each one in a
+// top-level "warnings" array, by its full path.
+
+// decodeWarn is Decode (not strict) that also returns a warning for each
+// key of the body that no field of v takes. typed names the free-form
+// objects that the engine decodes itself later (wim.config.wim_port_mapping),
+// by path, with the type they are decoded into, so their keys are checked
+// too.
+func decodeWarn(r *http.Request, v any, typed map[string]reflect.Type) ([]string, error) {
+	var raw bytes.Buffer
+	// Keep a copy of what Decode reads, to walk the keys afterwards.
+	r.Body = readCloser{io.TeeReader(r.Body, &raw), r.Body}
+	if err := Decode(r, v, false); err != nil {
+		return nil, err
+	}
+	kind, err := bodyKind(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := DecodeBytes(raw.Bytes(), kind, &doc, false); err != nil {
+		return nil, err
+	}
+	w := keyWalker{typed: typed}
+	w.walk(doc, reflect.TypeOf(v), "")
+	return w.warnings, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+type keyWalker struct {
+	typed    map[string]reflect.Type
+	warnings []string
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// walk compares the decoded document doc with the type t it was decoded
+// into, as encoding/json matches keys to fields.
+func (w *keyWalker) walk(doc any, t reflect.Type, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return // the type reads its own keys (free-form objects, ports, ...)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(m) {
+			f, ok := matchField(fields, k)
+			if !ok {
+				w.warnings = append(w.warnings, fmt.Sprintf("unknown key %s (ignored)", join(path, k)))
+				continue
+			}
+			w.walk(m[k], f.Type, join(path, k))
+		}
+	case reflect.Slice, reflect.Array:
+		l, ok := doc.([]any)
+		if !ok {
+			return
+		}
+		for i, e := range l {
+			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		// A free-form object (config, vim_info): any key goes, except in
+		// the parts the engine decodes into a type of its own.
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range sortedKeys(m) {
+			if tt, ok := w.typed[join(path, k)]; ok {
+				w.walk(m[k], tt, join(path, k))
+			}
+		}
+	}
+}
+
+// jsonFields lists the fields of struct t that encoding/json fills, by
+// name; the fields of untagged embedded structs are promoted, the
+// shallower one winning a clash.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && ft.Kind() == reflect.Struct:
+			embedded = append(embedded, ft)
+		case !f.IsExported():
+		case name == "":
+			out[f.Name] = f
+		default:
+			out[name] = f
+		}
+	}
+	for _, et := range embedded {
+		for name, f := range jsonFields(et) {
+			if _, taken := out[name]; !taken {
+				out[name] = f
+			}
+		}
+	}
+	return out
+}
+
+// matchField finds the field of key: its exact name, else one equal
+// under case folding, as encoding/json does.
+func matchField(fields map[string]reflect.StructField, key string) (reflect.StructField, bool) {
+	if f, ok := fields[key]; ok {
+		return f, true
+	}
+	for name, f := range fields {
+		if strings.EqualFold(name, key) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// respondWarned is Respond with warnings added to the answer as a
+// top-level "warnings" array; without warnings the answer is Respond's.
+func respondWarned(w http.ResponseWriter, r *http.Request, status int, v any, warnings []string) {
+	if len(warnings) == 0 {
+		Respond(w, r, status, v)
+		return
+	}
+	b, err := json.Marshal(v)
+	var top map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(b, &top)
+	}
+	if err != nil {
+		Respond(w, r, status, v) // not an object: nowhere to put them
+		return
+	}
+	top["warnings"], _ = json.Marshal(warnings)
+	Respond(w, r, status, top)
+}
