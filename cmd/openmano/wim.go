@@ -11,7 +11,7 @@ import (
 func wimCommands() []spec {
 	return []spec{
 		{name: "wim-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
-			summary: "Create a WIM. The server requires a type (fake, dynpac, ietfl2vpn, tapi, onos, onos_vpls, odl, failing);\nconfig may carry wim_port_mapping.",
+			summary: "Create a WIM. The server requires a type, one of the connectors it offers (a wrong one is\nanswered with the list); config may carry wim_port_mapping.",
 			min:     2, max: 2, setup: setupWIMCreate},
 		{name: "wim-list", args: "[NAME] [-a]", summary: "List the WIMs of OPENMANO_TENANT (all with -a), or show one with its port mappings.", max: 1, setup: setupWIMList},
 		{name: "wim-edit", args: "[WIM] --file YAML|file [-f]", summary: "Edit a WIM (PUT /openmano/wims/WIM); the content is wrapped in {\"wim\": ...} if needed.\nWIM defaults to OPENMANO_WIM.", max: 1, setup: setupWIMEdit},
@@ -20,7 +20,7 @@ func wimCommands() []spec {
 }
 
 func setupWIMCreate(fs *pflag.FlagSet) runFunc {
-	typ := fs.String("type", "", "WIM type: fake, dynpac, ietfl2vpn, tapi, onos, onos_vpls, odl or failing (required by the server)")
+	typ := fs.String("type", "", "WIM type: a connector the server offers, e.g. ietfl2vpn, tapi, onos or dynpac (required; the server lists its types when it refuses one)")
 	desc := fs.String("description", "", "description of the WIM")
 	config := fs.String("config", "", "config as inline YAML/JSON or a file (may carry wim_port_mapping)")
 	return func(ctx context.Context, s *session, args []string) error {
