@@ -61,9 +61,7 @@ func wimdFlags(t *testing.T) map[string]*flagDoc {
 			var vars []string
 			if m := usageEnv.FindStringSubmatch(text); m != nil {
 				vars = append(vars, m[1])
-				for _, v := range strings.Split(m[2], ", else ")[1:] {
-					vars = append(vars, v)
-				}
+				vars = append(vars, strings.Split(m[2], ", else ")[1:]...)
 			}
 			def := ""
 			if m := usageDef.FindStringSubmatch(text); m != nil {
