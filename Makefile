@@ -16,6 +16,7 @@ all: build
 deps:
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-yanglint.sh
+	@scripts/ensure-systemd-analyze.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:
