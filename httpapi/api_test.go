@@ -11,6 +11,7 @@ import (
 
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
+	"github.com/wimro/wimro/internal/openapitest"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
@@ -37,7 +38,9 @@ func setup(t testing.TB, token string) *bundle {
 	}
 	db := persistence.NewDB(pgtest.NewPool(t), nil)
 	api := httpapi.New(engine.New(db, box, nil), httpapi.Options{Token: token})
-	srv := httptest.NewServer(api.Handler())
+	// Every answer of every test on the bundle, errors included, must
+	// follow the OpenAPI document the server serves.
+	srv := httptest.NewServer(openapitest.MustLoad(t, api.OpenAPI()).Handler(t, api.Handler()))
 	t.Cleanup(srv.Close)
 	return &bundle{t: t, srv: srv, db: db, tok: token}
 }
