@@ -4,7 +4,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck clean
+.PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
 
 all: build
 
@@ -36,6 +36,7 @@ CI_FUZZTIME ?= 3s
 
 test: deps
 	$(GO) vet ./...
+	@scripts/openapi-lint.sh
 	$(GO) test -race -count=1 -timeout 30m ./...
 	@if [ -n "$$CI" ]; then $(MAKE) --no-print-directory fuzz FUZZTIME=$(CI_FUZZTIME); fi
 
@@ -69,10 +70,16 @@ fuzz:
 # a dependency of the module).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint: fmt vet staticcheck
+lint: fmt vet staticcheck openapi-lint
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+
+# openapi-lint lints the OpenAPI document /openapi.json serves with a
+# pinned @redocly/cli (through npx; npm's cache outside the repo): any
+# error fails. It needs Node.js 20.19+ and npm.
+openapi-lint:
+	@scripts/openapi-lint.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
+	"github.com/wimro/wimro/internal/openapitest"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
@@ -32,7 +33,14 @@ func setup(t testing.TB, token string) *bundle {
 	t.Helper()
 	f := testfactory.New(t)
 	api := httpapi.New(f.Eng, httpapi.Options{Token: token})
-	srv := httptest.NewServer(api.Handler())
+	// Every answer of every test on the bundle, errors included, must
+	// follow the OpenAPI document the server serves. Benchmarks time the
+	// server alone.
+	h := api.Handler()
+	if _, bench := t.(*testing.B); !bench {
+		h = openapitest.MustLoad(t, api.OpenAPI()).Handler(t, h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &bundle{t: t, srv: srv, db: f.DB, tok: token, f: f}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 type datacenterBody struct {
-	Datacenter *engine.DatacenterInput `json:"datacenter"`
+	Datacenter *engine.DatacenterInput `json:"datacenter" openapi:"required"`
 }
 
 type datacenterResponse struct {
@@ -16,7 +16,7 @@ type datacenterResponse struct {
 }
 
 type datacenterListResponse struct {
-	Datacenters []wimro.Datacenter `json:"datacenters"`
+	Datacenters []wimro.Datacenter `json:"datacenters" openapi:"required"`
 }
 
 func (a *api) datacenterRoutes() []Route {

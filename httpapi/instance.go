@@ -9,7 +9,7 @@ import (
 )
 
 type instanceBody struct {
-	Instance *engine.InstanceInput `json:"instance"`
+	Instance *engine.InstanceInput `json:"instance" openapi:"required"`
 }
 
 type instanceResponse struct {
@@ -18,12 +18,12 @@ type instanceResponse struct {
 
 type instancePlanResponse struct {
 	Plan struct {
-		WANLinks []engine.PlannedLink `json:"wan_links"`
+		WANLinks []engine.PlannedLink `json:"wan_links" openapi:"required"`
 	} `json:"plan"`
 }
 
 type instanceListResponse struct {
-	Instances []wimro.Instance `json:"instances"`
+	Instances []wimro.Instance `json:"instances" openapi:"required"`
 }
 
 type instanceDeleteResponse struct {
@@ -32,7 +32,7 @@ type instanceDeleteResponse struct {
 }
 
 type networkBody struct {
-	Network *engine.NetworkUpdate `json:"network"`
+	Network *engine.NetworkUpdate `json:"network" openapi:"required"`
 }
 
 type networkResponse struct {
@@ -44,11 +44,11 @@ type wanLinksResponse struct {
 }
 
 type actionsResponse struct {
-	Actions []wimro.InstanceAction `json:"actions"`
+	Actions []wimro.InstanceAction `json:"actions" openapi:"required"`
 }
 
 type actionResponse struct {
-	Actions []engine.InstanceActionView `json:"actions"`
+	Actions []engine.InstanceActionView `json:"actions" openapi:"required"`
 }
 
 func (a *api) instanceRoutes() []Route {
@@ -57,7 +57,7 @@ func (a *api) instanceRoutes() []Route {
 	return []Route{
 		{Method: "GET", Pattern: base, Summary: "List the NS instances of a tenant", Tags: tags, Response: instanceListResponse{}, Handler: a.listInstances},
 		{Method: "POST", Pattern: base, Summary: "Create an NS instance: its networks, WAN links and CREATE actions (dry_run=true: only plan)", Tags: tags,
-			Query: []string{"dry_run"}, Request: instanceBody{}, Response: instanceResponse{}, Handler: a.createInstance},
+			Query: []string{"dry_run"}, Request: instanceBody{}, Response: instanceResponse{}, AlsoResponse: instancePlanResponse{}, Handler: a.createInstance},
 		{Method: "GET", Pattern: base + "/{instance_id}", Summary: "Show an NS instance with its networks and WAN links", Tags: tags, Response: instanceResponse{}, Handler: a.getInstance},
 		{Method: "DELETE", Pattern: base + "/{instance_id}", Summary: "Delete an NS instance: DELETE actions for its WAN links", Tags: tags, Response: instanceDeleteResponse{}, Handler: a.deleteInstance},
 		{Method: "PUT", Pattern: base + "/{instance_id}/networks/{net_id}", Summary: "Report a local network's status or encapsulation (wakes the workers)", Tags: tags,

@@ -1,63 +1,239 @@
 package httpapi
 
 import (
+	"fmt"
+	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wimro/wimro/engine"
 )
 
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 
 // OpenAPI returns the OpenAPI 3.0 document of every route, with request
-// and response schemas reflected from the Go types the handlers use.
+// and response schemas reflected from the Go types the handlers use. It
+// lints clean with @redocly/cli (scripts/openapi-lint.sh) and the tests
+// validate the live answers against it.
 func (s *Server) OpenAPI() map[string]any {
-	g := &schemaGen{components: map[string]any{}, seen: map[reflect.Type]string{}}
+	g := &schemaGen{components: map[string]any{}, names: map[reflect.Type]string{}}
+	g.schema(reflect.TypeOf(errorBody{})) // "Error", the one error body
 	paths := map[string]any{}
+	used := map[int]bool{}
 	for _, rt := range s.routes {
 		item, _ := paths[rt.Pattern].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
 			paths[rt.Pattern] = item
 		}
-		var params []any
-		for _, m := range pathParam.FindAllStringSubmatch(rt.Pattern, -1) {
-			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
-		}
-		for _, q := range rt.Query {
-			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": map[string]any{"type": "string"}})
-		}
 		op := map[string]any{
 			"operationId": operationID(rt.Method, rt.Pattern),
 			"summary":     rt.Summary,
+			"description": operationDescription(rt),
 			"tags":        rt.Tags,
-			"responses": map[string]any{
-				"200":     map[string]any{"description": "OK", "content": content(g.schema(reflect.TypeOf(rt.Response)))},
-				"default": map[string]any{"description": "Error", "content": content(map[string]any{"$ref": "#/components/schemas/Error"})},
-			},
+			"responses":   g.responses(rt, used),
 		}
-		if len(params) > 0 {
+		if params := parameters(rt); len(params) > 0 {
 			op["parameters"] = params
 		}
 		if rt.Request != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": content(g.schema(reflect.TypeOf(rt.Request)))}
+			op["requestBody"] = map[string]any{"required": true, "description": "The body, as JSON or YAML (by its Content-Type).",
+				"content": requestContent(g.schema(reflect.TypeOf(rt.Request)))}
 		}
 		if rt.Public {
 			op["security"] = []any{}
 		}
 		item[strings.ToLower(rt.Method)] = op
 	}
-	g.components["Error"] = g.schema(reflect.TypeOf(errorBody{}))
+	responses := map[string]any{}
+	for status := range used {
+		responses[errorResponseName(status)] = map[string]any{"description": errorDescriptions[status],
+			"content": content(map[string]any{"$ref": "#/components/schemas/Error"})}
+	}
+	var tags []any
+	for _, name := range tagOrder {
+		tags = append(tags, map[string]any{"name": name, "description": tagDescriptions[name]})
+	}
+	version := s.opts.Version
+	if version == "" {
+		version = "dev" // OpenAPI requires one
+	}
 	return map[string]any{
 		"openapi": "3.0.3",
-		"info":    map[string]any{"title": "wimro", "version": s.opts.Version, "description": "openmano-compatible WAN Infrastructure Manager API"},
+		"info": map[string]any{"title": "wimro", "version": version,
+			"description": "The openmano-compatible WAN Infrastructure Manager API of wimro: tenants, datacenters, WIMs, " +
+				"their accounts and port mappings, and the NS instances whose WAN links wimro creates and deletes."},
+		"servers": []any{map[string]any{"url": "/", "description": "The wimd that serves this document"}},
+		"tags":    tags,
 		"paths":   paths,
 		"components": map[string]any{
-			"schemas":         g.components,
-			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer"}},
+			"schemas":   g.components,
+			"responses": responses,
+			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
+				"description": "The API token (WIMRO_API_TOKEN or a line of WIMRO_API_TOKEN_FILE); needed only when the server has one."}},
 		},
 		"security": []any{map[string]any{"bearerAuth": []any{}}},
+	}
+}
+
+// operationDescription says what the summary does not: who may call and
+// how the body and answer are encoded.
+func operationDescription(rt Route) string {
+	d := rt.Summary + "."
+	if rt.Public {
+		d += " Public: no token is needed, even when the server has one."
+	}
+	if rt.Request != nil {
+		d += " The body is JSON or YAML, by its Content-Type."
+	}
+	return d + " The answer is JSON, or YAML when Accept asks for it."
+}
+
+func parameters(rt Route) []any {
+	var params []any
+	for _, m := range pathParam.FindAllStringSubmatch(rt.Pattern, -1) {
+		desc, ok := pathParamDescriptions[m[1]]
+		if !ok {
+			desc = "The " + strings.TrimSuffix(m[1], "_id") + "'s uuid or name."
+		}
+		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "description": desc, "schema": map[string]any{"type": "string"}})
+	}
+	for _, q := range rt.Query {
+		p, ok := queryParams[q]
+		if !ok {
+			// A list filter: the rows whose q equals the value.
+			p = map[string]any{"description": "Only the rows whose " + q + " equals this value (null: has none).", "schema": map[string]any{"type": "string"}}
+		}
+		param := map[string]any{"name": q, "in": "query", "required": false}
+		for k, v := range p {
+			param[k] = v
+		}
+		params = append(params, param)
+	}
+	return params
+}
+
+var pathParamDescriptions = map[string]string{
+	"tenant_id":     "The NFVO tenant's uuid or name; `any` means every tenant where the route allows it.",
+	"datacenter_id": "The datacenter's uuid or name.",
+	"wim_id":        "The WIM's uuid or name.",
+	"instance_id":   "The NS instance's uuid or name.",
+	"net_id":        "The instance network's uuid, VIM network id, osm_id or sce_net_id.",
+	"action_id":     "The instance action's uuid.",
+}
+
+// queryParams documents the query keys that are not list filters.
+var queryParams = map[string]map[string]any{
+	"field": {"description": "A column to show (repeatable); the default columns without it.", "style": "form", "explode": true,
+		"schema": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": toAny(engine.WIMListFields)}}},
+	"limit":   {"description": "At most this many rows (default 100).", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
+	"dry_run": {"description": "true: only plan the WAN links, write nothing; the answer is the plan.", "schema": map[string]any{"type": "boolean"}},
+}
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
+
+var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "instances"}
+
+var tagDescriptions = map[string]string{
+	"meta":        "The server itself: health, readiness, version, cluster and this document.",
+	"tenants":     "NFVO tenants.",
+	"datacenters": "Datacenters (VIMs) and their WAN exit rules, attached to tenants.",
+	"wims":        "WIMs, the tenants' accounts on them and their port mappings.",
+	"instances":   "NS instances, their networks, WAN links and instance actions.",
+}
+
+// errorDescriptions covers every status an operation may document.
+var errorDescriptions = map[int]string{
+	http.StatusBadRequest:            "Bad input: error.field names the field or parameter when there is one.",
+	http.StatusUnauthorized:          "Missing or invalid bearer token (only when the server has one).",
+	http.StatusNotFound:              "Not found: a named tenant, datacenter, WIM, account, instance or action does not exist.",
+	http.StatusConflict:              "Conflict: a duplicate, an ambiguous name, or a dependency that blocks the change.",
+	http.StatusRequestEntityTooLarge: "The body is larger than the server accepts.",
+	http.StatusUnsupportedMediaType:  "The body is neither JSON nor YAML.",
+	http.StatusInternalServerError:   "An unexpected failure; the server's log has the details.",
+	http.StatusServiceUnavailable:    "A dependency (the database, the coordinator) cannot answer now; try again.",
+}
+
+func errorResponseName(status int) string {
+	return strings.ReplaceAll(http.StatusText(status), " ", "")
+}
+
+// errorStatuses returns the error statuses rt can answer: those its shape
+// implies plus rt.Errors.
+func errorStatuses(rt Route) []int {
+	// Every route: a malformed query string or path parameter (400), a
+	// panic or an unexpected error (500).
+	st := []int{http.StatusBadRequest, http.StatusInternalServerError}
+	if !rt.Public {
+		st = append(st, http.StatusUnauthorized)
+	}
+	if strings.Contains(rt.Pattern, "{") {
+		// Lookups by uuid or name: missing, or a name that matches twice.
+		st = append(st, http.StatusNotFound, http.StatusConflict)
+	}
+	switch rt.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		st = append(st, http.StatusUnsupportedMediaType, http.StatusConflict)
+		if rt.Request != nil {
+			st = append(st, http.StatusRequestEntityTooLarge)
+		}
+	case http.MethodDelete:
+		st = append(st, http.StatusConflict)
+	}
+	st = append(st, rt.Errors...)
+	sort.Ints(st)
+	return slices.Compact(st)
+}
+
+func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
+	ok := g.schema(reflect.TypeOf(rt.Response))
+	if rt.AlsoResponse != nil {
+		ok = map[string]any{"anyOf": []any{ok, g.schema(reflect.TypeOf(rt.AlsoResponse))}}
+	}
+	if rt.Method != http.MethodGet {
+		// Writes may answer notes about the request (such as unknown keys
+		// that were ignored) besides their result.
+		// (Not on a body that is also the request: the request may not
+		// carry them.)
+		for _, v := range []any{rt.Response, rt.AlsoResponse} {
+			if v != nil && reflect.TypeOf(v) != reflect.TypeOf(rt.Request) {
+				g.addWarnings(v)
+			}
+		}
+	}
+	out := map[string]any{"200": map[string]any{"description": "Success.", "content": content(ok)}}
+	for _, status := range errorStatuses(rt) {
+		if errorDescriptions[status] == "" {
+			panic(fmt.Sprintf("httpapi: route %s %s documents status %d, which has no description", rt.Method, rt.Pattern, status))
+		}
+		used[status] = true
+		out[strconv.Itoa(status)] = map[string]any{"$ref": "#/components/responses/" + errorResponseName(status)}
+	}
+	return out
+}
+
+// addWarnings declares the optional top-level "warnings" of the answer
+// body v.
+func (g *schemaGen) addWarnings(v any) {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Struct || t.Name() == "" {
+		return
+	}
+	props, _ := g.components[g.name(t)].(map[string]any)["properties"].(map[string]any)
+	if props != nil && props["warnings"] == nil {
+		props["warnings"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored."}
 	}
 }
 
@@ -65,6 +241,15 @@ func content(schema any) map[string]any {
 	return map[string]any{"application/json": map[string]any{"schema": schema}, "application/yaml": map[string]any{"schema": schema}}
 }
 
+func requestContent(schema any) map[string]any {
+	c := content(schema)
+	c["application/x-yaml"] = map[string]any{"schema": schema}
+	c["text/yaml"] = map[string]any{"schema": schema}
+	return c
+}
+
+// operationID is method + pattern in camel case: unique because each
+// (method, pattern) is routed once, and stable while the route is.
 func operationID(method, pattern string) string {
 	var b strings.Builder
 	b.WriteString(strings.ToLower(method))
@@ -76,13 +261,43 @@ func operationID(method, pattern string) string {
 
 type schemaGen struct {
 	components map[string]any
-	seen       map[reflect.Type]string
+	names      map[reflect.Type]string
 }
 
 var timeType = reflect.TypeOf(time.Time{})
 
+// customSchemas are the JSON forms of the types that encode themselves
+// (MarshalJSON or UnmarshalJSON), which reflection cannot see.
+var customSchemas = map[reflect.Type]func() map[string]any{
+	reflect.TypeOf(engine.Port("")): func() map[string]any {
+		return map[string]any{"description": "A PoP switch port: a string, or an integer (answered as a string).", "oneOf": []any{
+			map[string]any{"type": "string", "minLength": 1, "maxLength": 64},
+			map[string]any{"type": "integer", "minimum": 1, "maximum": 65534},
+		}}
+	},
+	reflect.TypeOf(engine.WIMChoice{}): func() map[string]any {
+		return map[string]any{"description": "The WIM of the WAN links: true or null picks one, false means none, " +
+			"a string names a WIM account uuid, or a WIM name or uuid.", "oneOf": []any{
+			map[string]any{"type": "boolean", "nullable": true},
+			map[string]any{"type": "string", "minLength": 1},
+		}}
+	},
+	reflect.TypeOf(engine.Secret("")): func() map[string]any {
+		return map[string]any{"type": "string", "format": "password", "description": "Write-only: answers show it masked."}
+	},
+	reflect.TypeOf(engine.JSONObject{}): func() map[string]any {
+		return map[string]any{"type": "object", "additionalProperties": true}
+	},
+}
+
+// componentNames overrides the pkg+Type name of a component.
+var componentNames = map[reflect.Type]string{
+	reflect.TypeOf(errorBody{}):   "Error",
+	reflect.TypeOf(errorDetail{}): "ErrorDetail",
+}
+
 // schema returns the JSON schema of t; named structs go to components.
-func (g *schemaGen) schema(t reflect.Type) any {
+func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	if t == nil {
 		return map[string]any{}
 	}
@@ -92,11 +307,11 @@ func (g *schemaGen) schema(t reflect.Type) any {
 	if t == timeType {
 		return map[string]any{"type": "string", "format": "date-time"}
 	}
+	if f, ok := customSchemas[t]; ok {
+		return f()
+	}
 	if custom(t) {
-		if t.Kind() == reflect.Map {
-			return map[string]any{"type": "object", "additionalProperties": true}
-		}
-		return map[string]any{} // custom forms (ports, WIM choices): any JSON value
+		return map[string]any{} // an unknown custom form: any JSON value
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -110,6 +325,9 @@ func (g *schemaGen) schema(t reflect.Type) any {
 	case reflect.Slice, reflect.Array:
 		return map[string]any{"type": "array", "items": g.schema(t.Elem())}
 	case reflect.Map:
+		if t.Elem().Kind() == reflect.Interface {
+			return map[string]any{"type": "object", "additionalProperties": true} // values of any type, null included
+		}
 		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
 	case reflect.Interface:
 		return map[string]any{}
@@ -127,14 +345,19 @@ func (g *schemaGen) schema(t reflect.Type) any {
 	return map[string]any{}
 }
 
+// name is the component name of t: its package and type name in camel
+// case (WimroTenant, EngineWIMView, HttpapiTenantResponse).
 func (g *schemaGen) name(t reflect.Type) string {
-	if n, ok := g.seen[t]; ok {
+	if n, ok := g.names[t]; ok {
 		return n
 	}
-	base := t.PkgPath()
-	base = base[strings.LastIndex(base, "/")+1:]
-	n := strings.ToUpper(base[:1]) + base[1:] + t.Name()
-	g.seen[t] = n
+	n, ok := componentNames[t]
+	if !ok {
+		base := t.PkgPath()
+		base = base[strings.LastIndex(base, "/")+1:]
+		n = strings.ToUpper(base[:1]) + base[1:] + strings.ToUpper(t.Name()[:1]) + t.Name()[1:]
+	}
+	g.names[t] = n
 	return n
 }
 
@@ -151,7 +374,11 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 }
 
 // fields adds t's JSON fields, flattening embedded structs as
-// encoding/json does.
+// encoding/json does. A field is required when it is always there
+// (neither omitempty nor able to be nil), and nullable when it may be
+// null (a pointer, slice, map or interface without omitempty). The tag
+// openapi:"required" marks a field the handler needs (a request) or
+// always fills (an answer): required and never null.
 func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -173,11 +400,44 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 		if name == "" {
 			name = f.Name
 		}
-		props[name] = g.schema(f.Type)
-		if !strings.Contains(opts, "omitempty") && !custom(f.Type) && f.Type.Kind() != reflect.Pointer && f.Type.Kind() != reflect.Map && f.Type.Kind() != reflect.Slice && f.Type.Kind() != reflect.Interface {
+		s := g.schema(f.Type)
+		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
+		nilable := false
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			nilable = true
+		}
+		switch {
+		case f.Tag.Get("openapi") == "required":
+			*required = append(*required, name)
+		case nilable && !omitempty:
+			s = nullable(s)
+		case !omitempty && !custom(f.Type):
 			*required = append(*required, name)
 		}
+		props[name] = s
 	}
+}
+
+// nullable returns s accepting null as well. OpenAPI 3.0 ignores the
+// siblings of a $ref and wants nullable beside a type, hence the allOf
+// and the alternative made nullable for oneOf.
+func nullable(s map[string]any) map[string]any {
+	switch {
+	case s["$ref"] != nil:
+		return map[string]any{"type": "object", "nullable": true, "allOf": []any{s}}
+	case s["type"] != nil:
+		s["nullable"] = true
+	case s["oneOf"] != nil:
+		alts := s["oneOf"].([]any)
+		first := map[string]any{}
+		for k, v := range alts[0].(map[string]any) {
+			first[k] = v
+		}
+		first["nullable"] = true
+		s["oneOf"] = append([]any{first}, alts[1:]...)
+	}
+	return s
 }
 
 // custom reports whether t encodes itself (MarshalJSON or UnmarshalJSON):

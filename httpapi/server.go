@@ -48,11 +48,19 @@ type Route struct {
 	Method, Pattern string // Pattern in chi syntax: /openmano/{tenant_id}/wims
 	Summary         string
 	Tags            []string
-	Request         any      // zero value of the body type; nil: no body
-	Response        any      // zero value of the 200 body type
-	Query           []string // documented query-string keys
-	Public          bool     // no auth even with a token (/livez, /healthz, /readyz)
-	Handler         http.HandlerFunc
+	Request         any // zero value of the body type; nil: no body
+	Response        any // zero value of the 200 body type
+	// AlsoResponse, when set, is the other form of the 200 body, which
+	// the request chooses (dry_run=true answers a plan).
+	AlsoResponse any
+	Query        []string // documented query-string keys
+	// Errors are the error statuses the route answers besides those the
+	// OpenAPI document infers from its shape (400 and 500 always, 401
+	// unless Public, 404 and 409 with path parameters, 409, 413 and 415
+	// for writes with a body).
+	Errors  []int
+	Public  bool // no auth even with a token (/livez, /healthz, /readyz)
+	Handler http.HandlerFunc
 }
 
 // Server is the HTTP API.
@@ -74,10 +82,11 @@ func NewServer(opts Options, routes ...Route) *Server {
 	s := &Server{logger: opts.Logger, opts: opts}
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
-		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.healthz},
+		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.healthz},
 		{Method: "GET", Pattern: "/openmano/version", Summary: "The version of this server", Tags: []string{"meta"}, Response: versionBody{}, Handler: s.version},
-		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: database, notifications and the first account assignment", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.readyz},
-		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{}, Handler: s.cluster},
+		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: database, notifications and the first account assignment", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.readyz},
+		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{},
+			Errors: []int{http.StatusNotFound, http.StatusServiceUnavailable}, Handler: s.cluster},
 		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},
 	}, routes...)
 

@@ -8,7 +8,7 @@ import (
 )
 
 type tenantBody struct {
-	Tenant *engine.TenantInput `json:"tenant"`
+	Tenant *engine.TenantInput `json:"tenant" openapi:"required"`
 }
 
 type tenantResponse struct {
@@ -16,7 +16,7 @@ type tenantResponse struct {
 }
 
 type tenantListResponse struct {
-	Tenants []wimro.Tenant `json:"tenants"`
+	Tenants []wimro.Tenant `json:"tenants" openapi:"required"`
 }
 
 func (a *api) tenantRoutes() []Route {

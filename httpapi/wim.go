@@ -10,7 +10,7 @@ import (
 )
 
 type wimBody struct {
-	WIM *engine.WIMInput `json:"wim"`
+	WIM *engine.WIMInput `json:"wim" openapi:"required"`
 }
 
 type wimResponse struct {
@@ -18,11 +18,11 @@ type wimResponse struct {
 }
 
 type wimListResponse struct {
-	WIMs []map[string]any `json:"wims"`
+	WIMs []map[string]any `json:"wims" openapi:"required"`
 }
 
 type accountBody struct {
-	Account *engine.AccountInput `json:"wim_account"`
+	Account *engine.AccountInput `json:"wim_account" openapi:"required"`
 }
 
 type accountResponse struct {
@@ -64,7 +64,7 @@ func (a *api) wimRoutes() []Route {
 		{Method: "POST", Pattern: "/openmano/{tenant_id}/wims/{wim_id}", Summary: "Attach a tenant to a WIM through an account", Tags: tags,
 			Request: accountBody{}, Response: accountResponse{}, Handler: a.createAccount},
 		{Method: "PUT", Pattern: "/openmano/{tenant_id}/wims/{wim_id}", Summary: "Edit the account(s) attaching the WIM to the tenant (all with any)", Tags: tags,
-			Request: accountBody{}, Response: accountsShortResponse{}, Handler: a.updateAccounts},
+			Request: accountBody{}, Response: accountShortResponse{}, AlsoResponse: accountsShortResponse{}, Handler: a.updateAccounts},
 		{Method: "DELETE", Pattern: "/openmano/{tenant_id}/wims/{wim_id}", Summary: "Detach the tenant (all with any) from the WIM", Tags: tags,
 			Response: result{}, Handler: a.deleteAccounts},
 		{Method: "POST", Pattern: "/openmano/{tenant_id}/wims/{wim_id}/port_mapping", Summary: "Add port mappings to a WIM", Tags: tags,

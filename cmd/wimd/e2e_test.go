@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/httpapi"
 	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
 	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
 	onosemu "github.com/wimro/wimro/internal/emulators/onos"
 	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
 	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/openapitest"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -52,6 +56,10 @@ type api struct {
 	t     testing.TB
 	addr  string
 	token string // sent as a bearer token when set
+	// unchecked: the answers are not checked against the OpenAPI
+	// document (load runs: checking a large answer takes long enough to
+	// change their timing).
+	unchecked bool
 }
 
 // send sends a JSON request (no body when body is nil) and returns the
@@ -74,8 +82,28 @@ func (c api) send(method, path string, body any) (int, string) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	// Every answer follows the OpenAPI document (/metrics is not in it).
+	if path != "/metrics" && !c.unchecked {
+		doc, err := openAPI()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if err := doc.Check(req, resp.StatusCode, resp.Header, raw); err != nil {
+			c.t.Errorf("the answer does not follow the OpenAPI document: %v\nbody: %.2000s", err, raw)
+		}
+	}
 	return resp.StatusCode, string(raw)
 }
+
+// openAPI is the document wimd serves at /openapi.json, loaded once: it
+// depends on the code only.
+var openAPI = sync.OnceValues(func() (*openapitest.Document, error) {
+	raw, err := json.Marshal(httpapi.New(engine.New(nil, nil, nil), httpapi.Options{}).OpenAPI())
+	if err != nil {
+		return nil, err
+	}
+	return openapitest.Load(raw)
+})
 
 // call sends a JSON request and returns the decoded answer; anything but
 // a 200 fails the test.

@@ -82,7 +82,7 @@ func startWimd(t testing.TB, bin string, env []string, args ...string) *process 
 
 func (p *process) call(t testing.TB, method, path string, body any) map[string]any {
 	t.Helper()
-	return api{t: t, addr: p.addr}.call(method, path, body)
+	return api{t: t, addr: p.addr, unchecked: true}.call(method, path, body)
 }
 
 // lastLines returns the last n lines of s.
