@@ -44,7 +44,7 @@ func (a *App) migrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	url, stop, err := a.database(ctx, c, logger)
+	url, stop, err := a.database(ctx, c, logger, localDB{})
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
+	"github.com/wimro/wimro/internal/pglocal"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/migrations"
 	"github.com/wimro/wimro/persistence"
@@ -43,7 +47,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("--api-token-file: %w", err)
 		}
 	}
-	url, stopDB, err := a.database(ctx, c.db, logger)
+	// Counted from the start; registered once the registry exists.
+	restarts := newRestartsCounter()
+	url, stopDB, err := a.database(ctx, c.db, logger, localDB{serve: true, restarts: restarts})
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	eng := engine.New(db, box, logger)
-	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, "postgres"), keyFile)
+	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	// One LISTEN connection for the process: the workers follow account
@@ -115,13 +121,20 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if c.db.url == "" {
+		if err := metrics.reg.Register(restarts); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
 		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes, Metrics: metrics.workers,
 		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
-	defer stopPart(logger, "workers", sup.Stop)
+	var workers atomic.Bool // started, for /readyz
+	workers.Store(true)
+	defer stopPart(logger, "workers", func(ctx context.Context) error { workers.Store(false); return sup.Stop(ctx) })
 	if err := metrics.reg.Register(wimthread.NewSupervisorCollector(sup)); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -151,13 +164,17 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	// the others take this process's accounts as the supervisor releases
 	// them (coordinator/doc.go, "Stopping").
 	defer stopPart(logger, "coordinator", coord.Stop)
+	// database/sql over the pool, for the schema check of /readyz (goose
+	// reads through it); it holds no connection of its own.
+	schemaDB := stdlib.OpenDBFromPool(db.Pool())
+	defer schemaDB.Close()
 	api := httpapi.New(eng, httpapi.Options{
 		Logger:       logger,
 		Token:        c.apiToken,
 		TokenFile:    tokenFile,
 		MaxBodyBytes: c.maxBodyBytes,
 		Health:       db.Ping,
-		Ready:        readiness(db, listener, coord),
+		Ready:        readiness(db, schemaDB, listener, workers.Load, coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
 			st, err := coord.Status(ctx)
 			if err != nil {
@@ -173,13 +190,22 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	return a.runHTTP(ctx, ln, api.Handler(), tlsConf, logger, slog.String("instance_id", c.instanceID))
 }
 
-// readiness is /readyz: the database answers, the notification listener
-// is connected, and the coordinator applied its first assignment; the
-// error names the first check that fails.
-func readiness(db *persistence.DB, l *persistence.Listener, c coordinator.Coordinator) func(context.Context) error {
+// readiness is /readyz: the database answers, its schema is the one this
+// binary knows (migrations.Check: a newer wimd may have migrated it, or a
+// migrate down rolled it back, while this one serves), the notification
+// listener is connected, the workers are started, and the coordinator
+// applied its first assignment; the error names the first check that
+// fails.
+func readiness(db *persistence.DB, sqlDB *sql.DB, l *persistence.Listener, workers func() bool, c coordinator.Coordinator) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := db.Ping(ctx); err != nil {
 			return wimro.Errorf(wimro.EUNAVAILABLE, "database: %s", wimro.ErrorMessage(err))
+		}
+		if err := migrations.Check(ctx, sqlDB); err != nil {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "schema: %v", err)
+		}
+		if !workers() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "workers: not started")
 		}
 		if !l.Connected() {
 			return wimro.Errorf(wimro.EUNAVAILABLE, "notification listener: not connected")
