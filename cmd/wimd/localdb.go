@@ -57,7 +57,7 @@ func (a *App) database(ctx context.Context, c *dbConfig, logger *slog.Logger, ho
 	}
 	srv, err := pglocal.Start(ctx, opts)
 	if errors.Is(err, pglocal.ErrInUse) {
-		return "", nil, fmt.Errorf("local PostgreSQL: %w: another wimd serves --data-dir %s; stop it first, or give this one a data folder of its own (--data-dir, WIMRO_DATA_DIR)", err, c.dataDir)
+		return "", nil, fmt.Errorf("local PostgreSQL: %w: another wimd (a serve, or a migrate that started the server) uses --data-dir %s; stop it first, or give this one a data folder of its own (--data-dir, WIMRO_DATA_DIR)", err, c.dataDir)
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("local PostgreSQL: %w", err)

@@ -174,7 +174,7 @@ func TestMigrateStatusWhileServing(t *testing.T) {
 	second := setup(t)
 	second.env["WIMRO_SECRET_KEY"] = testSecretKey
 	code := second.app(nil).Run(t.Context(), []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir})
-	if code != 1 || !strings.Contains(second.stderr.String(), "another wimd serves") {
+	if code != 1 || !strings.Contains(second.stderr.String(), "another wimd (a serve, or a migrate that started the server) uses --data-dir") {
 		t.Fatalf("second serve on one data folder: exit %d:\n%s", code, second.stderr.String())
 	}
 	if code, body := readyz(addr); code != 200 {

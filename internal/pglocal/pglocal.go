@@ -636,6 +636,9 @@ func (s *Server) restart(p *proc) {
 			}
 			return
 		}
+		if s.life.Err() != nil {
+			return // Stop came during the attempt
+		}
 		s.logger.Warn("local PostgreSQL restart failed; trying again",
 			slog.String("data_dir", s.dataDir), slog.Int("attempt", try), slog.Int64("retry_in_ms", delay.Milliseconds()), slog.Any("error", err))
 		select {
