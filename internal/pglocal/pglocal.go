@@ -1,23 +1,3 @@
-// Package pglocal runs a PostgreSQL server from the machine's binaries, so
-// wimd and the tests need neither Docker nor a server set up by hand. An
-// owned server keeps its data folder between runs (wimd serve without a
-// database URL); a throwaway one lives in a temporary folder removed on
-// Stop (the test harness). PostgreSQL refuses to run as root, so as root
-// the server runs as the unprivileged "postgres" user.
-//
-// Access: a throwaway server trusts every connection to 127.0.0.1 (any
-// local user is its superuser: it holds test data only, and trust is
-// fast). An owned server never trusts TCP: wimd generates a password for
-// the superuser postgres, keeps it in PasswordFile (mode 0600) in the data
-// folder, and pg_hba.conf asks it (scram-sha-256) on every TCP
-// connection; only the Unix socket, in a 0700 folder that only wimd's user
-// and the server's can enter, is trusted, and Start uses it to set the
-// password. pg_hba.conf is rewritten on every start, so a data folder made
-// by an older wimd with trust everywhere is switched on its next start.
-//
-// Halt and Resume stop a server and start it again on the same port and
-// data folder, keeping its data, for tests of what clients do while their
-// database is away.
 package pglocal
 
 import (
@@ -39,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +38,16 @@ type Options struct {
 	Port int
 	// Logger is injected; nil discards.
 	Logger *slog.Logger
+	// Attach, for an owned server, connects to the server of the data
+	// folder's live owner (another wimd serving it) instead of failing
+	// with ErrInUse. The Server returned then leaves that server alone:
+	// Stop does nothing, Halt and Resume fail.
+	Attach bool
+	// Supervise restarts the server, on the same port, when its process
+	// exits by itself, with back-off, until Stop or Halt.
+	Supervise bool
+	// Restarted, if set, is called after each such restart succeeded.
+	Restarted func()
 }
 
 // Server is a PostgreSQL server started by Start: running, halted (Halt)
@@ -70,12 +61,19 @@ type Server struct {
 	password  string // the superuser's password of an owned server
 	logPath   string
 	logger    *slog.Logger
+	attached  bool       // another process owns the server (Options.Attach)
+	owner     *ownerLock // held while we own an owned server's folder
+	restarted func()     // Options.Restarted
+	life      context.Context
+	endLife   context.CancelFunc // ends life: Stop was called
 
 	// mu serialises Halt, Resume and Stop, and guards what follows.
-	mu      sync.Mutex
-	proc    *proc // the last postgres process started; nil before the first
-	stopped bool
-	stopErr error
+	mu        sync.Mutex
+	proc      *proc // the last postgres process started; nil before the first
+	stopped   bool
+	stopErr   error
+	halted    bool // by Halt, until Resume: no supervised restart
+	supervise bool // set once Start succeeded with Options.Supervise
 }
 
 // proc is one run of the postgres process.
@@ -83,6 +81,9 @@ type proc struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd.Wait has returned
 	err    error         // what cmd.Wait returned, once exited is closed
+	// stopping is set before we stop or kill the process ourselves, so
+	// its exit is not taken for a crash.
+	stopping atomic.Bool
 }
 
 // running reports whether p is a process that has not exited.
@@ -100,6 +101,7 @@ func (p *proc) running() bool {
 
 // kill kills the process and waits for it.
 func (p *proc) kill() {
+	p.stopping.Store(true)
 	p.cmd.Process.Kill()
 	<-p.exited
 }
@@ -175,7 +177,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{logger: logger, bin: bin, cred: cred}
+	s := &Server{logger: logger, bin: bin, cred: cred, restarted: opts.Restarted}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	if opts.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "wimro-pg-")
 		if err != nil {
@@ -188,6 +191,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}
 	fail := func(err error) (*Server, error) {
+		s.endLife()
+		s.owner.release()
 		if s.throwaway {
 			os.RemoveAll(filepath.Dir(s.dataDir))
 		}
@@ -195,6 +200,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if err := prepareDir(s.dataDir, cred); err != nil {
 		return fail(err)
+	}
+	if !s.throwaway {
+		// Before initdb: two wimd starting on a fresh folder must not both
+		// create it.
+		if s.owner, err = lockOwner(s.dataDir); err != nil {
+			if opts.Attach && errors.Is(err, ErrInUse) {
+				s.endLife()
+				return attach(ctx, s, err)
+			}
+			return fail(err)
+		}
+		// We own the folder, so a postmaster still running in it was left
+		// by an owner that died (a SIGKILLed wimd): see the package comment
+		// for why it is stopped rather than reused.
+		if pm, ok := runningPostmaster(s.dataDir); ok {
+			if err := stopOrphan(ctx, s.dataDir, pm, logger); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		if err := initdb(ctx, bin, s.dataDir, cred); err != nil {
@@ -223,6 +247,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			}
 		}
 		if err == nil {
+			if opts.Supervise {
+				s.mu.Lock()
+				s.supervise = true
+				if !s.proc.running() {
+					go s.restart(s.proc) // it died before it was watched
+				}
+				s.mu.Unlock()
+			}
 			return s, nil
 		}
 		if opts.Port != 0 || try >= 3 || !strings.Contains(err.Error(), "in use") {
@@ -332,6 +364,7 @@ func (s *Server) start(ctx context.Context, first bool) error {
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
+		s.exited(p)
 	}()
 	if err := s.waitReady(ctx, p); err != nil {
 		p.kill()
@@ -473,6 +506,7 @@ func (s *Server) shutdown(ctx context.Context, p *proc) error {
 	if !p.running() {
 		return nil
 	}
+	p.stopping.Store(true)
 	p.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-p.exited:
@@ -490,9 +524,13 @@ func (s *Server) shutdown(ctx context.Context, p *proc) error {
 func (s *Server) Halt(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.attached {
+		return errors.New("pglocal: halt: the server belongs to another process")
+	}
 	if s.stopped {
 		return errors.New("pglocal: halt: the server is stopped")
 	}
+	s.halted = true
 	if err := s.shutdown(ctx, s.proc); err != nil {
 		return err
 	}
@@ -507,9 +545,13 @@ func (s *Server) Halt(ctx context.Context) error {
 func (s *Server) Resume(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.attached {
+		return errors.New("pglocal: resume: the server belongs to another process")
+	}
 	if s.stopped {
 		return errors.New("pglocal: resume: the server is stopped")
 	}
+	s.halted = false
 	if s.proc.running() {
 		return nil
 	}
@@ -534,6 +576,7 @@ func (s *Server) Resume(ctx context.Context) error {
 // and waits for it; a throwaway server's folder is removed. Stop is
 // idempotent, and works on a halted server too.
 func (s *Server) Stop(ctx context.Context) error {
+	s.endLife() // first: a supervised restart in progress gives up the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -541,10 +584,68 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	s.stopped = true
 	s.stopErr = s.shutdown(ctx, s.proc)
+	s.owner.release()
 	if s.throwaway {
 		if err := os.RemoveAll(filepath.Dir(s.dataDir)); err != nil && s.stopErr == nil {
 			s.stopErr = fmt.Errorf("pglocal: remove %s: %w", s.dataDir, err)
 		}
 	}
 	return s.stopErr
+}
+
+// exited runs when the process p has exited. Unless we stopped it, it was
+// killed or crashed: a supervised server is restarted.
+func (s *Server) exited(p *proc) {
+	if p.stopping.Load() {
+		return
+	}
+	s.mu.Lock()
+	// Again under the lock: a start that fails kills its process, and
+	// marks it, while holding it.
+	watch := !p.stopping.Load() && s.supervise && !s.stopped && !s.halted && s.proc == p
+	s.mu.Unlock()
+	if watch {
+		s.restart(p)
+	}
+}
+
+// restart starts the server again after its process p exited by itself,
+// retrying with back-off (a postmaster killed with SIGKILL leaves backends
+// that hold its shared memory for a moment, and a start fails until they
+// are gone), until it runs or Stop or Halt comes.
+func (s *Server) restart(p *proc) {
+	status := "unknown"
+	if p.cmd.ProcessState != nil {
+		status = p.cmd.ProcessState.String()
+	}
+	s.logger.Warn("local PostgreSQL exited unexpectedly; restarting it",
+		slog.String("data_dir", s.dataDir), slog.Int("port", s.port), slog.String("exit_status", status))
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		s.mu.Lock()
+		if s.stopped || s.halted || s.proc.running() {
+			s.mu.Unlock()
+			return
+		}
+		err := s.start(s.life, false)
+		s.mu.Unlock()
+		if err == nil {
+			s.logger.Warn("local PostgreSQL restarted", slog.String("data_dir", s.dataDir), slog.Int("port", s.port), slog.Int("attempt", try))
+			if s.restarted != nil {
+				s.restarted()
+			}
+			return
+		}
+		if s.life.Err() != nil {
+			return // Stop came during the attempt
+		}
+		s.logger.Warn("local PostgreSQL restart failed; trying again",
+			slog.String("data_dir", s.dataDir), slog.Int("attempt", try), slog.Int64("retry_in_ms", delay.Milliseconds()), slog.Any("error", err))
+		select {
+		case <-s.life.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/coordinator"
+)
+
+// env returns the environment value of key, or def.
+func (a *App) env(key, def string) string {
+	if v := a.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// envParse reads a typed environment default. A value that does not parse
+// is remembered and reported by envError, so a typo in WIMRO_PARALLEL
+// stops wimd instead of silently running with the default.
+func envParse[T any](a *App, key string, def T, parse func(string) (T, error)) T {
+	v := a.Getenv(key)
+	if v == "" {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		if a.envErr == nil {
+			a.envErr = fmt.Errorf("environment %s=%q: %w", key, v, err)
+		}
+		return def
+	}
+	return x
+}
+
+func (a *App) envInt(key string, def int) int { return envParse(a, key, def, strconv.Atoi) }
+
+func (a *App) envDuration(key string, def time.Duration) time.Duration {
+	return envParse(a, key, def, time.ParseDuration)
+}
+
+func (a *App) envBool(key string, def bool) bool { return envParse(a, key, def, strconv.ParseBool) }
+
+// envError returns the first environment value that did not parse.
+func (a *App) envError() error { return a.envErr }
+
+// dbConfig is the database part of the configuration, shared by serve and
+// migrate.
+type dbConfig struct {
+	url      string
+	dataDir  string
+	logLevel string
+	logJSON  bool
+}
+
+func (a *App) newFlagSet(name, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet("wimd "+name, flag.ContinueOnError)
+	fs.SetOutput(a.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.Stderr, "%s\n\nFlags:\n", help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (a *App) dbFlags(fs *flag.FlagSet) *dbConfig {
+	c := &dbConfig{}
+	fs.StringVar(&c.url, "database-url", a.env("WIMRO_DATABASE_URL", ""),
+		"PostgreSQL URL (env WIMRO_DATABASE_URL); empty: run a local PostgreSQL under --data-dir")
+	fs.StringVar(&c.dataDir, "data-dir", a.env("WIMRO_DATA_DIR", ".wimro"),
+		"folder for the local PostgreSQL and the secret key file (env WIMRO_DATA_DIR)")
+	fs.StringVar(&c.logLevel, "log-level", a.env("WIMRO_LOG_LEVEL", "info"), "debug, info, warn or error (env WIMRO_LOG_LEVEL)")
+	fs.BoolVar(&c.logJSON, "log-json", a.envBool("WIMRO_LOG_JSON", false), "log as JSON lines (env WIMRO_LOG_JSON)")
+	return c
+}
+
+func (a *App) logger(c *dbConfig) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logJSON {
+		return slog.New(slog.NewJSONHandler(a.Stderr, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(a.Stderr, opts)), nil
+}
+
+// serveConfig is the configuration of wimd serve.
+type serveConfig struct {
+	db            *dbConfig
+	listen        string
+	autoMigrate   bool
+	apiToken      string
+	apiTokenFile  string
+	tlsCert       string
+	tlsKey        string
+	maxBodyBytes  int64
+	secretKeyFile string
+	devConnectors bool
+	parallel      int
+	claimLease    time.Duration
+	refresh       time.Duration
+	retention     time.Duration
+	instanceID    string
+	coordinator   string
+	consul        consulFlags
+}
+
+// consulFlags configure --coordinator consul.
+type consulFlags struct {
+	addr, token, prefix                    string
+	sessionTTL, leaderSoak, assignmentSoak time.Duration
+}
+
+// parseServe reads the flags of wimd serve (every one with its
+// environment default) and checks the values that need no I/O.
+func (a *App) parseServe(args []string) (*serveConfig, error) {
+	fs := a.newFlagSet("serve", "Usage: wimd serve [flags]\n\nServes the openmano-compatible REST API under /openmano and runs the account workers.")
+	c := &serveConfig{db: a.dbFlags(fs)}
+	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
+	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")
+	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /livez, /healthz and /readyz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
+	fs.StringVar(&c.apiTokenFile, "api-token-file", a.env("WIMRO_API_TOKEN_FILE", ""),
+		"file of bearer tokens, one a line (blank lines and # comments ignored), any of which is accepted besides --api-token; re-read when it changes, so a token rotates without a restart (env WIMRO_API_TOKEN_FILE)")
+	fs.StringVar(&c.tlsCert, "tls-cert", a.env("WIMRO_TLS_CERT", ""),
+		"PEM certificate (chain) to serve HTTPS with, TLS 1.2 at least; needs --tls-key (env WIMRO_TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
+	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
+	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
+		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
+	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
+		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
+	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
+		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
+	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
+		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
+	fs.StringVar(&c.coordinator, "coordinator", a.env("WIMRO_COORDINATOR", "none"),
+		"none: this process owns every account; consul: processes sharing the database split the accounts through Consul (env WIMRO_COORDINATOR)")
+	fs.StringVar(&c.consul.addr, "consul", a.env("WIMRO_CONSUL", a.env("CONSUL_HTTP_ADDR", "127.0.0.1:8500")),
+		"Consul agent host:port (env WIMRO_CONSUL, else CONSUL_HTTP_ADDR)")
+	fs.StringVar(&c.consul.token, "consul-token", a.env("WIMRO_CONSUL_TOKEN", a.env("CONSUL_HTTP_TOKEN", "")),
+		"Consul ACL token (env WIMRO_CONSUL_TOKEN, else CONSUL_HTTP_TOKEN; prefer the variables: flags show in ps)")
+	fs.StringVar(&c.consul.prefix, "consul-prefix", a.env("WIMRO_CONSUL_PREFIX", coordinator.DefaultConsulPrefix),
+		"root of the cluster's Consul keys (env WIMRO_CONSUL_PREFIX)")
+	fs.DurationVar(&c.consul.sessionTTL, "session-ttl", a.envDuration("WIMRO_SESSION_TTL", coordinator.DefaultSessionTTL),
+		"TTL of this process's Consul session: how soon a dead process is noticed (env WIMRO_SESSION_TTL)")
+	fs.DurationVar(&c.consul.leaderSoak, "leader-soak", a.envDuration("WIMRO_LEADER_SOAK", coordinator.DefaultLeaderSoak),
+		"how long membership and the account list must stay still before the leader reassigns (env WIMRO_LEADER_SOAK)")
+	fs.DurationVar(&c.consul.assignmentSoak, "assignment-soak", a.envDuration("WIMRO_ASSIGNMENT_SOAK", coordinator.DefaultAssignmentSoak),
+		"how long this process's assignment must stay still before it is applied (env WIMRO_ASSIGNMENT_SOAK)")
+	fs.StringVar(&c.secretKeyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
+		"key that seals account passwords, bearer tokens and wim_url passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
+	fs.BoolVar(&c.devConnectors, "dev-connectors", a.envBool("WIMRO_DEV_CONNECTORS", false),
+		"offer the development WIM types fake and failing, fake's state_file confined to --data-dir (env WIMRO_DEV_CONNECTORS)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(a.Stderr, "wimd serve: unexpected argument %q\n", fs.Arg(0))
+		return nil, errUsage
+	}
+	if err := a.envError(); err != nil {
+		return nil, err
+	}
+	if c.retention < 0 {
+		return nil, fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.coordinator != "none" && c.coordinator != "consul" {
+		return nil, fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)
+	}
+	return c, nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/dynpac"
+	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/connectors/ietfl2vpn"
+	"github.com/wimro/wimro/connectors/onos"
+	"github.com/wimro/wimro/connectors/tapi"
+	"github.com/wimro/wimro/engine"
+)
+
+// typeCheck refuses, when a WIM is written, a type the registry does not
+// hold, listing those it does; a development type says how to get it.
+func typeCheck(r *connectors.Registry) engine.TypeCheck {
+	return func(wimType string) error {
+		if slices.Contains(devTypes, wimType) && !slices.Contains(r.Types(), wimType) {
+			return wimro.FieldErrorf("wim.type", "wim.type %q is a development connector, offered only when wimd runs with --dev-connectors (WIMRO_DEV_CONNECTORS=true)", wimType)
+		}
+		return r.CheckType(wimType)
+	}
+}
+
+// connectorCheck validates connector settings when a WIM or an account is
+// written: it builds the connector (which contacts nothing) and reports
+// what its factory refused. Types without a connector pass here (typeCheck
+// refuses them when a WIM is written).
+func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
+	return func(w wimro.WIM, accountConfig map[string]any) error {
+		_, err := buildFor(r, w, accountConfig)
+		return err
+	}
+}
+
+// fileSettings are the connector settings that name files, which a
+// factory reads (ca_file) or creates (fake's state_file).
+var fileSettings = []string{"ca_file", "state_file"}
+
+// mappingCheck validates a port mapping for the WIM's connector, when the
+// connector can tell (connectors.MappingChecker). A WIM whose connector
+// cannot be built passes here: connectorCheck reports its settings. It
+// runs inside the write transaction, so the connector is built without
+// its file settings: no file is touched while rows are locked
+// (connectorCheck, run before the transaction, checks them).
+func mappingCheck(r *connectors.Registry) engine.MappingCheck {
+	return func(w wimro.WIM, endpointID string, info map[string]any) error {
+		w.Config = maps.Clone(w.Config)
+		for _, k := range fileSettings {
+			delete(w.Config, k)
+		}
+		c, err := buildFor(r, w, nil)
+		if mc, ok := c.(connectors.MappingChecker); ok && err == nil {
+			return mc.CheckMapping(endpointID, info)
+		}
+		return nil
+	}
+}
+
+// buildFor builds the connector of WIM w with an account's config, as the
+// workers would (it contacts nothing); nil and no error for a type no
+// connector handles.
+func buildFor(r *connectors.Registry, w wimro.WIM, accountConfig map[string]any) (connectors.Connector, error) {
+	if !slices.Contains(r.Types(), w.Type) {
+		return nil, nil
+	}
+	return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config, AccountConfig: accountConfig})
+}
+
+// devTypes are the WIM types of the development connectors.
+var devTypes = []string{fake.Type, failing.Type}
+
+// newRegistry lists every connector this build of wimd speaks; the
+// development ones (devTypes) only with dev, fake's state_file confined to
+// dataDir and kept out of reserved (wimd's own files there).
+func newRegistry(dev bool, dataDir string, reserved ...string) *connectors.Registry {
+	r := connectors.NewRegistry()
+	if dev {
+		fake.RegisterConfined(r, dataDir, reserved...)
+		failing.Register(r)
+	}
+	dynpac.Register(r)
+	tapi.Register(r)
+	ietfl2vpn.Register(r)
+	onos.Register(r)
+	return r
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/coordinator"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/httpapi"
+	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/migrations"
+	"github.com/wimro/wimro/persistence"
+	"github.com/wimro/wimro/wimthread"
+)
+
+// serve runs wimd serve: the database (migrated and checked), the
+// workers, the coordinator and the HTTP API, until ctx ends.
+func (a *App) serve(ctx context.Context, args []string) error {
+	c, err := a.parseServe(args)
+	if err != nil {
+		return err
+	}
+	tlsConf, err := serverTLS(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return err
+	}
+	logger, err := a.logger(c.db)
+	if err != nil {
+		return err
+	}
+	var tokenFile *httpapi.TokenFile
+	if c.apiTokenFile != "" {
+		if tokenFile, err = httpapi.OpenTokenFile(c.apiTokenFile, logger); err != nil {
+			return fmt.Errorf("--api-token-file: %w", err)
+		}
+	}
+	// Counted from the start; registered once the registry exists.
+	restarts := newRestartsCounter()
+	url, stopDB, err := a.database(ctx, c.db, logger, localDB{serve: true, restarts: restarts})
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+
+	// The schema guard: migrate when asked, then refuse to serve a schema
+	// this binary does not know (or one still behind it).
+	sqlDB, err := sql.Open("pgx", url)
+	if err != nil {
+		return err
+	}
+	if c.autoMigrate {
+		err = migrations.Up(ctx, sqlDB, logger)
+	}
+	if err == nil {
+		err = migrations.Check(ctx, sqlDB)
+	}
+	sqlDB.Close()
+	if err != nil {
+		return err
+	}
+	db, err := persistence.Open(ctx, url, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	keyFile := c.secretKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(c.db.dataDir, "secret.key")
+	}
+	key, source, err := secret.LoadKey(a.Getenv("WIMRO_SECRET_KEY"), keyFile)
+	if err != nil {
+		return err
+	}
+	logger.Info("secret key loaded", slog.String("source", source))
+	box, err := secret.New(key)
+	if err != nil {
+		return err
+	}
+	// Listen before anything runs: the instance id defaults to the port.
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	if c.apiToken == "" && tokenFile == nil && !isLoopback(ln.Addr()) {
+		logger.Warn("serving without an API token on a non-loopback address: whoever reaches it can use the API; set WIMRO_API_TOKEN_FILE or WIMRO_API_TOKEN",
+			slog.String("addr", ln.Addr().String()))
+	}
+	if c.instanceID == "" {
+		host, _ := os.Hostname()
+		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	eng := engine.New(db, box, logger)
+	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
+	eng.SetTypeCheck(typeCheck(registry))
+	eng.SetConnectorCheck(connectorCheck(registry))
+	eng.SetMappingCheck(mappingCheck(registry))
+	// One LISTEN connection for the process: the workers follow account
+	// changes, the coordinator the account list.
+	listener := persistence.NewListener(db, logger)
+	accountNotes := listener.Subscribe(persistence.ChannelAccounts)
+	accountList := listener.Subscribe(persistence.ChannelAccountList)
+	if err := listener.Start(ctx); err != nil {
+		return fmt.Errorf("start notification listener: %w", err)
+	}
+	defer stopPart(logger, "notification listener", listener.Stop)
+	metrics, err := newMetrics(db)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if c.db.url == "" {
+		if err := metrics.reg.Register(restarts); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
+		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes, Metrics: metrics.workers,
+		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
+	if err := sup.Start(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	var workers atomic.Bool // started, for /readyz
+	workers.Store(true)
+	defer stopPart(logger, "workers", func(ctx context.Context) error { workers.Store(false); return sup.Stop(ctx) })
+	if err := metrics.reg.Register(wimthread.NewSupervisorCollector(sup)); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	chores := []coordinator.Chore{
+		wimthread.NewRescuer(db, logger, c.claimLease/3),
+		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
+	}
+	var coord coordinator.Coordinator
+	switch c.coordinator {
+	case "consul":
+		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
+			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Prefix: c.consul.prefix,
+			SessionTTL: c.consul.sessionTTL, LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
+			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: chores, Logger: logger})
+		if err != nil {
+			return err
+		}
+	default:
+		// Without a cluster this process owns every account and runs every chore.
+		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
+			InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
+	}
+	if err := coord.Start(ctx); err != nil {
+		return fmt.Errorf("start coordinator: %w", err)
+	}
+	// Deferred last, stopped first: no assignment is applied after it, and
+	// the others take this process's accounts as the supervisor releases
+	// them (coordinator/doc.go, "Stopping").
+	defer stopPart(logger, "coordinator", coord.Stop)
+	// database/sql over the pool, for the schema check of /readyz (goose
+	// reads through it); it holds no connection of its own.
+	schemaDB := stdlib.OpenDBFromPool(db.Pool())
+	defer schemaDB.Close()
+	api := httpapi.New(eng, httpapi.Options{
+		Logger:       logger,
+		Token:        c.apiToken,
+		TokenFile:    tokenFile,
+		MaxBodyBytes: c.maxBodyBytes,
+		Health:       db.Ping,
+		Ready:        readiness(db, schemaDB, listener, workers.Load, coord),
+		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
+			st, err := coord.Status(ctx)
+			if err != nil {
+				return st, wimro.Errorf(wimro.EUNAVAILABLE, "the cluster status is unavailable: %v", err)
+			}
+			st.Owned = nonNil(sup.Owned())
+			return st, nil
+		},
+		Version:        version,
+		Metrics:        metrics.handler(logger),
+		RequestMetrics: metrics.http,
+	})
+	return a.runHTTP(ctx, ln, api.Handler(), tlsConf, logger, slog.String("instance_id", c.instanceID))
+}
+
+// readiness is /readyz: the database answers, its schema is the one this
+// binary knows (migrations.Check: a newer wimd may have migrated it, or a
+// migrate down rolled it back, while this one serves), the notification
+// listener is connected, the workers are started, and the coordinator
+// applied its first assignment; the error names the first check that
+// fails.
+func readiness(db *persistence.DB, sqlDB *sql.DB, l *persistence.Listener, workers func() bool, c coordinator.Coordinator) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := db.Ping(ctx); err != nil {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "database: %s", wimro.ErrorMessage(err))
+		}
+		if err := migrations.Check(ctx, sqlDB); err != nil {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "schema: %v", err)
+		}
+		if !workers() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "workers: not started")
+		}
+		if !l.Connected() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "notification listener: not connected")
+		}
+		if !c.Ready() {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "coordinator: no account assignment applied yet")
+		}
+		return nil
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// stopPart stops a long-lived part of serve, giving it 30 s, and logs a
+// failure (serve is returning anyway).
+func stopPart(logger *slog.Logger, what string, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		logger.Error("stop "+what, slog.Any("error", err))
+	}
+}
