@@ -340,6 +340,7 @@ type serveConfig struct {
 	secretKeyFile string
 	devConnectors bool
 	parallel      int
+	dbMaxConns    int
 	claimLease    time.Duration
 	refresh       time.Duration
 	retention     time.Duration
@@ -367,6 +368,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
+		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
+			"(claimer 1, completer 2, lease and claim renewal 1, cluster chores 1, connector locks and reads --parallel, API 8); the LISTEN connection is extra")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
 		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
@@ -405,6 +409,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	if c.retention < 0 {
 		return fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.dbMaxConns < 0 {
+		return fmt.Errorf("--db-max-conns must not be negative (got %d)", c.dbMaxConns)
 	}
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)
@@ -445,7 +452,10 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := persistence.Open(ctx, url, logger)
+	if c.dbMaxConns <= 0 {
+		c.dbMaxConns = c.parallel + 13
+	}
+	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(c.dbMaxConns))
 	if err != nil {
 		return err
 	}
