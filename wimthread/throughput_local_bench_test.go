@@ -15,7 +15,9 @@ import (
 // latency) until all are counted done; reports actions/s, this process's
 // CPU per action (getrusage) and the database's transactions and buffer
 // hits per action (pg_stat_database), which a loaded machine distorts
-// less than the rate.
+// less than the rate. Backends flush their statistics at most once a
+// second, so on runs of a second or two the database counters undercount
+// (read them from the longest run only).
 func BenchmarkThroughputLocal(b *testing.B) {
 	for _, c := range []struct{ accounts, links, parallel int }{{1, 500, 8}, {1, 500, 64}, {50, 10, 8}} {
 		b.Run(fmt.Sprintf("accounts=%d/links=%d/parallel=%d", c.accounts, c.links, c.parallel), func(b *testing.B) {
