@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,41 +101,67 @@ func NewRunner(s *persistence.Store, p Policy, logger *slog.Logger) *Runner {
 	return &Runner{db: s, policy: p.withDefaults(), logger: logger, now: time.Now}
 }
 
-// Target is what the runner needs to know of the account. Mappings and
-// Datacenters, when set, are the worker's cache (rebuilt on every change
-// notification) and spare two queries per network; they are read-only.
+// Target is what the runner needs to know of the account. Mappings, when
+// set (even empty), are the supervisor's cache of the WIM's port mappings
+// (rebuilt on every change notification) and are read-only; when nil the
+// runner reads them itself.
 type Target struct {
-	AccountID   string
-	WIMID       string
-	Type        string // the WIM's connector type, for the log
-	Connector   connectors.Connector
-	Mappings    []wimro.PortMapping
+	AccountID string
+	WIMID     string
+	Type      string // the WIM's connector type, for the log
+	Connector connectors.Connector
+	Mappings  []wimro.PortMapping
+}
+
+// Loaded is what an action needs from the database besides its account,
+// read with its claim (persistence.Claimed): the WAN link (nil when it
+// was deleted), the networks of the link's group and their datacenters.
+// With it, CREATE and refresh make no database call.
+type Loaded struct {
+	Link        *wimro.WANLink
+	Nets        []wimro.InstanceNet
 	Datacenters map[string]wimro.Datacenter
 }
 
-func (t Target) datacenter(ctx context.Context, s *persistence.Store, id string) (wimro.Datacenter, error) {
-	if dc, ok := t.Datacenters[id]; ok {
-		return dc, nil
+// load reads what RunLoaded was not given (tests, tools).
+func (r *Runner) load(ctx context.Context, a wimro.Action) (*Loaded, error) {
+	l := &Loaded{Datacenters: map[string]wimro.Datacenter{}}
+	link, err := r.db.GetWANLink(ctx, a.ItemID)
+	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		return l, nil
+	} else if err != nil {
+		return nil, err
 	}
-	return s.GetDatacenter(ctx, id, "")
-}
-
-func (t Target) mapping(ctx context.Context, s *persistence.Store, dcID, dpid, port string) (wimro.PortMapping, error) {
-	if t.Mappings != nil {
-		for _, m := range t.Mappings {
-			if m.DatacenterID == dcID && m.PopSwitchDPID == dpid && m.PopSwitchPort == port {
-				return m, nil
-			}
+	l.Link = &link
+	if link.InstanceID == nil || link.SceNetID == nil {
+		return l, nil
+	}
+	if l.Nets, err = r.db.ListNetsOfGroup(ctx, *link.InstanceID, *link.SceNetID); err != nil {
+		return nil, err
+	}
+	for _, n := range l.Nets {
+		if _, ok := l.Datacenters[n.DatacenterID]; ok {
+			continue
 		}
+		dc, err := r.db.GetDatacenter(ctx, n.DatacenterID, "")
+		if err != nil {
+			return nil, err
+		}
+		l.Datacenters[dc.UUID] = dc
 	}
-	return s.FindPortMapping(ctx, t.WIMID, dcID, dpid, port)
+	return l, nil
 }
 
 // Run runs one claimed action and returns its outcome. It does not fail
 // on a cancelled ctx: the returned outcome then keeps the action queued. A
 // panic (a connector bug) fails the action with the panic's message and
 // logs the stack: running it again would panic again.
-func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persistence.Outcome) {
+func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.Outcome {
+	return r.RunLoaded(ctx, t, a, nil)
+}
+
+// RunLoaded is Run with what the claim read (nil: read it now).
+func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loaded) (out persistence.Outcome) {
 	defer func() { r.logOutcome(t, a, out) }()
 	defer func() {
 		if p := recover(); p != nil {
@@ -149,9 +176,9 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) (out persist
 	)
 	switch {
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
-		o, err = r.create(ctx, t, a)
+		o, err = r.create(ctx, t, a, l)
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionBuild:
-		o, err = r.refresh(ctx, t, a)
+		o, err = r.refresh(ctx, t, a, l)
 	case a.Action == wimro.ActionDelete && a.Status == wimro.ActionScheduled:
 		o, err = r.delete(ctx, t, a)
 	default:
@@ -195,6 +222,15 @@ func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
 // after a back-off; it is safe to run twice.
 func (r *Runner) Unrecorded(a wimro.Action, cause error) persistence.Outcome {
 	msg := fmt.Sprintf("the outcome of the last attempt could not be recorded (%v); the action will run again", cause)
+	at := r.now().Add(r.delay(a.Attempts, cause))
+	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
+}
+
+// Postponed is the outcome of an action that could not start (its
+// account or WIM could not be read): it keeps its status, says why, and
+// runs again after a back-off.
+func (r *Runner) Postponed(a wimro.Action, cause error) persistence.Outcome {
+	msg := fmt.Sprintf("the action could not start (%v); it will run again", cause)
 	at := r.now().Add(r.delay(a.Attempts, cause))
 	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 }
@@ -271,31 +307,39 @@ func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 	return b.String()
 }
 
-func (r *Runner) create(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
-	link, err := r.db.GetWANLink(ctx, a.ItemID)
-	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded) (persistence.Outcome, error) {
+	if l == nil {
+		var err error
+		if l, err = r.load(ctx, a); err != nil {
+			return persistence.Outcome{}, err
+		}
+	}
+	if l.Link == nil {
 		// The instance was deleted before its link was made: nothing to
 		// create, and the DELETE queued behind has nothing to undo. Counted
 		// done so the instance action completes (OSM never counted it).
 		msg := "superseded: the WAN link was deleted before it was created"
 		return persistence.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
-	} else if err != nil {
-		return persistence.Outcome{}, err
 	}
+	link := *l.Link
 	if link.InstanceID == nil || link.SceNetID == nil {
 		return persistence.Outcome{}, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
 	}
-	nets, err := r.db.ListNetsOfGroup(ctx, *link.InstanceID, *link.SceNetID)
-	if err != nil {
-		return persistence.Outcome{}, err
-	}
+	nets := l.Nets
 	if s := netList(nets, brokenNets); s != "" {
 		return persistence.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
 	}
 	if s := netList(nets, pendingNets); s != "" {
 		return r.wait(a, waitingForNets+s), nil
 	}
-	points, err := r.connectionPoints(ctx, t, nets)
+	mappings := t.Mappings
+	if mappings == nil {
+		var err error
+		if mappings, err = r.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{t.WIMID}}); err != nil {
+			return persistence.Outcome{}, err
+		}
+	}
+	points, err := ConnectionPoints(t.AccountID, nets, l.Datacenters, mappings)
 	if err != nil {
 		return persistence.Outcome{}, err
 	}
@@ -351,27 +395,32 @@ func (r *Runner) wait(a wimro.Action, reason string) persistence.Outcome {
 	}
 }
 
-// connectionPoints resolves where each local network leaves its
-// datacenter and the port mapping of the account's WIM there.
-func (r *Runner) connectionPoints(ctx context.Context, t Target, nets []wimro.InstanceNet) ([]connectors.ConnectionPoint, error) {
-	sort.Slice(nets, func(i, j int) bool { return nets[i].DatacenterID < nets[j].DatacenterID })
+// ConnectionPoints resolves where each local network leaves its
+// datacenter (dcs holds the networks' datacenters) and the port mapping of
+// the account's WIM there (mappings: every mapping of the WIM). Pure code:
+// everything it needs was read with the claim or is cached per account.
+// The points are in datacenter order; nets is not changed.
+func ConnectionPoints(accountID string, nets []wimro.InstanceNet, dcs map[string]wimro.Datacenter, mappings []wimro.PortMapping) ([]connectors.ConnectionPoint, error) {
+	nets = slices.Clone(nets)
+	sort.SliceStable(nets, func(i, j int) bool { return nets[i].DatacenterID < nets[j].DatacenterID })
 	points := make([]connectors.ConnectionPoint, 0, len(nets))
 	for _, n := range nets {
-		dc, err := t.datacenter(ctx, r.db, n.DatacenterID)
-		if err != nil {
-			return nil, err
+		dc, ok := dcs[n.DatacenterID]
+		if !ok {
+			return nil, permanent("The datacenter %s of the instance_net uuid(%s) was not found", n.DatacenterID, n.UUID)
 		}
 		dpid, port, ok := ExitPort(n, dc)
 		if !ok {
 			return nil, permanent("No external port associated to the instance_net uuid(%s)", n.UUID)
 		}
-		m, err := t.mapping(ctx, r.db, n.DatacenterID, dpid, port)
-		if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		i := slices.IndexFunc(mappings, func(m wimro.PortMapping) bool {
+			return m.DatacenterID == n.DatacenterID && m.PopSwitchDPID == dpid && m.PopSwitchPort == port
+		})
+		if i < 0 {
 			return nil, permanent("No WIM port mapping found: wim_account: %s, datacenter: %s, pop_switch_dpid: %s, pop_switch_port: %s",
-				t.AccountID, dc.Name, dpid, port)
-		} else if err != nil {
-			return nil, err
+				accountID, dc.Name, dpid, port)
 		}
+		m := mappings[i]
 		cp := connectors.ConnectionPoint{ServiceEndpointID: m.WANServiceEndpointID, Encapsulation: connectors.EncapNone, MappingInfo: m.WANServiceMappingInfo}
 		if n.EncapsulationType != nil && *n.EncapsulationType == "vlan" && n.EncapsulationID != nil {
 			cp.Encapsulation, cp.VLAN = connectors.EncapDot1Q, *n.EncapsulationID
@@ -417,12 +466,18 @@ func matches(cond any, info map[string]any) bool {
 	return true
 }
 
-func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
-	if _, err := r.db.GetWANLink(ctx, a.ItemID); wimro.ErrorCode(err) == wimro.ENOTFOUND {
-		// The instance is gone and a DELETE waits behind this refresh.
-		return persistence.Outcome{Status: wimro.ActionSuperseded}, nil
+func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loaded) (persistence.Outcome, error) {
+	gone := false
+	if l != nil {
+		gone = l.Link == nil
+	} else if _, err := r.db.GetWANLink(ctx, a.ItemID); wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		gone = true
 	} else if err != nil {
 		return persistence.Outcome{}, err
+	}
+	if gone {
+		// The instance is gone and a DELETE waits behind this refresh.
+		return persistence.Outcome{Status: wimro.ActionSuperseded}, nil
 	}
 	if a.WIMInternalID == nil {
 		return persistence.Outcome{}, permanent("action has no service id to refresh")

@@ -36,8 +36,22 @@ type DB struct {
 	logger *slog.Logger
 }
 
+// PoolOption tunes the pool Open makes.
+type PoolOption func(*pgxpool.Config)
+
+// WithMaxConns sizes the pool (n <= 0 keeps pgx's default, the larger of
+// 4 and the CPU count, or the URL's pool_max_conns). wimd sizes it for its
+// workers plus its API: see --db-max-conns.
+func WithMaxConns(n int) PoolOption {
+	return func(c *pgxpool.Config) {
+		if n > 0 {
+			c.MaxConns = int32(min(n, 1<<15))
+		}
+	}
+}
+
 // Open connects a pool to url and checks that the server answers.
-func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
+func Open(ctx context.Context, url string, logger *slog.Logger, opts ...PoolOption) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -45,6 +59,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	if err != nil {
 		// The parse error may quote the URL, password included: keep it out.
 		return nil, fmt.Errorf("persistence: invalid database URL (%s)", redactParseError(err))
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -64,6 +81,9 @@ func NewDB(pool *pgxpool.Pool, logger *slog.Logger) *DB {
 	}
 	return &DB{Store: Store{q: pool}, pool: pool, logger: logger}
 }
+
+// MaxConns is the size of the pool.
+func (db *DB) MaxConns() int { return int(db.pool.Config().MaxConns) }
 
 // Pool returns the underlying pool (for LISTEN connections and migrations).
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -143,21 +144,37 @@ func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Out
 	return done[0], nil
 }
 
+// finishSQL writes a batch of outcomes in one statement: the arrays are
+// one outcome per index. An action is written only while it is still held
+// under its claim and its account's lease is held as given; the rows are
+// locked in primary-key order first, as every multi-row writer locks them.
 const finishSQL = `
+	WITH o AS (
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		                     $8::timestamptz[], $9::bool[], $10::text[], $11::bigint[])
+			AS o(id, idx, claim, status, error_msg, wim_internal_id, extra, run_after, reset, owner, epoch)),
+	locked AS (
+		SELECT a.instance_action_id, a.task_index
+		FROM vim_wim_actions a
+		JOIN o ON a.instance_action_id = o.id AND a.task_index = o.idx AND a.claimed_by = o.claim
+		WHERE EXISTS (
+			SELECT 1 FROM wim_account_leases l
+			WHERE l.account_id = a.wim_account_id AND l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now())
+		ORDER BY a.instance_action_id, a.task_index
+		FOR UPDATE OF a)
 	UPDATE vim_wim_actions AS a
-	SET status = $4, error_msg = $5, wim_internal_id = COALESCE($6, a.wim_internal_id),
-	    extra = CASE WHEN $7::jsonb IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || $7::jsonb END,
-	    run_after = $8, attempts = CASE WHEN $9 THEN 0 ELSE a.attempts END,
+	SET status = o.status, error_msg = o.error_msg, wim_internal_id = COALESCE(o.wim_internal_id, a.wim_internal_id),
+	    extra = CASE WHEN o.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || o.extra::jsonb END,
+	    run_after = o.run_after, attempts = CASE WHEN o.reset THEN 0 ELSE a.attempts END,
 	    claimed_by = NULL, claim_expires_at = NULL
-	WHERE a.instance_action_id = $1 AND a.task_index = $2 AND a.claimed_by = $3
-	  AND EXISTS (
-		SELECT 1 FROM wim_account_leases l
-		WHERE l.account_id = a.wim_account_id AND l.owner = $10 AND l.epoch = $11 AND l.expires_at > now())
+	FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
+	WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
 	RETURNING ` + actionCols
 
 // FinishActions writes the outcomes of claimed actions and releases their
-// claims, in two round trips whatever their number: the action rows first,
-// then the WAN links and one counter increment per instance action.
+// claims, in two round trips whatever their number: the action rows first
+// (one statement over arrays), then the WAN links and one counter
+// increment per instance action.
 // Fencing: an action is written only while it is still held under the
 // claim it was taken with (Action.ClaimedBy as ClaimActions returned it)
 // and its account's lease is still held as it was then; otherwise its
@@ -168,23 +185,28 @@ const finishSQL = `
 func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
 	out := make([]wimro.Action, len(items))
 	errs := make([]error, len(items))
-	// Rows in primary-key order, as every multi-row writer locks them.
-	rowOrder := make([]int, len(items))
-	for i := range rowOrder {
-		rowOrder[i] = i
+	type key struct {
+		id  string
+		idx int
 	}
-	sort.SliceStable(rowOrder, func(x, y int) bool {
-		a, b := items[rowOrder[x]].Action, items[rowOrder[y]].Action
-		if a.InstanceActionID != b.InstanceActionID {
-			return a.InstanceActionID < b.InstanceActionID
-		}
-		return a.TaskIndex < b.TaskIndex
-	})
-	b := &pgx.Batch{}
+	index := make(map[key]int, len(items))
+	var (
+		ids, claims, statuses, owners []string
+		idxs                          []int32
+		msgs, svcIDs, extras          []*string
+		runAfters                     []time.Time
+		resets                        []bool
+		epochs                        []int64
+	)
 	now := time.Now()
-	for _, i := range rowOrder {
-		it := items[i]
+	for i, it := range items {
 		a, o := it.Action, it.Outcome
+		k := key{a.InstanceActionID, a.TaskIndex}
+		if _, dup := index[k]; dup {
+			errs[i] = ErrClaimLost // the first outcome of an action releases its claim
+			continue
+		}
+		index[k] = i
 		runAfter := now
 		if o.RunAfter != nil {
 			runAfter = *o.RunAfter
@@ -193,29 +215,44 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		if a.ClaimedBy != nil {
 			claim = *a.ClaimedBy
 		}
-		b.Queue(finishSQL, a.InstanceActionID, a.TaskIndex, claim, o.Status, cleanMsg(o.ErrorMsg), cleanID(o.WIMInternalID), wimro.CleanMap(o.Extra), runAfter, o.ResetAttempts,
-			it.Lease.Owner, it.Lease.Epoch)
+		var extra *string
+		if m := wimro.CleanMap(o.Extra); m != nil {
+			b, err := json.Marshal(m)
+			if err != nil {
+				return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has extra data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
+			}
+			v := string(b)
+			extra = &v
+		}
+		ids, idxs, claims = append(ids, a.InstanceActionID), append(idxs, int32(a.TaskIndex)), append(claims, claim)
+		statuses, msgs, svcIDs, extras = append(statuses, o.Status), append(msgs, cleanMsg(o.ErrorMsg)), append(svcIDs, cleanID(o.WIMInternalID)), append(extras, extra)
+		runAfters, resets = append(runAfters, runAfter), append(resets, o.ResetAttempts)
+		owners, epochs = append(owners, it.Lease.Owner), append(epochs, it.Lease.Epoch)
 	}
-	if err := s.runBatch(ctx, b, func(q int, rows pgx.Rows) error {
-		i := rowOrder[q]
-		list, err := collectAll[wimro.Action](rows, "vim_wim_actions")
+	written := map[int]bool{}
+	if len(ids) > 0 {
+		list, err := getAll[wimro.Action](ctx, s, "vim_wim_actions", finishSQL,
+			ids, idxs, claims, statuses, msgs, svcIDs, extras, runAfters, resets, owners, epochs)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		if len(list) == 0 {
+		for _, a := range list {
+			if i, ok := index[key{a.InstanceActionID, a.TaskIndex}]; ok {
+				out[i] = a
+				written[i] = true
+			}
+		}
+	}
+	for i := range items {
+		if errs[i] == nil && !written[i] {
 			errs[i] = ErrClaimLost
-		} else {
-			out[i] = list[0]
 		}
-		return nil
-	}); err != nil {
-		return nil, nil, err
 	}
 
 	type delta struct{ done, failed int }
 	progress := map[string]*delta{}
 	var order []string
-	b = &pgx.Batch{}
+	b := &pgx.Batch{}
 	for i, it := range items {
 		if errs[i] != nil {
 			continue

@@ -1,61 +1,95 @@
-// Package wimthread runs one worker per WIM account owned by this process,
-// and the Supervisor that starts, reloads and stops them.
+// Package wimthread runs the actions of the WIM accounts this process
+// owns, and the Supervisor that takes, keeps and gives back their leases.
 //
-// The queue lives in PostgreSQL (vim_wim_actions); a worker's memory is a
-// cache. A worker claims due actions of its account with one statement
-// (persistence.ClaimActions): the actions of one WAN link strictly in
-// order, different links in parallel up to Options.Parallel. An idle
-// worker sleeps until woken or until the head of one of its links' queues
-// is due (persistence.NextRunAfter ignores actions waiting behind another
-// action of their link, which would only wake it for nothing).
+// The queue lives in PostgreSQL (vim_wim_actions); the process's memory
+// is a cache. The shape is a producer and a completer, as in River:
+//
+//   - One claimer per process (a goroutine of the Supervisor) claims due
+//     actions of every account whose lease the process holds, in one
+//     statement (persistence.ClaimDue): the actions of one WAN link
+//     strictly in order, different links in parallel up to
+//     Options.Parallel per account, at most a fixed number per claim. The
+//     same round trip reads what each action needs (its WAN link, the
+//     networks of the link's group and their datacenters) and when the
+//     next queued action becomes due, so computing connection points is
+//     pure code (actions.ConnectionPoints) and no second statement asks
+//     when to wake up. The claimer sleeps until woken: an account's
+//     notification, a freed slot, the next due time, or the poll fallback.
+//   - Each claimed action runs in its own goroutine, with its account's
+//     connector.
+//   - One completer per process writes the outcomes of every account in
+//     batches: whatever has accumulated, up to a fixed size, in one
+//     transaction (persistence.FinishActions), with at most two batches
+//     in flight while the next accumulates. The instance-action counters
+//     get one increment per instance action per batch, in sorted order;
+//     with one completer per process, the batches of one process no
+//     longer queue on each other for a counter row.
+//
+// What the process keeps per account is a map entry, not a goroutine: the
+// lease, the count of actions in flight, and the account's connector
+// cache (the account, its WIM, its port mappings and the connector built
+// from them), rebuilt before the account's next action after a change
+// notification. 10,000 idle accounts cost 10,000 map entries.
 //
 // # Who holds a claim
 //
 // A claim is held only while its work runs. Concretely:
 //
-//   - Taken: by a worker, in one statement, under a name used once
-//     ("<owner>#<n>", persistence.ClaimName). The supervisor records the
-//     claim (its record is the set of claims its workers run) before
-//     anyone can compare that record with the database.
+//   - Taken: by the claimer, in one statement, under a name used once
+//     ("<owner>#<n>", persistence.ClaimName), and only for accounts whose
+//     lease the process holds in PostgreSQL. Each row comes back with the
+//     epoch of that lease: a row claimed under a lease the supervisor
+//     does not drive (not yet known, stopping, or of another epoch) is
+//     released at once. The supervisor records the claim (its record is
+//     the set of claims in flight) before anyone can compare that record
+//     with the database. The claim statement is not cancelled by Stop: cut
+//     short it could still commit, leaving a claim in no record.
 //   - Renewed: every SweepEvery (Lease/3), exactly the claims in the
 //     record, by key and name (persistence.ExtendClaims). Nothing is
-//     renewed "for the process": a claim that no worker runs any more is
-//     never renewed, so it expires within one lease even while the process
-//     lives.
-//   - Released: with the outcome, in the transaction that writes it, which
-//     only lands while the action is still held under the same name
+//     renewed "for the process": a claim that nobody runs any more is
+//     never renewed, so it expires within one lease even while the
+//     process lives.
+//   - Released: with the outcome, in the completer's transaction, which
+//     only lands while the action is still held under the same name and
+//     the account's lease is still held under the same owner and epoch
 //     (fencing: an outcome of an older claim, of this process or another,
 //     is refused as persistence.ErrClaimLost and the action's new holder
-//     decides).
+//     decides; one refused because the lease was lost goes back to the
+//     queue at once).
 //   - When the outcome cannot be written: while the database is away the
 //     write is retried, with back-off, for up to one lease (the claim
 //     stays in the record and is renewed once the database answers); a
-//     batch the database refuses is written outcome by outcome, and an
-//     outcome it refuses alone is replaced by actions.Runner.Unrecorded.
-//     If nothing could be written, the claim is given up: it leaves the
+//     batch the database refuses is split in halves down to the outcome
+//     it refuses, which is replaced by actions.Runner.Unrecorded. If
+//     nothing could be written, the claim is given up: it leaves the
 //     running set (no more renewal), the sweep releases it as soon as the
 //     database answers, and otherwise it expires. The action then runs
 //     again, which every action is written to survive.
-//   - On Stop: workers finish (their running actions see ctx cancelled and
-//     come back as "interrupted", due at once), outcomes are written, and
-//     every remaining claim of the owner is released.
+//   - When an account stops (its lease was lost or it is no longer
+//     wanted): nothing more is claimed for it, its running actions see
+//     their context cancelled and come back as "interrupted" (due at
+//     once), their outcomes are written, and only then is the lease
+//     released.
+//   - On Stop: the claimer stops, running actions are cancelled and
+//     written back as above, the completer writes everything, and every
+//     remaining claim of the owner is released.
 //   - A process that dies leaves its claims to expire; the sweep of any
 //     live process (the cluster leader, once there is one) returns expired
 //     claims to the queue.
 //
 // VerifyClaims checks the invariant that follows: every unexpired claim
-// the database holds under this owner is in the record. The worker tests
-// run it continuously.
+// the database holds under this owner is in the record. The tests run it
+// continuously.
 //
 // A panic in a connector fails its action (actions.Runner.Run recovers);
-// the worker and the process go on.
+// the process goes on.
 //
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
-// account, its WIM, its port mappings or its actions change; the Supervisor
-// LISTENs and wakes (or reloads) the worker. A poll loop covers a lost
-// notification.
+// account, its WIM, its port mappings or its actions change; the
+// Supervisor LISTENs, marks the account's connector for a rebuild and
+// wakes the claimer. A poll loop covers a lost notification.
 //
 // Ownership comes from outside: SetAccounts says which accounts this
-// process owns (the cluster coordinator will call it); OwnAll makes the
-// process own every account, following the account list as it changes.
+// process owns (the cluster coordinator calls it; the "none" coordinator
+// gives it every account, following the account list as it changes).
 package wimthread

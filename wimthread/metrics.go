@@ -125,25 +125,25 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 	return err
 }
 
-// instrument wraps the worker's connector (Options.Metrics) and records
+// instrument wraps an account's connector (Options.Metrics) and records
 // its name for wimro_actions_finished_total.
-func (w *worker) instrument(name string, c connectors.Connector) connectors.Connector {
-	w.connName.Store(&name)
-	return w.s.opts.Metrics.Instrument(name, c)
+func (s *Supervisor) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
+	a.connName.Store(&name)
+	return s.opts.Metrics.Instrument(name, c)
 }
 
 // countFinished counts the outcomes of batch that were written (errs are
 // FinishActions' per-outcome errors).
-func (w *worker) countFinished(batch []persistence.Finished, errs []error) {
-	name := ""
-	if p := w.connName.Load(); p != nil {
-		name = *p
-	}
-	for i, f := range batch {
+func (s *Supervisor) countFinished(batch []outcome, errs []error) {
+	for i, o := range batch {
 		if i < len(errs) && errs[i] != nil {
 			continue
 		}
-		w.s.opts.Metrics.actionFinished(f.Action.Action, f.Outcome.Status, name)
+		name := ""
+		if p := o.acct.connName.Load(); p != nil {
+			name = *p
+		}
+		s.opts.Metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
 	}
 }
 
@@ -161,7 +161,7 @@ type supervisorCollector struct {
 // wimro_claims_held and wimro_accounts_owned, read from s at each scrape.
 func NewSupervisorCollector(s *Supervisor) prometheus.Collector {
 	return &supervisorCollector{s: s,
-		workers: prometheus.NewDesc("wimro_workers_running", "Account workers running in this process.", nil, nil),
+		workers: prometheus.NewDesc("wimro_workers_running", "WIM accounts this process drives (lease held, actions claimed for it); an account costs a map entry, not a goroutine.", nil, nil),
 		claims:  prometheus.NewDesc("wimro_claims_held", "Action claims this process holds and renews.", nil, nil),
 		leases:  prometheus.NewDesc("wimro_accounts_owned", "WIM accounts whose lease this process holds.", nil, nil),
 	}

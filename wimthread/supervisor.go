@@ -57,9 +57,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Supervisor runs one worker per account it owns. It is told which
-// accounts to own (SetAccounts); it drives one only while it holds the
-// account's lease in PostgreSQL (see doc.go).
+// Supervisor drives the accounts it owns: one claimer and one completer
+// for all of them. It is told which accounts to own (SetAccounts); it
+// drives one only while it holds the account's lease in PostgreSQL (see
+// doc.go).
 type Supervisor struct {
 	db       *persistence.DB
 	box      *secret.Box
@@ -69,17 +70,24 @@ type Supervisor struct {
 	opts     Options
 	claims   *claims
 
-	mu       sync.Mutex
-	ctx      context.Context
-	cancel   context.CancelFunc
-	want     map[string]bool
-	leases   map[string]persistence.Lease
-	workers  map[string]*worker
-	stopping map[string]*worker // stopped workers whose lease is released once they are done
-	wg       sync.WaitGroup
-	started  bool
-	pollNow  chan struct{}
-	kick     chan struct{} // take leases / apply ownership now
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	want   map[string]bool
+	leases map[string]persistence.Lease
+	// accounts are the accounts driven, and those stopping (no new claims)
+	// until their actions in flight are written.
+	accounts  map[string]*account
+	busy      map[string]bool // links with an action in flight
+	foreign   map[string]bool // claimed under a lease not known here; skipped until the next apply
+	wg        sync.WaitGroup  // the long-lived goroutines but the completer
+	running   sync.WaitGroup  // actions running
+	started   bool
+	outcomes  chan outcome
+	written   chan struct{} // closed when the completer has written everything
+	pollNow   chan struct{}
+	kick      chan struct{} // take leases / apply ownership now
+	wakeClaim chan struct{}
 }
 
 // New returns a stopped supervisor.
@@ -94,16 +102,18 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 		claims:   newClaims(),
 		want:     map[string]bool{},
 		leases:   map[string]persistence.Lease{},
-		workers:  map[string]*worker{},
-		stopping: map[string]*worker{},
+		accounts: map[string]*account{},
+		busy:     map[string]bool{},
+		foreign:  map[string]bool{},
 	}
 }
 
 // Owner is the name this supervisor takes leases and claims under.
 func (s *Supervisor) Owner() string { return s.opts.Owner }
 
-// Start begins following notifications, polling for due work and keeping
-// the leases. Workers start with SetAccounts.
+// Start begins following notifications, polling for due work, keeping the
+// leases, claiming and completing. Accounts are driven once SetAccounts
+// names them.
 func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,17 +127,25 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.started = true
 	s.pollNow = make(chan struct{}, 1)
 	s.kick = make(chan struct{}, 1)
-	s.wg.Add(3)
+	s.wakeClaim = make(chan struct{}, 1)
+	// Room for every action that may run at once is not needed: a full
+	// channel only makes finished actions wait for the completer.
+	s.outcomes = make(chan outcome, maxBatch)
+	s.written = make(chan struct{})
+	s.wg.Add(4)
 	go func() { defer s.wg.Done(); s.follow() }()
 	go func() { defer s.wg.Done(); s.keep() }()
 	go func() { defer s.wg.Done(); s.poll() }()
+	go func() { defer s.wg.Done(); s.claimer() }()
+	outcomes, written := s.outcomes, s.written
+	go func() { defer close(written); s.completer(outcomes) }()
 	return nil
 }
 
 // SetAccounts makes the accounts this process should own exactly ids. It
 // does not wait: the supervisor takes the leases it can get (those free,
-// now or as soon as their holder releases them) and starts their workers;
-// it stops the workers of the others and releases their leases once their
+// now or as soon as their holder releases them) and drives those accounts;
+// it stops driving the others and releases their leases once their
 // running actions are written.
 func (s *Supervisor) SetAccounts(ids []string) {
 	s.mu.Lock()
@@ -139,14 +157,16 @@ func (s *Supervisor) SetAccounts(ids []string) {
 	s.signal(s.kick)
 }
 
-// Accounts returns the accounts that have a running worker (their lease
-// is held).
+// Accounts returns the accounts this process drives (their lease is held
+// and their actions are claimed).
 func (s *Supervisor) Accounts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.workers))
-	for id := range s.workers {
-		ids = append(ids, id)
+	ids := make([]string, 0, len(s.accounts))
+	for id, a := range s.accounts {
+		if !a.stopping {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	return ids
@@ -164,13 +184,13 @@ func (s *Supervisor) Owned() []string {
 	return ids
 }
 
-// Wake asks the worker of an account to look for work now.
+// Wake asks the claimer to look for work of an account now.
 func (s *Supervisor) Wake(accountID string) {
 	s.mu.Lock()
-	w := s.workers[accountID]
+	a := s.accounts[accountID]
 	s.mu.Unlock()
-	if w != nil {
-		w.poke(false)
+	if a != nil {
+		s.signal(s.wakeClaim)
 	}
 }
 
@@ -184,8 +204,9 @@ func (s *Supervisor) signal(c chan struct{}) {
 	}
 }
 
-// Stop stops every worker, waits for them (their outcomes are written),
-// returns the claims they still hold to the queue and releases the leases.
+// Stop stops claiming, cancels the running actions, waits for them and
+// for their outcomes to be written, returns the claims still held to the
+// queue and releases the leases.
 func (s *Supervisor) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.started {
@@ -193,14 +214,22 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.cancel()
-	for id, w := range s.workers {
-		w.stop()
-		delete(s.workers, id)
+	for _, a := range s.accounts {
+		a.stop()
 	}
 	s.started = false
+	outcomes, written := s.outcomes, s.written
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() {
+		// The claimer first (no new action), then the actions (they see
+		// ctx cancelled), then the completer (every outcome written).
+		s.wg.Wait()
+		s.running.Wait()
+		close(outcomes)
+		<-written
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -222,7 +251,9 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		leases = append(leases, l)
 	}
 	clear(s.leases)
-	clear(s.stopping)
+	clear(s.accounts)
+	clear(s.busy)
+	clear(s.foreign)
 	s.mu.Unlock()
 	if err := s.db.ReleaseLeases(ctx, leases); err != nil {
 		return fmt.Errorf("wimthread: release account leases: %w", err)
@@ -233,9 +264,9 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	return nil
 }
 
-// poll is the fallback for lost notifications and the wake-up of due
-// retries: one query finds the accounts with work due, and only their
-// workers wake. Idle workers never touch the database.
+// poll is the fallback for lost notifications: it wakes the claimer,
+// whose one statement looks at every owned account. (Due retries wake it
+// by themselves: each claim says when the next action is due.)
 func (s *Supervisor) poll() {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
@@ -246,23 +277,15 @@ func (s *Supervisor) poll() {
 		case <-t.C:
 		case <-s.pollNow:
 		}
-		due, err := s.db.DueAccounts(s.ctx)
-		if err != nil {
-			if s.ctx.Err() == nil {
-				s.logger.Error("find accounts with due actions", slog.Any("error", err))
-			}
-			continue
-		}
-		for _, id := range due {
-			s.Wake(id)
-		}
+		s.signal(s.wakeClaim)
 	}
 }
 
-// follow turns account notifications into wake-ups: a worker's account,
-// WIM, mappings or actions changed (reload it and wake it), a lease this
-// process waits for was released (take it), or notifications were lost
-// (reload every worker and look for due work).
+// follow turns account notifications into wake-ups: a driven account's
+// WIM, mappings or actions changed (rebuild its connector before its next
+// action and wake the claimer), a lease this process waits for was
+// released (take it), or notifications were lost (rebuild every
+// connector and look for due work).
 func (s *Supervisor) follow() {
 	sub := s.opts.Notifications
 	if sub == nil {
@@ -288,33 +311,36 @@ func (s *Supervisor) onNotify(payload string) {
 		return
 	}
 	s.mu.Lock()
-	w := s.workers[payload]
-	waiting := s.want[payload] && w == nil
+	a := s.accounts[payload]
+	if a != nil && a.stopping {
+		a = nil
+	}
+	waiting := s.want[payload] && a == nil
 	s.mu.Unlock()
 	switch {
-	case w != nil:
-		w.poke(true)
+	case a != nil:
+		a.stale.Store(true)
+		s.signal(s.wakeClaim)
 	case waiting:
 		s.signal(s.kick)
 	}
 }
 
-// reloadAll marks every worker to rebuild its connector before its next
-// action, without waking them all at once: the poll wakes those with due
-// work.
+// reloadAll marks every account to rebuild its connector before its next
+// action, and wakes the claimer.
 func (s *Supervisor) reloadAll() {
 	s.mu.Lock()
-	for _, w := range s.workers {
-		w.markReload()
+	for _, a := range s.accounts {
+		a.stale.Store(true)
 	}
 	s.mu.Unlock()
-	s.signal(s.pollNow)
+	s.signal(s.wakeClaim)
 }
 
 // keep holds the leases and the claims: every SweepEvery (or when kicked)
-// it renews the leases held and the claims the workers run, releases the
+// it renews the leases held and the claims in flight, releases the
 // claims given up after a failed outcome write, takes the leases of the
-// accounts it should own, and starts and stops workers to match.
+// accounts it should own, and starts and stops driving accounts to match.
 func (s *Supervisor) keep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
@@ -333,8 +359,8 @@ func (s *Supervisor) keep() {
 
 // renew extends the leases held and the claims in the record. A lease
 // that could not be renewed (it expired and may be another process's now)
-// stops its worker at once: PostgreSQL, not this process's memory, says
-// who may drive the account.
+// stops the account at once (no new claims, running actions cancelled):
+// PostgreSQL, not this process's memory, says who may drive the account.
 func (s *Supervisor) renew() {
 	s.mu.Lock()
 	held := make([]persistence.Lease, 0, len(s.leases))
@@ -359,7 +385,7 @@ func (s *Supervisor) renew() {
 	}
 }
 
-// dropLost stops the workers of the leases that were not renewed.
+// dropLost stops the accounts whose lease was not renewed.
 func (s *Supervisor) dropLost(held, kept []persistence.Lease) {
 	ok := make(map[string]bool, len(kept))
 	for _, l := range kept {
@@ -372,12 +398,13 @@ func (s *Supervisor) dropLost(held, kept []persistence.Lease) {
 			continue
 		}
 		delete(s.leases, l.AccountID)
-		if w := s.workers[l.AccountID]; w != nil {
-			w.stop()
-			delete(s.workers, l.AccountID)
-			s.stopping[l.AccountID] = w
+		if a := s.accounts[l.AccountID]; a != nil {
+			a.stop()
+			if a.inflight == 0 {
+				delete(s.accounts, l.AccountID)
+			}
 		}
-		s.logger.Warn("account lease lost; its worker is stopped", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
+		s.logger.Warn("account lease lost; the account is no longer driven here", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
 	}
 }
 
@@ -399,32 +426,28 @@ func (s *Supervisor) releaseGivenUp() {
 	s.signal(s.pollNow)
 }
 
-// apply makes the workers match the accounts wanted: it stops the workers
-// of accounts no longer wanted (their lease is released once they are
-// done), takes the leases it can of the wanted ones, and starts their
-// workers.
+// apply makes the accounts driven match the accounts wanted: it stops
+// those no longer wanted (their lease is released once their actions in
+// flight are written), takes the leases it can of the wanted ones, and
+// drives them.
 func (s *Supervisor) apply() {
 	s.mu.Lock()
-	for id, w := range s.workers {
-		if !s.want[id] {
-			w.stop()
-			delete(s.workers, id)
-			s.stopping[id] = w
+	for id, a := range s.accounts {
+		if !s.want[id] && !a.stopping {
+			a.stop()
+		}
+		if a.stopping && a.inflight == 0 {
+			delete(s.accounts, id)
 		}
 	}
-	for id, w := range s.stopping {
-		select {
-		case <-w.done:
-			delete(s.stopping, id)
-		default:
-		}
-	}
-	// A lease no longer wanted goes once no worker of its account runs.
+	// The leases may change below: give the accounts skipped for a lease
+	// this process did not know another look.
+	clear(s.foreign)
+	// A lease no longer wanted goes once none of its actions runs.
 	var release []persistence.Lease
 	for id, l := range s.leases {
-		_, running := s.workers[id]
-		_, busy := s.stopping[id]
-		if !s.want[id] && !running && !busy {
+		_, busy := s.accounts[id]
+		if !s.want[id] && !busy {
 			release = append(release, l)
 			delete(s.leases, id)
 		}
@@ -470,20 +493,17 @@ func (s *Supervisor) apply() {
 		if !s.want[id] {
 			continue
 		}
-		if _, running := s.workers[id]; running {
-			continue
-		}
-		if _, busy := s.stopping[id]; busy {
-			continue // the previous worker is still writing
+		if _, ok := s.accounts[id]; ok {
+			continue // driven, or its previous run is still writing
 		}
 		if s.ctx.Err() != nil {
 			break
 		}
-		s.workers[id] = s.startWorker(id, l)
+		s.accounts[id] = s.newAccount(l)
 		started = true
 	}
 	s.mu.Unlock()
 	if started {
-		s.signal(s.pollNow)
+		s.signal(s.wakeClaim)
 	}
 }

@@ -197,6 +197,8 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"serve", "--help"}, 0, "-action-retention duration"},
 		{[]string{"serve", "--help"}, 0, "(env WIMRO_ACTION_RETENTION) (default 720h0m0s)"},
 		{[]string{"serve", "--action-retention", "-1h"}, 1, "--action-retention must not be negative"},
+		{[]string{"serve", "--help"}, 0, "-db-max-conns int"},
+		{[]string{"serve", "--db-max-conns", "-1"}, 1, "--db-max-conns must not be negative"},
 		{[]string{"migrate", "--help"}, 0, "status"},
 		{[]string{"migrate"}, 2, "up|down|status|version"},
 		{[]string{"migrate", "sideways"}, 2, "unknown subcommand"},

@@ -103,6 +103,7 @@ type serveConfig struct {
 	secretKeyFile string
 	devConnectors bool
 	parallel      int
+	dbMaxConns    int
 	claimLease    time.Duration
 	refresh       time.Duration
 	retention     time.Duration
@@ -132,6 +133,9 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
+		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
+			"(claimer 1, completer 2, lease and claim renewal 1, cluster chores 1, connector locks and reads --parallel, API 8); the LISTEN connection is extra")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
 		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
@@ -170,6 +174,9 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	}
 	if c.retention < 0 {
 		return nil, fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.dbMaxConns < 0 {
+		return nil, fmt.Errorf("--db-max-conns must not be negative (got %d)", c.dbMaxConns)
 	}
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return nil, fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)

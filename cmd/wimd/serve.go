@@ -71,7 +71,10 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := persistence.Open(ctx, url, logger)
+	if c.dbMaxConns <= 0 {
+		c.dbMaxConns = c.parallel + 13
+	}
+	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(c.dbMaxConns))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,219 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wimro/wimro"
+)
+
+// ClaimRequest is one claim across every account whose lease Owner holds.
+type ClaimRequest struct {
+	Owner string
+	// Claim is written to claimed_by (ClaimName, unique per claim) and
+	// fences every later write of these actions.
+	Claim string
+	TTL   time.Duration
+	// Parallel is the number of actions claimed for an account not in
+	// Free; Free holds the accounts with fewer free slots (actions in
+	// flight, or 0: claim nothing for it, e.g. it is stopping).
+	Parallel int
+	Free     map[string]int
+	// BusyLinks are links the caller is already working on.
+	BusyLinks []string
+	// Limit caps the actions claimed in all.
+	Limit int
+}
+
+// Claimed is one claimed action and what running it needs, read in the
+// same round trip as the claim.
+type Claimed struct {
+	Action wimro.Action
+	// Epoch is the account lease's epoch at the claim: the caller drops
+	// (and releases) an action claimed under a lease it does not know.
+	Epoch int64
+	// Link is the action's WAN link, nil when it was deleted.
+	Link *wimro.WANLink
+	// Nets are the local networks of the link's group, ordered by
+	// datacenter; Datacenters holds their datacenters by uuid.
+	Nets        []wimro.InstanceNet
+	Datacenters map[string]wimro.Datacenter
+}
+
+// ClaimResult is what ClaimDue took, and when the next action it could
+// take becomes due.
+type ClaimResult struct {
+	Claimed []Claimed
+	// NextDue is the run_after of the earliest queued action of an owned
+	// account that is the head of its link, unclaimed and not yet due (nil:
+	// none). Actions waiting behind another of their link are not counted:
+	// they become due when that one finishes, which wakes the caller.
+	NextDue *time.Time
+}
+
+// claimSQL claims, in one statement, the due actions of every account
+// whose lease $1 holds: per account at most its free slots (the arrays
+// $2/$3, else $4), the head of each link only (no earlier unfinished
+// action of the link, none of the link claimed, the link not in $5), oldest
+// first, at most $6 in all. Each account's candidates come from a LATERAL
+// scan of the claim index in (run_after, seq) order that stops at its free
+// slots, so a claim reads about as many rows as it takes, however long the
+// queue (a window function would rank every due row first, and PostgreSQL
+// refuses FOR UPDATE beside one anyway). The locking SELECT re-checks the
+// row's own columns, which is what a concurrent change can make false
+// (SKIP LOCKED, then the re-check of the newest row version).
+const claimSQL = `
+	WITH leases AS (
+		SELECT l.account_id, l.epoch, COALESCE(f.free, $4::int) AS free
+		FROM wim_account_leases l
+		LEFT JOIN unnest($2::uuid[], $3::int[]) AS f(id, free) ON f.id = l.account_id
+		WHERE l.owner = $1 AND l.expires_at > now()),
+	candidates AS (
+		SELECT c.instance_action_id, c.task_index, c.run_after, c.seq, le.epoch
+		FROM leases le
+		CROSS JOIN LATERAL (
+			SELECT a.instance_action_id, a.task_index, a.run_after, a.seq
+			FROM vim_wim_actions a
+			WHERE a.wim_account_id = le.account_id
+			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after <= now()
+			  AND a.item_id <> ALL($5::uuid[])
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions b
+				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions c
+				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			ORDER BY a.run_after, a.seq
+			LIMIT le.free) c
+		WHERE le.free > 0),
+	picked AS (
+		SELECT a.instance_action_id, a.task_index, c.epoch
+		FROM candidates c
+		JOIN vim_wim_actions a ON a.instance_action_id = c.instance_action_id AND a.task_index = c.task_index
+		WHERE a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
+		ORDER BY c.run_after, c.seq
+		LIMIT $6
+		FOR UPDATE OF a SKIP LOCKED)
+	UPDATE vim_wim_actions AS a
+	SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1
+	FROM picked p
+	WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
+	RETURNING p.epoch AS lease_epoch, ` + actionCols
+
+// The statements after the claim, in the same round trip: what the
+// claimed actions need, found by the claim's name.
+const (
+	claimedLinksSQL = `SELECT ` + linkCols + ` FROM instance_wim_nets l
+		WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1)`
+	claimedNetsSQL = `SELECT ` + netCols + ` FROM instance_nets n
+		JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
+		WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1)
+		ORDER BY n.datacenter_id, n.created_at, n.uuid`
+	claimedDatacentersSQL = `SELECT ` + datacenterCols + ` FROM datacenters d
+		WHERE d.uuid IN (
+			SELECT n.datacenter_id FROM instance_nets n
+			JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
+			WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1))`
+	// nextDueSQL runs after the claim, so the links just claimed are
+	// excluded by their claimed actions.
+	nextDueSQL = `SELECT min(a.run_after) FROM wim_account_leases l
+		JOIN vim_wim_actions a ON a.wim_account_id = l.account_id
+		WHERE l.owner = $1 AND l.expires_at > now()
+		  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after > now()
+		  AND a.item_id <> ALL($2::uuid[])
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions b
+			WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions c
+			WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)`
+)
+
+type claimedRow struct {
+	Epoch int64 `db:"lease_epoch"`
+	wimro.Action
+}
+
+// ClaimDue claims due actions of every account whose lease r.Owner holds
+// (see claimSQL for the rules) and reads, in the same round trip and
+// transaction, the WAN link, networks and datacenters of each, and when
+// the next action becomes due. SKIP LOCKED lets claimers of several
+// processes race without waiting on each other; their accounts differ
+// anyway (the leases). The claim records a lease and counts the attempt.
+func (s *Store) ClaimDue(ctx context.Context, r ClaimRequest) (ClaimResult, error) {
+	var res ClaimResult
+	ids := make([]string, 0, len(r.Free))
+	free := make([]int32, 0, len(r.Free))
+	for id, n := range r.Free {
+		ids = append(ids, id)
+		free = append(free, int32(max(n, 0)))
+	}
+	busy := nonNil(r.BusyLinks)
+	b := &pgx.Batch{}
+	b.Queue(claimSQL, r.Owner, ids, free, r.Parallel, busy, max(r.Limit, 0), r.Claim, r.TTL)
+	b.Queue(claimedLinksSQL, r.Claim)
+	b.Queue(claimedNetsSQL, r.Claim)
+	b.Queue(claimedDatacentersSQL, r.Claim)
+	b.Queue(nextDueSQL, r.Owner, busy)
+	var (
+		links = map[string]*wimro.WANLink{}
+		nets  []wimro.InstanceNet
+		dcs   = map[string]wimro.Datacenter{}
+	)
+	err := s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
+		switch i {
+		case 0:
+			list, err := collectAll[claimedRow](rows, "vim_wim_actions")
+			for _, c := range list {
+				res.Claimed = append(res.Claimed, Claimed{Action: c.Action, Epoch: c.Epoch})
+			}
+			return err
+		case 1:
+			list, err := collectAll[wimro.WANLink](rows, "instance_wim_nets")
+			for j := range list {
+				links[list[j].UUID] = &list[j]
+			}
+			return err
+		case 2:
+			var err error
+			nets, err = collectAll[wimro.InstanceNet](rows, "instance_nets")
+			return err
+		case 3:
+			list, err := collectAll[wimro.Datacenter](rows, "datacenters")
+			for _, d := range list {
+				dcs[d.UUID] = d
+			}
+			return err
+		default:
+			for rows.Next() {
+				if err := rows.Scan(&res.NextDue); err != nil {
+					return mapError(fmt.Errorf("persistence: next due action: %w", err))
+				}
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("persistence: claim due actions: %w", err)
+	}
+	for i := range res.Claimed {
+		c := &res.Claimed[i]
+		c.Link = links[c.Action.ItemID]
+		if c.Link == nil || c.Link.InstanceID == nil || c.Link.SceNetID == nil {
+			continue
+		}
+		c.Datacenters = map[string]wimro.Datacenter{}
+		for _, n := range nets {
+			if n.InstanceID == *c.Link.InstanceID && n.SceNetID != nil && *n.SceNetID == *c.Link.SceNetID {
+				c.Nets = append(c.Nets, n)
+				if d, ok := dcs[n.DatacenterID]; ok {
+					c.Datacenters[d.UUID] = d
+				}
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,157 @@
+package wimthread
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/wimro/wimro/persistence"
+)
+
+const (
+	// maxBatch caps the outcomes written in one transaction.
+	maxBatch = 500
+	// maxFlushes is how many batches are written at once while the next
+	// one accumulates.
+	maxFlushes = 2
+)
+
+// outcome is one action's outcome on its way to the completer.
+type outcome struct {
+	persistence.Finished
+	acct *account
+}
+
+// completer is the one writer of action outcomes of the process: it writes
+// whatever has accumulated, of every account, in one transaction
+// (persistence.FinishActions), with up to maxFlushes transactions in
+// flight. It runs until outcomes is closed, after every action finished:
+// a write is never cancelled, it would lose a service just created.
+func (s *Supervisor) completer(outcomes <-chan outcome) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxFlushes)
+	for {
+		// Wait for a free flush first: meanwhile outcomes pile up and go
+		// out together.
+		slots <- struct{}{}
+		first, ok := <-outcomes
+		if !ok {
+			return
+		}
+		batch := []outcome{first}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			s.flush(batch)
+			s.settle(batch)
+		}()
+	}
+}
+
+// flush writes a batch of outcomes so that no claim is left behind:
+//   - the database is away: retry, with back-off, for up to one lease
+//     (the claims stay renewed, so the write lands when it comes back);
+//   - the database refuses the batch: write it in halves, down to the one
+//     bad outcome, so it cannot hold back the others, and for that one
+//     write the runner's "could not be recorded" outcome instead;
+//   - still nothing written: give the claims up (no longer renewed, and
+//     released as soon as the database answers). The actions run again,
+//     which they are written to survive.
+func (s *Supervisor) flush(batch []outcome) {
+	err := s.commit(batch)
+	if err == nil {
+		return
+	}
+	if !transient(err) {
+		if len(batch) > 1 {
+			half := len(batch) / 2
+			s.flush(batch[:half])
+			s.flush(batch[half:])
+			return
+		}
+		o := batch[0]
+		o.acct.actionLog(o.Action).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
+		o.Outcome = s.runner.Unrecorded(o.Action, err)
+		if s.commit([]outcome{o}) == nil {
+			return
+		}
+	}
+	for _, o := range batch {
+		s.claims.giveUp(persistence.KeyOf(o.Action))
+		o.acct.actionLog(o.Action).Error("action outcome not written; the claim is given up and the action will run again", slog.Any("error", err))
+	}
+}
+
+// commit writes a batch in one transaction, retrying while the database is
+// unavailable for up to one lease, and settles each claim it wrote or
+// found lost.
+func (s *Supervisor) commit(batch []outcome) error {
+	opts := s.opts
+	items := make([]persistence.Finished, len(batch))
+	for i, o := range batch {
+		items[i] = o.Finished
+	}
+	deadline := time.Now().Add(opts.Lease)
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
+		var errs []error
+		err := s.db.Tx(ctx, func(st *persistence.Store) error {
+			var err error
+			_, errs, err = st.FinishActions(ctx, items)
+			return err
+		})
+		cancel()
+		if err == nil {
+			var lost []persistence.ClaimKey
+			for i, o := range batch {
+				a := o.Action
+				s.claims.done(persistence.KeyOf(a))
+				if errors.Is(errs[i], persistence.ErrClaimLost) {
+					lost = append(lost, persistence.KeyOf(a))
+					o.acct.actionLog(a).Warn("claim or account lease lost before the outcome was written; the action will run again")
+				} else {
+					o.acct.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", o.Outcome.Status))
+				}
+			}
+			s.countFinished(batch, errs)
+			// A claim still held under its name but refused because the
+			// account's lease was lost goes back to the queue now, for the
+			// account's new owner; one lost to another claim is untouched.
+			if len(lost) > 0 {
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if _, err := s.db.ReleaseClaimsOf(rctx, lost); err != nil {
+					s.logger.Warn("release claims after a lost lease", slog.Int("actions", len(lost)), slog.Any("error", err))
+				}
+				cancel()
+			}
+			return nil
+		}
+		if !transient(err) || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		s.logger.Warn("writing action outcomes failed; retrying", slog.Int("actions", len(batch)), slog.Int("attempt", attempt), slog.Any("error", err))
+		time.Sleep(delay) // back-off between retries of an I/O call, not synchronisation
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// transient reports whether a failed write may succeed if tried again
+// unchanged: anything but the database refusing the statement itself.
+func transient(err error) bool { return !persistence.Refused(err) }
