@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wimro/wimro"
@@ -42,4 +44,29 @@ func (e *Engine) openSecrets(w wimro.WIM, accountConfig map[string]any) (wimro.W
 	var err error
 	w.URL, w.Config, accountConfig, err = e.box.OpenConnector(w.URL, w.Config, accountConfig)
 	return w, accountConfig, err
+}
+
+// ErrSecretKeyMismatch means the secret key does not open the secrets the
+// database holds: every password, bearer token and wim_url password would
+// be unreadable, so wimd refuses to start rather than run with them lost.
+var ErrSecretKeyMismatch = errors.New("the secret key does not open the secrets stored in the database")
+
+// CheckSecretKey opens one stored account password and one other stored
+// secret with the engine's key. A database with no secrets passes.
+func (e *Engine) CheckSecretKey(ctx context.Context) error {
+	password, sealed, err := e.db.SealedSamples(ctx, secret.SealedPrefix)
+	if err != nil {
+		return err
+	}
+	if len(password) > 0 {
+		if _, err := e.box.Open(password); err != nil {
+			return fmt.Errorf("%w (an account password: %v)", ErrSecretKeyMismatch, err)
+		}
+	}
+	if sealed != "" {
+		if _, err := e.box.OpenString(sealed); err != nil {
+			return fmt.Errorf("%w (a WIM or account setting: %v)", ErrSecretKeyMismatch, err)
+		}
+	}
+	return nil
 }

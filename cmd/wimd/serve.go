@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -93,6 +94,23 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	eng := engine.New(db, box, logger)
+	if err := eng.CheckSecretKey(ctx); err != nil {
+		if errors.Is(err, engine.ErrSecretKeyMismatch) {
+			if source == "generated" {
+				// No key was found, so one was made; it can open nothing
+				// stored. Leave the folder as it was, for the right key.
+				if rmErr := os.Remove(keyFile); rmErr != nil {
+					logger.Warn("remove the key generated at start", slog.String("file", keyFile), slog.Any("error", rmErr))
+				}
+				return fmt.Errorf("%w: no key was found at %s (nor in WIMRO_SECRET_KEY), but the database holds secrets sealed with one; "+
+					"put back the secret.key of this database (it is backed up with it, see the README's Backup and restore) or set WIMRO_SECRET_KEY", err, keyFile)
+			}
+			return fmt.Errorf("%w: the key from %s is not the one this database was written with; "+
+				"use the secret.key backed up with this database (see the README's Backup and restore)", err, keySource(source, keyFile))
+		}
+		return fmt.Errorf("check the secret key: %w", err)
+	}
 	// Listen before anything runs: the instance id defaults to the port.
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
@@ -107,7 +125,6 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		host, _ := os.Hostname()
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
-	eng := engine.New(db, box, logger)
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	eng.SetTypeCheck(typeCheck(registry))
 	eng.SetConnectorCheck(connectorCheck(registry))
@@ -236,4 +253,12 @@ func stopPart(logger *slog.Logger, what string, stop func(context.Context) error
 	if err := stop(ctx); err != nil {
 		logger.Error("stop "+what, slog.Any("error", err))
 	}
+}
+
+// keySource names where the secret key came from, for an error.
+func keySource(source, keyFile string) string {
+	if source == "env" {
+		return "WIMRO_SECRET_KEY"
+	}
+	return keyFile
 }

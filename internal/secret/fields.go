@@ -15,12 +15,12 @@ const Masked = "********"
 // secrets: sealed at rest, masked in answers.
 var ConfigKeys = []string{"bearer_token"}
 
-// sealedPrefix marks a sealed string: the prefix, then Seal's output in
+// SealedPrefix marks a sealed string: the prefix, then Seal's output in
 // unpadded URL-safe base64, so it fits in JSON and in a URL's user info.
-const sealedPrefix = "sealed.v1."
+const SealedPrefix = "sealed.v1."
 
 // IsSealed reports whether s is a string made by SealString.
-func IsSealed(s string) bool { return strings.HasPrefix(s, sealedPrefix) }
+func IsSealed(s string) bool { return strings.HasPrefix(s, SealedPrefix) }
 
 // SealString seals s into a printable string; a sealed one is kept.
 func (b *Box) SealString(s string) (string, error) {
@@ -31,7 +31,7 @@ func (b *Box) SealString(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return sealedPrefix + base64.RawURLEncoding.EncodeToString(v), nil
+	return SealedPrefix + base64.RawURLEncoding.EncodeToString(v), nil
 }
 
 // OpenString opens a string made by SealString. A string that is not
@@ -41,7 +41,7 @@ func (b *Box) OpenString(s string) (string, error) {
 	if !IsSealed(s) {
 		return s, nil
 	}
-	v, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, sealedPrefix))
+	v, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, SealedPrefix))
 	if err != nil {
 		return "", fmt.Errorf("secret: a sealed string that is not base64: %w", err)
 	}
