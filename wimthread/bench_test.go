@@ -384,6 +384,7 @@ func BenchmarkActionThroughput(b *testing.B) {
 		b.ReportMetric(oneRate, "actions/s-1account-parallel64")
 		reportCost(b, one, narrow.creates(), "-1account")
 		b.ReportMetric(rv.jobsPerSec, "river-jobs/s")
+		rv.reportCost(b, riverJobs, "river-")
 		b.ReportMetric(rate/rv.jobsPerSec, "ratio-vs-river")
 		b.ReportMetric(oneRate/rv.jobsPerSec, "ratio-1account-vs-river")
 		b.ReportMetric(base, "baseline-unbatched/s")

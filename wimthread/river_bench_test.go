@@ -40,6 +40,10 @@ type riverResult struct {
 	jobsPerSec float64
 	wall       time.Duration
 	poolConns  int32 // the pool's MaxConns, as wimro's is reported
+	// cpu is this process's user+sys over the burn-down, serverCPU the
+	// PostgreSQL server's (when serverCPUOK), as wimro's runs report them.
+	cpu, serverCPU time.Duration
+	serverCPUOK    bool
 }
 
 // riverBurnDown migrates an empty database of the harness's server with
@@ -96,6 +100,14 @@ func riverBurnDown(b *testing.B, jobs int) riverResult {
 		b.Fatalf("river insert: %d of %d, %v", n, jobs, err)
 	}
 
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	server := postmasterOf(ctx, conn.Conn())
+	conn.Release()
+	cpu0 := processCPU(b)
+	srv0, srvOK0 := server.cpu()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -114,10 +126,23 @@ func riverBurnDown(b *testing.B, jobs int) riverResult {
 		}
 	}
 	wall := time.Since(start)
+	res := riverResult{jobsPerSec: float64(jobs) / wall.Seconds(), wall: wall, poolConns: pool.Config().MaxConns, cpu: processCPU(b) - cpu0}
+	if srv1, ok := server.cpu(); ok && srvOK0 {
+		res.serverCPU, res.serverCPUOK = srv1-srv0, true
+	}
 	if err := client.Stop(ctx); err != nil {
 		b.Errorf("river stop: %v", err)
 	}
-	return riverResult{jobsPerSec: float64(jobs) / wall.Seconds(), wall: wall, poolConns: pool.Config().MaxConns}
+	return res
+}
+
+// reportCost reports River's CPU per job, named as wimro's per action.
+func (r riverResult) reportCost(b *testing.B, jobs int, prefix string) {
+	b.Helper()
+	b.ReportMetric(float64(r.cpu.Microseconds())/float64(jobs), prefix+"cpu-us/job")
+	if r.serverCPUOK {
+		b.ReportMetric(float64(r.serverCPU.Microseconds())/float64(jobs), prefix+"server-cpu-us/job")
+	}
 }
 
 // BenchmarkRiverBurnDown: River alone (the same baseline that
@@ -129,5 +154,6 @@ func BenchmarkRiverBurnDown(b *testing.B) {
 		b.ReportMetric(r.jobsPerSec, "jobs/s")
 		b.ReportMetric(r.wall.Seconds(), "s-wall")
 		b.ReportMetric(float64(r.poolConns), "pool-conns")
+		r.reportCost(b, jobs, "")
 	}
 }
