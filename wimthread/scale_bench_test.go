@@ -51,7 +51,8 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		before := rssMiB(b)
 		goroutines := runtime.NumGoroutine()
 		start := time.Now()
-		s := bd.own(b, registry(), nil, wimthread.Options{Poll: time.Second})
+		const owner = "scale-bench"
+		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Poll: time.Second})
 		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
 			n := len(s.Accounts())
 			return n == accounts, fmt.Sprint(n)
@@ -59,11 +60,11 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		startup := time.Since(start)
 		// The workers run because their leases are held: the rows say so.
 		var leases int
-		if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND expires_at > now()`, s.Owner()).Scan(&leases); err != nil {
+		if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND expires_at > now()`, owner).Scan(&leases); err != nil {
 			b.Fatal(err)
 		}
 		if leases != accounts {
-			b.Fatalf("%d leases held by %s, want %d", leases, s.Owner(), accounts)
+			b.Fatalf("%d leases held by %s, want %d", leases, owner, accounts)
 		}
 		runtime.GC()
 		after := rssMiB(b)
