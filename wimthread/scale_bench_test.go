@@ -36,8 +36,9 @@ func rssMiB(b *testing.B) float64 {
 	return 0
 }
 
-// BenchmarkScaleAccounts: 10,000 accounts with idle workers: start-up time
-// and resident memory, against the process before the supervisor started.
+// BenchmarkScaleAccounts: 10,000 accounts with idle workers, each with its
+// lease held in PostgreSQL: start-up time and resident memory, against the
+// process before the supervisor started.
 func BenchmarkScaleAccounts(b *testing.B) {
 	const accounts = 10000
 	for b.Loop() {
@@ -50,12 +51,21 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		before := rssMiB(b)
 		goroutines := runtime.NumGoroutine()
 		start := time.Now()
-		s := bd.own(b, registry(), nil, wimthread.Options{Poll: time.Second})
+		const owner = "scale-bench"
+		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Poll: time.Second})
 		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
 			n := len(s.Accounts())
 			return n == accounts, fmt.Sprint(n)
 		})
 		startup := time.Since(start)
+		// The workers run because their leases are held: the rows say so.
+		var leases int
+		if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND expires_at > now()`, owner).Scan(&leases); err != nil {
+			b.Fatal(err)
+		}
+		if leases != accounts {
+			b.Fatalf("%d leases held by %s, want %d", leases, owner, accounts)
+		}
 		runtime.GC()
 		after := rssMiB(b)
 		b.ReportMetric(startup.Seconds(), "s-startup")
