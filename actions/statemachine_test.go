@@ -2,8 +2,6 @@ package actions_test
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,7 @@ import (
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -50,14 +48,8 @@ type fixtureOpts struct {
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secret.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := persistence.NewDB(pgtest.NewPool(t), nil)
-	f := &fixture{ctx: t.Context(), db: db, eng: engine.New(db, box, nil)}
+	tf := testfactory.New(t)
+	f := &fixture{ctx: tf.Ctx, db: tf.DB, eng: tf.Eng}
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
@@ -67,26 +59,12 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	url := "http://fake-" + uuid.NewString()
 	f.ctrl = fake.ControllerFor(url)
 	t.Cleanup(f.ctrl.Reset)
-	must(f.eng.CreateTenant(f.ctx, engine.TenantInput{Name: "t0"}))
+	tf.Tenant(t, "t0")
 	dcs := []string{"dcA", "dcB"}
 	if o.extraDC {
 		dcs = append(dcs, "dcC")
 	}
-	var mappings []any
-	for i, dc := range dcs {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		must(f.eng.CreateDatacenter(f.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://" + dc), Config: map[string]any{
-			"external_connections": []any{map[string]any{"condition": map[string]any{"provider:physical_network": "physnet1"},
-				"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}))
-		must(f.eng.AttachDatacenter(f.ctx, "t0", dc))
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
-			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
-	}
-	must(f.eng.CreateWIM(f.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: &url, Config: map[string]any{"wim_port_mapping": mappings}}))
-	acct, err := f.eng.CreateAccount(f.ctx, "t0", "wan1", engine.AccountInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	acct := tf.WAN(t, testfactory.WAN{WIM: engine.WIMInput{Name: ptr("wan1"), URL: &url}, Tenant: "t0", Datacenters: dcs})
 	vld := uuid.NewString()
 	var nets []engine.NetworkInput
 	for i, dc := range dcs {
@@ -102,9 +80,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		}
 		nets = append(nets, n)
 	}
-	if f.inst, err = f.eng.CreateInstance(f.ctx, "t0", engine.InstanceInput{Name: "ns", Networks: nets}); err != nil {
-		t.Fatal(err)
-	}
+	f.inst = tf.Instance(t, "t0", "ns", nets)
 	if o.noMapping {
 		port := engine.Port("7")
 		must(f.eng.UpdateNetwork(f.ctx, "t0", f.inst.UUID, "net-dcB", engine.NetworkUpdate{PopSwitchDPID: ptr("00:00:00:00:00:00:00:99"), PopSwitchPort: &port}))
@@ -114,7 +90,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatalf("links = %v, %v", links, err)
 	}
 	f.link = links[0]
-	acts, err := db.ListActionsOfItem(f.ctx, f.link.UUID)
+	acts, err := f.db.ListActionsOfItem(f.ctx, f.link.UUID)
 	if err != nil || len(acts) != 1 {
 		t.Fatalf("actions = %v, %v", acts, err)
 	}
@@ -122,7 +98,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if f.conn, err = fake.Factory(connectors.Config{URL: url}); err != nil {
 		t.Fatal(err)
 	}
-	f.runner = actions.NewRunner(&db.Store, policy, nil)
+	f.runner = actions.NewRunner(&f.db.Store, policy, nil)
 	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Connector: f.conn}
 	return f
 }

@@ -14,7 +14,7 @@ import (
 func TestSlowAccountDoesNotHoldBackAnother(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", map[string]any{"latency_ms": 600_000})
-	b.addWIM(t, wimSpec{name: "wan2", wimType: "fake", url: b.url, dcs: []string{"dcC", "dcD"}})
+	b.wan(t, "wan2", "fake", b.url, nil, "dcC", "dcD")
 	const parallel = 4
 	b.start(t, registry(), wimthread.Options{Parallel: parallel})
 	// More slow links than slots: the slow account stays full.

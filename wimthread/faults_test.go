@@ -199,12 +199,10 @@ func runFaultCase(t *testing.T, c faultCase) {
 		timeoutMS = 5000
 	}
 	b := newBundle(t)
-	switchPort := func(i int) map[string]any {
-		return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": i + 1}
-	}
-	b.addWIM(t, wimSpec{name: "wan1", wimType: dynpac.Type, url: url, accountConfig: map[string]any{"timeout_ms": timeoutMS},
-		dcs: []string{"dcA", "dcB"}, mappingInfo: switchPort})
-	b.addWIM(t, wimSpec{name: "wan2", wimType: dynpac.Type, url: healthySrv.URL, dcs: []string{"dcC", "dcD"}, mappingInfo: switchPort})
+	// The factory maps each datacenter dpid-port to WAN switch port i+1,
+	// as dynpac needs.
+	b.wan(t, "wan1", dynpac.Type, url, map[string]any{"timeout_ms": timeoutMS}, "dcA", "dcB")
+	b.wan(t, "wan2", dynpac.Type, healthySrv.URL, nil, "dcC", "dcD")
 	b.start(t, r, wimthread.Options{})
 
 	bad := b.instance(t, "faulty", 1, wimro.NetActive)

@@ -26,7 +26,7 @@ func BenchmarkThroughputLocal(b *testing.B) {
 				dcs := [][]string{{"dcA", "dcB"}}
 				for i := 1; i < c.accounts; i++ {
 					d := []string{fmt.Sprintf("dc%da", i), fmt.Sprintf("dc%db", i)}
-					bd.addWIM(b, wimSpec{name: fmt.Sprintf("wan%d", i+1), wimType: "fake", url: bd.url, dcs: d})
+					bd.wan(b, fmt.Sprintf("wan%d", i+1), "fake", bd.url, nil, d...)
 					dcs = append(dcs, d)
 				}
 				for i, d := range dcs {

@@ -2,7 +2,6 @@ package wimthread_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -33,16 +33,17 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 var fast = actions.Policy{RetryBase: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: 3,
 	Refresh: 50 * time.Millisecond, Wait: 50 * time.Millisecond}
 
+// bundle is a testfactory database with the tenant t0, and a fake
+// controller at url that the "fake" WIMs of the tests point at. ctx, db,
+// box and eng are the factory's, by the names the tests use.
 type bundle struct {
+	f    *testfactory.Factory
 	ctx  context.Context
 	db   *persistence.DB
 	box  *secret.Box
 	eng  *engine.Engine
 	ctrl *fake.Controller
 	url  string
-	// datacenters counts the datacenters addWIM made (their PoP switch
-	// dpids follow it).
-	datacenters int
 }
 
 // setup makes a tenant, two datacenters with exit rules, a WIM of wimType
@@ -50,7 +51,7 @@ type bundle struct {
 func setup(t testing.TB, wimType string, accountConfig map[string]any) *bundle {
 	t.Helper()
 	b := newBundle(t)
-	b.addWIM(t, wimSpec{name: "wan1", wimType: wimType, url: b.url, accountConfig: accountConfig, dcs: []string{"dcA", "dcB"}})
+	b.wan(t, "wan1", wimType, b.url, accountConfig, "dcA", "dcB")
 	return b
 }
 
@@ -58,60 +59,20 @@ func setup(t testing.TB, wimType string, accountConfig map[string]any) *bundle {
 // fake controller at b.url.
 func newBundle(t testing.TB) *bundle {
 	t.Helper()
-	key := make([]byte, 32)
-	rand.Read(key)
-	box, err := secret.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := persistence.NewDB(pgtest.NewPool(t), nil)
-	b := &bundle{ctx: t.Context(), db: db, box: box, eng: engine.New(db, box, nil), url: "http://fake-" + uuid.NewString()}
+	f := testfactory.New(t)
+	b := &bundle{f: f, ctx: f.Ctx, db: f.DB, box: f.Box, eng: f.Eng, url: "http://fake-" + uuid.NewString()}
 	b.ctrl = fake.ControllerFor(b.url)
 	t.Cleanup(b.ctrl.Reset)
-	if _, err := b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t0"}); err != nil {
-		t.Fatal(err)
-	}
+	f.Tenant(t, "t0")
 	return b
 }
 
-// wimSpec is a WIM that addWIM makes, with t0's account on it.
-type wimSpec struct {
-	name, wimType, url string
-	accountConfig      map[string]any
-	// dcs are new datacenters, attached to t0, that only this WIM
-	// reaches: each has one exit rule (physical network physnet1) to a
-	// PoP switch port of its own, mapped to service endpoint "ep-<dc>".
-	dcs []string
-	// mappingInfo, when set, gives the wan_service_mapping_info of the
-	// i-th datacenter's mapping.
-	mappingInfo func(i int) map[string]any
-}
-
-// addWIM makes the datacenters, the WIM and t0's account of w.
-func (b *bundle) addWIM(t testing.TB, w wimSpec) {
+// wan makes a WIM of wimType at url reaching new datacenters dcs (service
+// endpoints "ep-<dc>"), and t0's account on it with accountConfig.
+func (b *bundle) wan(t testing.TB, name, wimType, url string, accountConfig map[string]any, dcs ...string) {
 	t.Helper()
-	must := func(_ any, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var mappings []any
-	for i, dc := range w.dcs {
-		b.datacenters++
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:%02x", b.datacenters)
-		must(b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://" + dc), Config: map[string]any{
-			"external_connections": []any{map[string]any{"condition": map[string]any{"provider:physical_network": "physnet1"},
-				"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}))
-		must(b.eng.AttachDatacenter(b.ctx, "t0", dc))
-		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}
-		if w.mappingInfo != nil {
-			m["wan_service_mapping_info"] = w.mappingInfo(i)
-		}
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
-	}
-	must(b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: &w.name, Type: &w.wimType, URL: &w.url, Config: map[string]any{"wim_port_mapping": mappings}}))
-	must(b.eng.CreateAccount(b.ctx, "t0", w.name, engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p")), Config: w.accountConfig}))
+	b.f.WAN(t, testfactory.WAN{WIM: engine.WIMInput{Name: &name, Type: &wimType, URL: &url}, Tenant: "t0",
+		Account: engine.AccountInput{User: ptr("u"), Password: ptr(engine.Secret("p")), Config: accountConfig}, Datacenters: dcs})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -233,19 +194,7 @@ func (b *bundle) instance(t testing.TB, name string, n int, status string, dcs .
 	if len(dcs) == 0 {
 		dcs = []string{"dcA", "dcB"}
 	}
-	var nets []engine.NetworkInput
-	for i := range n {
-		vld := uuid.NewString()
-		for j, dc := range dcs {
-			nets = append(nets, engine.NetworkInput{Name: fmt.Sprintf("%s-%d-%s", name, i, dc), SceNetID: vld, Datacenter: dc, Status: status,
-				PhysicalNetwork: "physnet1", EncapsulationType: "vlan", EncapsulationID: ptr(100 + 2*i + j)})
-		}
-	}
-	v, err := b.eng.CreateInstance(b.ctx, "t0", engine.InstanceInput{Name: name, Networks: nets})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return b.f.Instance(t, "t0", name, testfactory.Nets(status, testfactory.VLDs(n), dcs...))
 }
 
 // waitFor waits for database state (there is no event to wait on).
@@ -430,25 +379,12 @@ func TestRetryThenSucceedAndGiveUp(t *testing.T) {
 func TestMultipointFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)
-	dc := "dcC"
-	if _, err := b.eng.CreateDatacenter(b.ctx, engine.DatacenterInput{Name: &dc, VimURL: ptr("http://dcC"), Config: map[string]any{
-		"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": "00:00:00:00:00:00:00:03", "port": "1"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	b.eng.AttachDatacenter(b.ctx, "t0", dc)
-	if _, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{{DatacenterName: dc, PopWANMappings: []engine.PopWANMappingInput{{PopSwitchDPID: "00:00:00:00:00:00:00:03", PopSwitchPort: "1", WANServiceEndpointID: "ep-dcC"}}}}); err != nil {
+	b.f.Datacenter(t, "dcC", wimro.Tenant{Name: "t0"})
+	if _, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.ExitMapping("dcC", 3)}); err != nil {
 		t.Fatal(err)
 	}
 	b.start(t, registry(), wimthread.Options{})
-	vld := uuid.NewString()
-	var nets []engine.NetworkInput
-	for _, d := range []string{"dcA", "dcB", "dcC"} {
-		nets = append(nets, engine.NetworkInput{SceNetID: vld, Datacenter: d, Status: "ACTIVE", PhysicalNetwork: "physnet1"})
-	}
-	v, err := b.eng.CreateInstance(b.ctx, "t0", engine.InstanceInput{Name: "ns", Networks: nets})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := b.instance(t, "ns", 1, wimro.NetActive, "dcA", "dcB", "dcC")
 	ia := b.actionDone(t, v.UUID, v.ActionID)
 	if ia.Failed != 1 || !strings.Contains(*ia.WIMActions[0].ErrorMsg, connectors.MultipointNotSupported) {
 		t.Fatalf("multipoint: %+v", ia.WIMActions)
@@ -618,12 +554,8 @@ func TestSupervisorFollowsAccounts(t *testing.T) {
 	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
 	// A new account appears through NOTIFY (the account list channel); a
 	// removed one goes.
-	if _, err := b.eng.CreateTenant(b.ctx, engine.TenantInput{Name: "t1"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.eng.CreateAccount(b.ctx, "t1", "wan1", engine.AccountInput{}); err != nil {
-		t.Fatal(err)
-	}
+	b.f.Tenant(t, "t1")
+	b.f.Account(t, "t1", "wan1", engine.AccountInput{})
 	waitFor(t, "two workers", func() (bool, string) { return len(s.Accounts()) == 2, fmt.Sprint(s.Accounts()) })
 	if got := s.Owned(); len(got) != 2 {
 		t.Fatalf("leases held = %v, want both accounts", got)

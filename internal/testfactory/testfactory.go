@@ -1,8 +1,9 @@
 // Package testfactory builds the fixtures that the database tests of
 // several packages share: a fresh migrated database with an engine over
 // it, and tenants, datacenters (with exit rules), WIMs with port mappings,
-// accounts, instance networks and instances, each made through the
-// engine as a client would. One factory, so the packages' tests do not
+// accounts, WANs (a WIM reaching datacenters of its own, with an
+// account: one action worker's share), instance networks and instances,
+// each made through the engine as a client would. One factory, so the packages' tests do not
 // each keep a copy that drifts.
 //
 // It is an internal package rather than exported helpers of engine so
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
@@ -100,13 +103,35 @@ func (f *Factory) Datacenter(t testing.TB, name string, tenants ...wimro.Tenant)
 // WIM creates a WIM of type fake with the port mappings given.
 func (f *Factory) WIM(t testing.TB, name string, mappings ...engine.PortMappingInput) engine.WIMView {
 	t.Helper()
-	in := engine.WIMInput{Name: &name, Type: ptr("fake"), URL: ptr("http://" + name + ".example")}
+	return f.WIMOf(t, engine.WIMInput{Name: &name}, mappings...)
+}
+
+// WIMOf creates the WIM in, with the port mappings given added to its
+// config. A nil Type is fake; a nil URL is http://<name>.example.
+func (f *Factory) WIMOf(t testing.TB, in engine.WIMInput, mappings ...engine.PortMappingInput) engine.WIMView {
+	t.Helper()
+	if in.Name == nil {
+		t.Fatal("testfactory: WIMOf needs a name")
+	}
+	if in.Type == nil {
+		in.Type = ptr("fake")
+	}
+	if in.URL == nil {
+		in.URL = ptr("http://" + *in.Name + ".example")
+	}
 	if len(mappings) > 0 {
-		in.Config = map[string]any{"wim_port_mapping": mappings}
+		// A copy: the caller's config map is not written to.
+		cfg := map[string]any{"wim_port_mapping": mappings}
+		for k, v := range in.Config {
+			if k != "wim_port_mapping" {
+				cfg[k] = v
+			}
+		}
+		in.Config = cfg
 	}
 	w, err := f.Eng.CreateWIM(f.Ctx, in)
 	if err != nil {
-		t.Fatalf("create wim %s: %v", name, err)
+		t.Fatalf("create wim %s: %v", *in.Name, err)
 	}
 	return w
 }
@@ -131,6 +156,33 @@ func (f *Factory) Instance(t testing.TB, tenant, name string, nets []engine.Netw
 	return v
 }
 
+// WAN is a WIM that alone reaches datacenters of its own, with a
+// tenant's account on it: one account's worth of work for the action
+// workers. Several WANs over one tenant give it several accounts.
+type WAN struct {
+	// WIM is created by WIMOf (Name is required).
+	WIM engine.WIMInput
+	// Tenant, which must exist, gets the account Account.
+	Tenant  string
+	Account engine.AccountInput
+	// Datacenters are created (Datacenter) and attached to Tenant; the
+	// i-th is mapped by ExitMapping(dc, i+1).
+	Datacenters []string
+}
+
+// WAN creates w's datacenters, WIM and account.
+func (f *Factory) WAN(t testing.TB, w WAN) engine.AccountFull {
+	t.Helper()
+	tn := wimro.Tenant{Name: w.Tenant}
+	var mappings []engine.PortMappingInput
+	for i, dc := range w.Datacenters {
+		f.Datacenter(t, dc, tn)
+		mappings = append(mappings, ExitMapping(dc, i+1))
+	}
+	f.WIMOf(t, w.WIM, mappings...)
+	return f.Account(t, w.Tenant, *w.WIM.Name, w.Account)
+}
+
 // Scenario is the usual set-up: a tenant, datacenters dcA and dcB
 // attached to it, WIM wan1 (fake) mapped to both, and the tenant's
 // account on it.
@@ -151,13 +203,25 @@ func (f *Factory) Scenario(t testing.TB, tenant string) Scenario {
 	return sc
 }
 
-// Mapping is one datacenter's dpid-port mapping: port 1 of its PoP
-// switch, PopDPID(dc), to port `port` of WAN switch BB:..:BB.
+// Mapping is one datacenter's dpid-port mapping: port `port` of its PoP
+// switch, PopDPID(dc), to port `port` of WAN switch BB:..:BB. Only port 1
+// is where Datacenter's exit rule leaves.
 func Mapping(dc string, port int) engine.PortMappingInput {
 	return engine.PortMappingInput{DatacenterName: dc, PopWANMappings: []engine.PopWANMappingInput{{
 		PopSwitchDPID: PopDPID(dc), PopSwitchPort: engine.Port(strconv.Itoa(port)),
 		WANServiceMappingInfo: engine.JSONObject{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": port},
 	}}}
+}
+
+// ExitMapping maps where Datacenter(dc)'s exit rule leaves, port 1 of
+// PopDPID(dc), to port wanPort of WAN switch BB:..:BB and to service
+// endpoint "ep-<dc>", so that both dpid-port connectors (dynpac) and
+// endpoint ones (fake) find it.
+func ExitMapping(dc string, wanPort int) engine.PortMappingInput {
+	m := Mapping(dc, wanPort)
+	m.PopWANMappings[0].PopSwitchPort = "1"
+	m.PopWANMappings[0].WANServiceEndpointID = "ep-" + dc
+	return m
 }
 
 // PopDPID gives each datacenter its own PoP switch, by the last character
@@ -167,15 +231,25 @@ func PopDPID(dc string) string {
 }
 
 // Nets returns, for each VLD (sce_net_id), one network in each of dcs on
-// PhysicalNetwork with VLAN 301, 302, ... by datacenter, status status
-// ("" is BUILD).
+// PhysicalNetwork, status status ("" is BUILD). VLANs count from 301
+// across VLDs and datacenters, so no two networks share one (at most
+// 3,794 networks).
 func Nets(status string, vlds []string, dcs ...string) []engine.NetworkInput {
 	var out []engine.NetworkInput
-	for _, v := range vlds {
+	for k, v := range vlds {
 		for i, dc := range dcs {
 			out = append(out, engine.NetworkInput{SceNetID: v, Datacenter: dc, PhysicalNetwork: PhysicalNetwork, Status: status,
-				EncapsulationType: "vlan", EncapsulationID: ptr(300 + i + 1), Name: fmt.Sprintf("net-%s-%s", v[:min(4, len(v))], dc)})
+				EncapsulationType: "vlan", EncapsulationID: ptr(300 + k*len(dcs) + i + 1), Name: fmt.Sprintf("net-%d-%s", k, dc)})
 		}
+	}
+	return out
+}
+
+// VLDs returns n new VLD ids, for Nets.
+func VLDs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = uuid.NewString()
 	}
 	return out
 }
