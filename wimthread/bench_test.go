@@ -20,9 +20,9 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/internal/testfactory"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -51,7 +51,7 @@ func (f fixture) creates() int { return f.accounts * f.instances * f.links }
 // build makes the fixture on a fresh database. The database is opened the
 // way wimd opens it (persistence.Open, its pool settings), not through the
 // test harness's pool, so the figures follow wimd's pool sizing.
-func (f fixture) build(b *testing.B) *bundle {
+func (f fixture) build(b *testing.B, parallel int) *bundle {
 	b.Helper()
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -59,20 +59,19 @@ func (f fixture) build(b *testing.B) *bundle {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := persistence.Open(b.Context(), pgtest.URL(b), nil)
+	db, err := persistence.Open(b.Context(), pgtest.URL(b), nil, persistence.WithMaxConns(wimthread.PoolSize(parallel)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(db.Close) // before the harness drops the database
-	bd := &bundle{ctx: b.Context(), db: db, box: box, eng: engine.New(db, box, nil), url: "http://fake-" + uuid.NewString()}
+	fa := testfactory.NewOn(b, db, box)
+	bd := &bundle{f: fa, ctx: fa.Ctx, db: db, box: box, eng: fa.Eng, url: "http://fake-" + uuid.NewString()}
 	bd.ctrl = fake.ControllerFor(bd.url)
 	b.Cleanup(bd.ctrl.Reset)
-	if _, err := bd.eng.CreateTenant(bd.ctx, engine.TenantInput{Name: "t0"}); err != nil {
-		b.Fatal(err)
-	}
+	fa.Tenant(b, "t0")
 	for a := range f.accounts {
 		dcs := []string{fmt.Sprintf("dc%03da", a), fmt.Sprintf("dc%03db", a)}
-		bd.addWIM(b, wimSpec{name: fmt.Sprintf("wan%03d", a), wimType: fake.Type, url: bd.url, accountConfig: f.accountConfig, dcs: dcs})
+		bd.wan(b, fmt.Sprintf("wan%03d", a), fake.Type, bd.url, f.accountConfig, dcs...)
 		for i := range f.instances {
 			bd.instance(b, fmt.Sprintf("ns%03d-%03d-%s", a, i, uuid.NewString()[:4]), f.links, wimro.NetActive, dcs...)
 		}
@@ -363,9 +362,9 @@ func BenchmarkActionThroughput(b *testing.B) {
 	wide := fixture{accounts: 100, instances: 1, links: 50}
 	narrow := fixture{accounts: 1, instances: 100, links: 50}
 	for b.Loop() {
-		bd := wide.build(b)
+		bd := wide.build(b, 8)
 		r := wide.run(b, bd, wimthread.Options{}, true)
-		one := narrow.run(b, narrow.build(b), wimthread.Options{Parallel: 64}, true)
+		one := narrow.run(b, narrow.build(b, 64), wimthread.Options{Parallel: 64}, true)
 		rv := riverBurnDown(b, riverJobs)
 		base := claimCompleteBaseline(b, bd.db.Pool(), 2000, 1)
 		batched := claimCompleteBaseline(b, bd.db.Pool(), 2000, 50)
@@ -400,8 +399,8 @@ func BenchmarkLatencyBound(b *testing.B) {
 	for b.Loop() {
 		// The earlier refresh interval (fast's 50 ms), so the figure stays
 		// comparable with the recorded ones.
-		parallel := slow.run(b, slow.build(b), wimthread.Options{Parallel: 8, Policy: fast}, false)
-		serial := slow.run(b, slow.build(b), wimthread.Options{Parallel: 1, Policy: fast}, false)
+		parallel := slow.run(b, slow.build(b, 8), wimthread.Options{Parallel: 8, Policy: fast}, false)
+		serial := slow.run(b, slow.build(b, 1), wimthread.Options{Parallel: 1, Policy: fast}, false)
 		b.ReportMetric(parallel.creates.Seconds(), "s-parallel")
 		b.ReportMetric(serial.creates.Seconds(), "s-serial-baseline")
 		b.ReportMetric(serial.creates.Seconds()/parallel.creates.Seconds(), "speedup")
@@ -419,8 +418,8 @@ func BenchmarkLatencyBoundScale(b *testing.B) {
 	wide := fixture{accounts: 100, instances: 1, links: 20, accountConfig: cfg}
 	serial := fixture{accounts: 1, instances: 1, links: 20, accountConfig: cfg}
 	for b.Loop() {
-		r := wide.run(b, wide.build(b), wimthread.Options{}, true)
-		s := serial.run(b, serial.build(b), wimthread.Options{Parallel: 1}, true)
+		r := wide.run(b, wide.build(b, 8), wimthread.Options{}, true)
+		s := serial.run(b, serial.build(b, 1), wimthread.Options{Parallel: 1}, true)
 		b.ReportMetric(r.creates.Seconds(), "s-creates-done")
 		b.ReportMetric(r.active.Seconds(), "s-all-active")
 		b.ReportMetric(s.creates.Seconds(), "s-serial-creates-baseline")

@@ -37,6 +37,13 @@ type Options struct {
 	Metrics *Metrics
 }
 
+// PoolSize is the PostgreSQL pool a process needs for a supervisor
+// running parallel links per account beside the API: the claimer 1, the
+// completer's flushes 2, lease and claim renewal 1, cluster chores 1,
+// connector locks and reads parallel, and 8 for API requests. The LISTEN
+// connection is not in the pool.
+func PoolSize(parallel int) int { return parallel + 13 }
+
 func (o Options) withDefaults() Options {
 	if o.Owner == "" {
 		host, _ := os.Hostname()

@@ -73,7 +73,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	if c.dbMaxConns <= 0 {
-		c.dbMaxConns = c.parallel + 13
+		c.dbMaxConns = wimthread.PoolSize(c.parallel)
 	}
 	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(c.dbMaxConns))
 	if err != nil {

@@ -59,11 +59,17 @@ func New(t testing.TB) *Factory {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return NewOn(t, persistence.NewDB(pgtest.NewPool(t), nil), box)
+}
+
+// NewOn returns a factory over db, already migrated, sealing with box:
+// for a benchmark that opens its database as wimd does.
+func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
+	t.Helper()
 	r := connectors.NewRegistry()
 	for _, register := range []func(*connectors.Registry){fake.Register, failing.Register, dynpac.Register, tapi.Register, ietfl2vpn.Register, onos.Register} {
 		register(r)
 	}
-	db := persistence.NewDB(pgtest.NewPool(t), nil)
 	eng := engine.New(db, box, nil)
 	eng.SetTypeCheck(r.CheckType)
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
