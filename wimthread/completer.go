@@ -115,6 +115,9 @@ func (s *Supervisor) commit(batch []outcome) error {
 		_, errs, err := s.db.FinishActions(ctx, items)
 		cancel()
 		if err == nil {
+			// actionLog formats its attributes for every action: only
+			// when the debug line would be written.
+			debug := s.logger.Enabled(context.Background(), slog.LevelDebug)
 			var lost []persistence.ClaimKey
 			for i, o := range batch {
 				a := o.Action
@@ -122,7 +125,7 @@ func (s *Supervisor) commit(batch []outcome) error {
 				if errors.Is(errs[i], persistence.ErrClaimLost) {
 					lost = append(lost, persistence.KeyOf(a))
 					o.acct.actionLog(a).Warn("claim or account lease lost before the outcome was written; the action will run again")
-				} else {
+				} else if debug {
 					o.acct.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", o.Outcome.Status))
 				}
 			}
