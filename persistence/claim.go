@@ -118,18 +118,26 @@ const (
 			JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
 			WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1))`
 	// nextDueSQL runs after the claim, so the links just claimed are
-	// excluded by their claimed actions.
-	nextDueSQL = `SELECT min(a.run_after) FROM wim_account_leases l
-		JOIN vim_wim_actions a ON a.wim_account_id = l.account_id
-		WHERE l.owner = $1 AND l.expires_at > now()
-		  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after > now()
-		  AND a.item_id <> ALL($2::uuid[])
-		  AND NOT EXISTS (
-			SELECT 1 FROM vim_wim_actions b
-			WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
-		  AND NOT EXISTS (
-			SELECT 1 FROM vim_wim_actions c
-			WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)`
+	// excluded by their claimed actions. Per account it walks the claim
+	// index in run_after order and stops at the first action that
+	// qualifies: a min() over the join read every queued action of the
+	// account (a BUILD link waiting for its refresh is one), so each claim
+	// cost more as links were made.
+	nextDueSQL = `SELECT min(n.run_after) FROM wim_account_leases l
+		CROSS JOIN LATERAL (
+			SELECT a.run_after FROM vim_wim_actions a
+			WHERE a.wim_account_id = l.account_id
+			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after > now()
+			  AND a.item_id <> ALL($2::uuid[])
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions b
+				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
+			  AND NOT EXISTS (
+				SELECT 1 FROM vim_wim_actions c
+				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			ORDER BY a.run_after, a.seq
+			LIMIT 1) n
+		WHERE l.owner = $1 AND l.expires_at > now()`
 )
 
 type claimedRow struct {

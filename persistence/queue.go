@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -144,15 +143,22 @@ func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Out
 	return done[0], nil
 }
 
-// finishSQL writes a batch of outcomes in one statement: the arrays are
-// one outcome per index. An action is written only while it is still held
-// under its claim and its account's lease is held as given; the rows are
-// locked in primary-key order first, as every multi-row writer locks them.
+// finishSQL writes a batch of outcomes in one statement, so in one round
+// trip and one implicit transaction: the arrays are one outcome per index.
+// An action is written only while it is still held under its claim and its
+// account's lease is held as given; the rows are locked in primary-key
+// order first, as every multi-row writer locks them. Only the actions
+// written (done) update their WAN links (a missing link is ignored) and
+// add to their instance action's counters, whose rows are locked in uuid
+// order too, so concurrent batches never deadlock on them. Data-modifying
+// WITH parts always run, referenced or not.
 const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		                     $8::timestamptz[], $9::bool[], $10::text[], $11::bigint[])
-			AS o(id, idx, claim, status, error_msg, wim_internal_id, extra, run_after, reset, owner, epoch)),
+		                     $8::timestamptz[], $9::bool[], $10::text[], $11::bigint[],
+		                     $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::int[], $19::int[])
+			AS o(id, idx, claim, status, error_msg, wim_internal_id, extra, run_after, reset, owner, epoch,
+			     has_link, link_status, link_error, link_clear, link_svc, link_info, n_done, n_failed)),
 	locked AS (
 		SELECT a.instance_action_id, a.task_index
 		FROM vim_wim_actions a
@@ -161,27 +167,53 @@ const finishSQL = `
 			SELECT 1 FROM wim_account_leases l
 			WHERE l.account_id = a.wim_account_id AND l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now())
 		ORDER BY a.instance_action_id, a.task_index
-		FOR UPDATE OF a)
-	UPDATE vim_wim_actions AS a
-	SET status = o.status, error_msg = o.error_msg, wim_internal_id = COALESCE(o.wim_internal_id, a.wim_internal_id),
-	    extra = CASE WHEN o.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || o.extra::jsonb END,
-	    run_after = o.run_after, attempts = CASE WHEN o.reset THEN 0 ELSE a.attempts END,
-	    claimed_by = NULL, claim_expires_at = NULL
-	FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
-	WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
-	RETURNING ` + actionCols
+		FOR UPDATE OF a),
+	done AS (
+		UPDATE vim_wim_actions AS a
+		SET status = o.status, error_msg = o.error_msg, wim_internal_id = COALESCE(o.wim_internal_id, a.wim_internal_id),
+		    extra = CASE WHEN o.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || o.extra::jsonb END,
+		    run_after = o.run_after, attempts = CASE WHEN o.reset THEN 0 ELSE a.attempts END,
+		    claimed_by = NULL, claim_expires_at = NULL
+		FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
+		WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
+		RETURNING ` + actionCols + `),
+	links AS (
+		UPDATE instance_wim_nets l SET
+			status = COALESCE(o.link_status, l.status),
+			error_msg = CASE WHEN o.link_clear THEN NULL ELSE COALESCE(o.link_error, l.error_msg) END,
+			wim_internal_id = COALESCE(o.link_svc, l.wim_internal_id),
+			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END
+		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
+		WHERE o.has_link AND l.uuid = d.item_id),
+	progress AS (
+		SELECT d.instance_action_id AS id, sum(o.n_done) AS n_done, sum(o.n_failed) AS n_failed
+		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
+		WHERE o.n_done <> 0 OR o.n_failed <> 0
+		GROUP BY d.instance_action_id),
+	counted AS (
+		SELECT ia.uuid FROM instance_actions ia
+		WHERE ia.uuid IN (SELECT id FROM progress)
+		ORDER BY ia.uuid
+		FOR UPDATE),
+	counters AS (
+		UPDATE instance_actions ia SET number_done = ia.number_done + p.n_done, number_failed = ia.number_failed + p.n_failed
+		FROM counted k JOIN progress p ON p.id = k.uuid
+		WHERE ia.uuid = k.uuid)
+	SELECT d.* FROM done d`
 
 // FinishActions writes the outcomes of claimed actions and releases their
-// claims, in two round trips whatever their number: the action rows first
-// (one statement over arrays), then the WAN links and one counter
-// increment per instance action.
+// claims, with their WAN links and one counter increment per instance
+// action, in one statement (one round trip, atomic by itself; inside Tx it
+// joins the transaction) whatever their number. It was four round trips
+// (BEGIN, the actions, links and counters, COMMIT), which bounded a
+// busy account's throughput: its next claim waits for them.
 // Fencing: an action is written only while it is still held under the
 // claim it was taken with (Action.ClaimedBy as ClaimActions returned it)
 // and its account's lease is still held as it was then; otherwise its
-// error in errs is ErrClaimLost and it adds nothing to the counters.
+// error in errs is ErrClaimLost and it adds nothing to the counters nor
+// changes its link.
 // Every text is made storable first (wimro.CleanText), so a controller's
-// message can never make PostgreSQL refuse the batch. Call it inside Tx
-// so the outcomes, links and counters commit together.
+// message can never make PostgreSQL refuse the batch.
 func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
 	out := make([]wimro.Action, len(items))
 	errs := make([]error, len(items))
@@ -192,11 +224,13 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 	index := make(map[key]int, len(items))
 	var (
 		ids, claims, statuses, owners []string
-		idxs                          []int32
+		idxs, nDone, nFailed          []int32
 		msgs, svcIDs, extras          []*string
 		runAfters                     []time.Time
-		resets                        []bool
+		resets, hasLink, linkClear    []bool
 		epochs                        []int64
+		linkStatus, linkErr, linkSvc  []*string
+		linkInfo                      []*string
 	)
 	now := time.Now()
 	for i, it := range items {
@@ -215,24 +249,31 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		if a.ClaimedBy != nil {
 			claim = *a.ClaimedBy
 		}
-		var extra *string
-		if m := wimro.CleanMap(o.Extra); m != nil {
-			b, err := json.Marshal(m)
-			if err != nil {
-				return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has extra data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
-			}
-			v := string(b)
-			extra = &v
+		extra, err := jsonText(o.Extra)
+		if err != nil {
+			return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has extra data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
+		}
+		u := o.Link
+		if u == nil {
+			u = &LinkUpdate{}
+		}
+		info, err := jsonText(u.WIMInfo)
+		if err != nil {
+			return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has WAN link data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
 		}
 		ids, idxs, claims = append(ids, a.InstanceActionID), append(idxs, int32(a.TaskIndex)), append(claims, claim)
 		statuses, msgs, svcIDs, extras = append(statuses, o.Status), append(msgs, cleanMsg(o.ErrorMsg)), append(svcIDs, cleanID(o.WIMInternalID)), append(extras, extra)
 		runAfters, resets = append(runAfters, runAfter), append(resets, o.ResetAttempts)
 		owners, epochs = append(owners, it.Lease.Owner), append(epochs, it.Lease.Epoch)
+		hasLink, linkStatus, linkErr = append(hasLink, o.Link != nil), append(linkStatus, u.Status), append(linkErr, cleanMsg(u.ErrorMsg))
+		linkClear, linkSvc, linkInfo = append(linkClear, u.ClearError), append(linkSvc, cleanID(u.WIMInternalID)), append(linkInfo, info)
+		nDone, nFailed = append(nDone, int32(o.Done)), append(nFailed, int32(o.Failed))
 	}
 	written := map[int]bool{}
 	if len(ids) > 0 {
 		list, err := getAll[wimro.Action](ctx, s, "vim_wim_actions", finishSQL,
-			ids, idxs, claims, statuses, msgs, svcIDs, extras, runAfters, resets, owners, epochs)
+			ids, idxs, claims, statuses, msgs, svcIDs, extras, runAfters, resets, owners, epochs,
+			hasLink, linkStatus, linkErr, linkClear, linkSvc, linkInfo, nDone, nFailed)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -248,43 +289,22 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 			errs[i] = ErrClaimLost
 		}
 	}
-
-	type delta struct{ done, failed int }
-	progress := map[string]*delta{}
-	var order []string
-	b := &pgx.Batch{}
-	for i, it := range items {
-		if errs[i] != nil {
-			continue
-		}
-		o := it.Outcome
-		if o.Done != 0 || o.Failed != 0 {
-			d := progress[it.Action.InstanceActionID]
-			if d == nil {
-				d = &delta{}
-				progress[it.Action.InstanceActionID] = d
-				order = append(order, it.Action.InstanceActionID)
-			}
-			d.done += o.Done
-			d.failed += o.Failed
-		}
-		if u := o.Link; u != nil {
-			b.Queue(updateLinkSQL, it.Action.ItemID, u.Status, cleanMsg(u.ErrorMsg), u.ClearError, cleanID(u.WIMInternalID), wimro.CleanMap(u.WIMInfo))
-		}
-	}
-	// Counters last and in a stable order: concurrent writers lock the
-	// instance_actions rows in the same order and never deadlock.
-	sort.Strings(order)
-	for _, id := range order {
-		b.Queue(`UPDATE instance_actions SET number_done = number_done + $2, number_failed = number_failed + $3 WHERE uuid = $1`,
-			id, progress[id].done, progress[id].failed)
-	}
-	if b.Len() > 0 {
-		if err := s.runBatch(ctx, b, func(int, pgx.Rows) error { return nil }); err != nil {
-			return nil, nil, err
-		}
-	}
 	return out, errs, nil
+}
+
+// jsonText encodes a JSON object cleaned for storage (wimro.CleanMap), or
+// nil for none.
+func jsonText(m map[string]any) (*string, error) {
+	m = wimro.CleanMap(m)
+	if m == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	v := string(b)
+	return &v, nil
 }
 
 // runBatch sends b in one round trip and hands each statement's rows to

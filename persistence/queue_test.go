@@ -356,3 +356,51 @@ func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
 		t.Fatalf("after a release = %v, %v", third, err)
 	}
 }
+
+// FinishActions is atomic without a transaction around it (the completer
+// calls it so): when the counter increment fails, the action row is not
+// written either and stays claimed, so the outcome can be written again.
+// A trigger of this test's own database makes the counter update fail.
+func TestFinishActionsIsAtomicAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, link1, _, _ := queue(t, b)
+	la := lease(t, b, acct, "P")
+	got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if _, err := b.db.Pool().Exec(b.ctx, `
+		CREATE FUNCTION refuse_counters() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'counters refused by the test'; END $$;
+		CREATE TRIGGER refuse_counters BEFORE UPDATE ON instance_actions FOR EACH ROW EXECUTE FUNCTION refuse_counters()`); err != nil {
+		t.Fatal(err)
+	}
+	st := wimro.LinkActive
+	items := make([]persistence.Finished, len(got))
+	for i, a := range got {
+		items[i] = persistence.Finished{Action: a, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1,
+			Link: &persistence.LinkUpdate{Status: &st}}}
+	}
+	if _, _, err := b.db.FinishActions(b.ctx, items); err == nil {
+		t.Fatal("FinishActions succeeded although the counter update was refused")
+	}
+	for _, a := range got {
+		rows, err := b.db.ListActionsOfItem(b.ctx, a.ItemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.TaskIndex == a.TaskIndex && (r.Status != wimro.ActionScheduled || r.ClaimedBy == nil || *r.ClaimedBy != "A") {
+				t.Fatalf("action %d written by a failed FinishActions: status %s, claimed_by %v", a.TaskIndex, r.Status, r.ClaimedBy)
+			}
+		}
+	}
+	link, err := b.db.GetWANLink(b.ctx, link1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link.Status == wimro.LinkActive {
+		t.Fatalf("link %s set to ACTIVE by a failed FinishActions", link1)
+	}
+}
