@@ -104,19 +104,23 @@ const claimSQL = `
 	RETURNING p.epoch AS lease_epoch, ` + actionCols
 
 // The statements after the claim, in the same round trip: what the
-// claimed actions need, found by the claim's name.
+// claimed actions need, found by the claim's name among the live claims.
+// The live claims are few (what runs now) and the lease index holds just
+// them: "claimed_by = $1" alone is planned as a scan of the whole queue
+// and its history.
 const (
-	claimedLinksSQL = `SELECT ` + linkCols + ` FROM instance_wim_nets l
-		WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1)`
-	claimedNetsSQL = `SELECT ` + netCols + ` FROM instance_nets n
+	claimedNow = `WITH claimedNow AS (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1 AND claim_expires_at > now()) `
+	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
+		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
+	claimedNetsSQL = claimedNow + `SELECT ` + netCols + ` FROM instance_nets n
 		JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
-		WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1)
+		WHERE l.uuid IN (SELECT item_id FROM claimedNow)
 		ORDER BY n.datacenter_id, n.created_at, n.uuid`
-	claimedDatacentersSQL = `SELECT ` + datacenterCols + ` FROM datacenters d
+	claimedDatacentersSQL = claimedNow + `SELECT ` + datacenterCols + ` FROM datacenters d
 		WHERE d.uuid IN (
 			SELECT n.datacenter_id FROM instance_nets n
 			JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
-			WHERE l.uuid IN (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1))`
+			WHERE l.uuid IN (SELECT item_id FROM claimedNow))`
 	// nextDueSQL runs after the claim, so the links just claimed are
 	// excluded by their claimed actions. Per account it walks the claim
 	// index in run_after order and stops at the first action that
