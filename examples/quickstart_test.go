@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/wimdtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -55,7 +55,7 @@ func TestQuickStart(t *testing.T) {
 		}
 		switch {
 		case st.command == "make run":
-			addr := startWimd(t, wimd, []string{"WIMRO_DATABASE_URL=" + dbURL, "WIMRO_DATA_DIR=" + t.TempDir()},
+			addr := wimdtest.Start(t, wimd, []string{"WIMRO_DATABASE_URL=" + dbURL, "WIMRO_DATA_DIR=" + t.TempDir()},
 				append(wimdArgs, "--listen", "127.0.0.1:0")...)
 			env = append(env, "OPENMANO_PORT="+addr[strings.LastIndex(addr, ":")+1:])
 			started = true
@@ -252,17 +252,8 @@ func makeRunArgs(t *testing.T, makefile string) []string {
 
 // buildBinaries compiles wimd and openmano into a temporary folder.
 func buildBinaries(t *testing.T) (wimd, openmano string) {
-	t.Helper()
-	dir := t.TempDir()
-	wimd, openmano = filepath.Join(dir, "wimd"), filepath.Join(dir, "openmano")
-	for _, b := range [][2]string{{wimd, "./cmd/wimd"}, {openmano, "./cmd/openmano"}} {
-		cmd := exec.Command("go", "build", "-o", b[0], b[1])
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
-	return wimd, openmano
+	bins := wimdtest.Build(t, "wimd", "openmano")
+	return bins[0], bins[1]
 }
 
 // runOpenmano runs the client in the repository root (the README's paths
@@ -291,71 +282,4 @@ func hasLineWith(out string, words []string) bool {
 		}
 	}
 	return false
-}
-
-// lockedBuffer is a bytes.Buffer safe for the log-reading goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var servingAddr = regexp.MustCompile(`msg="wimd serving" addr=(\S+)`)
-
-// startWimd runs wimd with args and returns the address it serves on,
-// read from its log; it is killed when the test ends (its log shown if
-// the test failed).
-func startWimd(t *testing.T, bin string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	log := &lockedBuffer{}
-	done := make(chan struct{})
-	addrc := make(chan string, 1)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			log.Write([]byte(line + "\n"))
-			if m := servingAddr.FindStringSubmatch(line); m != nil {
-				addrc <- m[1]
-			}
-		}
-		cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("wimd log:\n%s", log.String())
-		}
-	})
-	select {
-	case addr := <-addrc:
-		return addr
-	case <-done:
-		t.Fatalf("wimd exited:\n%s", log.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("wimd not serving:\n%s", log.String())
-	}
-	return ""
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,87 +18,21 @@ import (
 
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/wimdtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // buildBinaries compiles wimd and this openmano into a temporary folder.
 func buildBinaries(t *testing.T) (wimd, openmano string) {
-	t.Helper()
-	dir := t.TempDir()
-	wimd, openmano = filepath.Join(dir, "wimd"), filepath.Join(dir, "openmano")
-	for _, b := range [][2]string{{wimd, "../wimd"}, {openmano, "."}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
-		}
-	}
-	return wimd, openmano
+	bins := wimdtest.Build(t, "wimd", "openmano")
+	return bins[0], bins[1]
 }
-
-// lockedBuffer is a bytes.Buffer safe for the log-reading goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var servingAddr = regexp.MustCompile(`msg="wimd serving" addr=(\S+)`)
 
 // startWimd runs "wimd serve" on a free port and returns the address it
-// serves on, read from its log; the process is killed when the test ends.
+// serves on; the process is killed when the test ends.
 func startWimd(t *testing.T, bin string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	log := &lockedBuffer{}
-	done := make(chan struct{})
-	addrc := make(chan string, 1)
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			log.Write([]byte(line + "\n"))
-			if m := servingAddr.FindStringSubmatch(line); m != nil {
-				addrc <- m[1]
-			}
-		}
-		cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("wimd log:\n%s", log.String())
-		}
-	})
-	select {
-	case addr := <-addrc:
-		return addr
-	case <-done:
-		t.Fatalf("wimd exited:\n%s", log.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("wimd not serving:\n%s", log.String())
-	}
-	return ""
+	return wimdtest.Start(t, bin, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 }
 
 // openmano runs the client binary with a fixed environment.

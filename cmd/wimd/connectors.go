@@ -6,12 +6,9 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/connectors/dynpac"
+	"github.com/wimro/wimro/connectors/builtin"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/connectors/ietfl2vpn"
-	"github.com/wimro/wimro/connectors/onos"
-	"github.com/wimro/wimro/connectors/tapi"
 	"github.com/wimro/wimro/engine"
 )
 
@@ -83,9 +80,6 @@ func newRegistry(dev bool, dataDir string, reserved ...string) *connectors.Regis
 		fake.RegisterConfined(r, dataDir, reserved...)
 		failing.Register(r)
 	}
-	dynpac.Register(r)
-	tapi.Register(r)
-	ietfl2vpn.Register(r)
-	onos.Register(r)
+	builtin.Register(r)
 	return r
 }

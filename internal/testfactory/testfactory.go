@@ -22,12 +22,9 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/connectors/dynpac"
+	"github.com/wimro/wimro/connectors/builtin"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/connectors/ietfl2vpn"
-	"github.com/wimro/wimro/connectors/onos"
-	"github.com/wimro/wimro/connectors/tapi"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
@@ -67,9 +64,9 @@ func New(t testing.TB) *Factory {
 func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	t.Helper()
 	r := connectors.NewRegistry()
-	for _, register := range []func(*connectors.Registry){fake.Register, failing.Register, dynpac.Register, tapi.Register, ietfl2vpn.Register, onos.Register} {
-		register(r)
-	}
+	fake.Register(r)
+	failing.Register(r)
+	builtin.Register(r)
 	eng := engine.New(db, box, nil)
 	eng.SetTypeCheck(r.CheckType)
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
