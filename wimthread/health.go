@@ -15,8 +15,9 @@ const checkTimeout = 30 * time.Second
 // each once per MonitorInterval, the checks spread over the interval and
 // run one at a time (so one account never has two checks at once, and a
 // controller shared by many accounts is not hit by all of them together).
-// An account newly driven waits for its turn in the next round; the first
-// round starts at once.
+// An account newly driven waits for its turn in the next round (a written
+// account is checked by the engine at once); the first round starts as
+// soon as an account is driven.
 func (s *Supervisor) monitor() {
 	interval := s.opts.MonitorInterval
 	if interval <= 0 {
@@ -25,7 +26,9 @@ func (s *Supervisor) monitor() {
 	for {
 		ids := s.Accounts()
 		if len(ids) == 0 {
-			if !s.pause(interval) {
+			// None owned yet (at start, before the coordinator's first
+			// assignment): look again soon rather than a whole interval.
+			if !s.pause(min(interval, s.opts.Poll)) {
 				return
 			}
 			continue
