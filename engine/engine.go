@@ -33,6 +33,8 @@ type Engine struct {
 	credCheck               CredentialsCheck
 	checkWait, checkTimeout time.Duration
 	checks                  sync.WaitGroup // checks running in the background
+	checkCtx                context.Context
+	stopChecks              context.CancelFunc
 }
 
 // New returns an engine over db. box seals account passwords at rest.

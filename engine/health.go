@@ -39,11 +39,17 @@ func (e *Engine) SetCredentialsCheck(c CredentialsCheck, wait, timeout time.Dura
 		timeout = DefaultCheckTimeout
 	}
 	e.credCheck, e.checkWait, e.checkTimeout = c, wait, timeout
+	e.checkCtx, e.stopChecks = context.WithCancel(context.Background())
 }
 
-// WaitChecks waits until the credentials checks still running in the
-// background have recorded their result, or ctx ends.
-func (e *Engine) WaitChecks(ctx context.Context) error {
+// StopChecks cancels the credentials checks still running in the
+// background (their result is not recorded: the next check will be) and
+// waits for them until ctx ends. Call it when the process stops serving.
+func (e *Engine) StopChecks(ctx context.Context) error {
+	if e.stopChecks == nil {
+		return nil
+	}
+	e.stopChecks()
 	done := make(chan struct{})
 	go func() { e.checks.Wait(); close(done) }()
 	select {
@@ -69,7 +75,9 @@ func (e *Engine) checkAccounts(ctx context.Context, ids ...string) map[string]Ac
 			go func() {
 				defer e.checks.Done()
 				defer wg.Done()
-				e.checkAccount(context.WithoutCancel(ctx), id)
+				// Not the request's context: the check outlives the
+				// answer; StopChecks ends it.
+				e.checkAccount(e.checkCtx, id)
 			}()
 		}
 		done := make(chan struct{})
@@ -121,6 +129,9 @@ func (e *Engine) checkAccount(ctx context.Context, id string) {
 	}
 	if err == nil {
 		err = e.credCheck(ctx, w, a, password, mappings)
+	}
+	if e.checkCtx.Err() != nil {
+		return // stopped, not a result
 	}
 	e.db.RecordAccountCheck(ctx, log, id, err)
 }
