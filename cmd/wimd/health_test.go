@@ -73,7 +73,7 @@ func TestAccountHealth(t *testing.T) {
 	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
 	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "onos", "wim_url": srv.URL}})
 
-	created := accountOf(t, a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"user": "onos", "password": "wrong"}}))
+	created := accountOf(t, a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"user": "onos", "password": "wrong-pw-7781"}}))
 	id, _ := created["uuid"].(string)
 	if st, msg := acctStatus(created); st != "ERROR" || !strings.Contains(msg, "401") {
 		t.Fatalf("create with a wrong password: status %q %q, want ERROR with the controller's 401", st, msg)
@@ -85,7 +85,7 @@ func TestAccountHealth(t *testing.T) {
 	if !strings.Contains(log, "account credentials check failed") || !strings.Contains(log, id) || !strings.Contains(log, "WARN") {
 		t.Fatalf("no WARN line for account %s:\n%s", id, log)
 	}
-	if strings.Contains(log, "wrong") {
+	if strings.Contains(log, "wrong-pw-7781") {
 		t.Fatalf("the password is in the log:\n%s", log)
 	}
 	metric := func(status string, n int) (bool, string) {
