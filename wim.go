@@ -56,7 +56,19 @@ type WIMAccount struct {
 	Config     map[string]any `json:"config" db:"config"`
 	CreatedAt  time.Time      `json:"created_at" db:"created_at"`
 	ModifiedAt time.Time      `json:"modified_at" db:"modified_at"`
+	// Status is the result of the last credentials check (AccountActive,
+	// AccountError with StatusMsg, AccountUnknown before the first).
+	Status    string     `json:"status" db:"status"`
+	StatusMsg *string    `json:"status_msg" db:"status_msg"`
+	CheckedAt *time.Time `json:"checked_at" db:"checked_at"`
 }
+
+// Account statuses: the result of the connector's CheckCredentials.
+const (
+	AccountUnknown = "UNKNOWN"
+	AccountActive  = "ACTIVE"
+	AccountError   = "ERROR"
+)
 
 // WIMTenantAssociation attaches a tenant to a WIM through one account
 // (wim_nfvo_tenants row).

@@ -65,6 +65,24 @@ type AccountView struct {
 	Config     map[string]any `json:"config"`
 	CreatedAt  time.Time      `json:"created_at"`
 	ModifiedAt time.Time      `json:"modified_at"`
+	AccountStatus
+}
+
+// AccountStatus is the result of the account's last credentials check:
+// UNKNOWN before the first one finished, ACTIVE, or ERROR with the
+// controller's message.
+type AccountStatus struct {
+	Status    string     `json:"status"`
+	StatusMsg *string    `json:"status_msg"`
+	CheckedAt *time.Time `json:"checked_at"`
+}
+
+func statusOf(a wimro.WIMAccount) AccountStatus {
+	st := a.Status
+	if st == "" {
+		st = wimro.AccountUnknown
+	}
+	return AccountStatus{Status: st, StatusMsg: a.StatusMsg, CheckedAt: a.CheckedAt}
 }
 
 // AccountFull is the create response: the account with its association,
@@ -83,6 +101,7 @@ type AccountShort struct {
 	User     *string        `json:"user"`
 	Password *string        `json:"password"`
 	Config   map[string]any `json:"config"`
+	AccountStatus
 }
 
 func masked(sealed []byte) *string {
@@ -97,6 +116,7 @@ func accountView(a wimro.WIMAccount) AccountView {
 	return AccountView{
 		UUID: a.UUID, Name: a.Name, WIMID: a.WIMID, Created: a.Created, User: a.User,
 		Password: masked(a.Password), Config: secret.MaskConfig(a.Config), CreatedAt: a.CreatedAt, ModifiedAt: a.ModifiedAt,
+		AccountStatus: statusOf(a),
 	}
 }
 
@@ -200,7 +220,11 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 		out = AccountFull{AccountView: accountView(*acct), Association: assoc, WIM: maskWIM(w), Tenant: t}
 		return s.NotifyAccounts(ctx, acct.UUID)
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	out.AccountStatus = e.checkAccounts(ctx, out.UUID)[out.UUID]
+	return out, nil
 }
 
 // checkReuse refuses to attach an existing account when the request
@@ -327,14 +351,25 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 			if err != nil {
 				return err
 			}
-			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: secret.MaskConfig(up.Config)})
+			out = append(out, AccountShort{UUID: up.UUID, Name: up.Name, User: up.User, Password: masked(up.Password), Config: secret.MaskConfig(up.Config), AccountStatus: statusOf(up)})
 			if err := s.NotifyAccounts(ctx, a.UUID); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	ids := make([]string, len(out))
+	for i, a := range out {
+		ids[i] = a.UUID
+	}
+	st := e.checkAccounts(ctx, ids...)
+	for i := range out {
+		out[i].AccountStatus = st[out[i].UUID]
+	}
+	return out, nil
 }
 
 // DeleteAccounts detaches the tenant (or with "any" every tenant) from the

@@ -11,6 +11,8 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
@@ -27,6 +29,12 @@ type Engine struct {
 	typeCheck TypeCheck
 	// mappingCheck validates port mappings for the WIM's connector.
 	mappingCheck MappingCheck
+	// credCheck checks an account's credentials after it is written.
+	credCheck               CredentialsCheck
+	checkWait, checkTimeout time.Duration
+	checks                  sync.WaitGroup // checks running in the background
+	checkCtx                context.Context
+	stopChecks              context.CancelFunc
 }
 
 // New returns an engine over db. box seals account passwords at rest.

@@ -158,6 +158,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{4, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'wim_accounts' AND column_name IN ('status','status_msg','checked_at')`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 4: %d account status columns still there", cols)
+			}
+		}},
 		{3, func(t *testing.T) {
 			var leases int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wim_account_leases'`).Scan(&leases)

@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +12,7 @@ import (
 	"github.com/wimro/wimro"
 )
 
-const accountCols = `a.uuid, a.name, a.wim_id, a.created, a.username, a.password, a.config, a.created_at, a.modified_at`
+const accountCols = `a.uuid, a.name, a.wim_id, a.created, a.username, a.password, a.config, a.created_at, a.modified_at, a.status, a.status_msg, a.checked_at`
 
 // CreateAccount inserts a; an empty UUID gets a new one. a.Password must
 // already be sealed.
@@ -73,7 +75,7 @@ func (s *Store) ListAttachedAccounts(ctx context.Context, wimID, tenantID string
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AttachedAccount, error) {
 		var r AttachedAccount
 		a, w := &r.Account, &r.Association
-		err := row.Scan(&a.UUID, &a.Name, &a.WIMID, &a.Created, &a.User, &a.Password, &a.Config, &a.CreatedAt, &a.ModifiedAt,
+		err := row.Scan(&a.UUID, &a.Name, &a.WIMID, &a.Created, &a.User, &a.Password, &a.Config, &a.CreatedAt, &a.ModifiedAt, &a.Status, &a.StatusMsg, &a.CheckedAt,
 			&w.ID, &w.TenantID, &w.WIMID, &w.WIMAccountID, &w.CreatedAt, &w.ModifiedAt)
 		return r, err
 	})
@@ -174,4 +176,78 @@ func (s *Store) DeleteAssociation(ctx context.Context, id int64) error {
 		return notFound("wim_nfvo_tenants", fmt.Sprintf("id=%d", id))
 	}
 	return nil
+}
+
+// maxStatusMsg bounds a stored status message: a controller may answer
+// with a whole HTML page.
+const maxStatusMsg = 1024
+
+// SetAccountStatus records the result of a credentials check of account id
+// (msg is cleaned and bounded; "" stores none) and returns the status it
+// had before, so that the caller can log a change. It touches nothing but
+// the status columns: no notification, no cascade, modified_at kept. A
+// deleted account is ENOTFOUND.
+func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string) (previous string, err error) {
+	var m *string
+	if msg != "" {
+		c := wimro.CleanText(msg, maxStatusMsg)
+		m = &c
+	}
+	rows, err := s.query(ctx, "wim_accounts",
+		`UPDATE wim_accounts AS a SET status = $2, status_msg = $3, checked_at = clock_timestamp()
+		 FROM (SELECT uuid, status FROM wim_accounts WHERE uuid = $1 FOR UPDATE) old
+		 WHERE a.uuid = old.uuid RETURNING old.status`, id, status, m)
+	if err != nil {
+		return "", err
+	}
+	previous, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[string])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("wim_accounts", "uuid="+id)
+	}
+	if err != nil {
+		return "", mapError(fmt.Errorf("persistence: write wim_accounts status: %w", err))
+	}
+	return previous, nil
+}
+
+// CountAccountsByStatus returns how many accounts have each status (every
+// status present, zero included), for the metrics.
+func (s *Store) CountAccountsByStatus(ctx context.Context) (map[string]int, error) {
+	rows, err := s.query(ctx, "wim_accounts", `SELECT status, count(*) FROM wim_accounts GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{wimro.AccountUnknown: 0, wimro.AccountActive: 0, wimro.AccountError: 0}
+	var st string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[st] = n; return nil })
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: count wim_accounts: %w", err))
+	}
+	return out, nil
+}
+
+// RecordAccountCheck records the result err of a credentials check of
+// account id (SetAccountStatus) and logs a change: WARN when
+// the check fails, INFO when the account recovers. The engine (after a write)
+// and the workers (periodically) record through it, so both log alike.
+func (s *Store) RecordAccountCheck(ctx context.Context, log *slog.Logger, id string, err error) {
+	status, msg := wimro.AccountActive, ""
+	if err != nil {
+		status, msg = wimro.AccountError, err.Error()
+	}
+	// Recorded even if ctx ended: the check's result is known.
+	prev, werr := s.SetAccountStatus(context.WithoutCancel(ctx), id, status, msg)
+	if werr != nil {
+		if wimro.ErrorCode(werr) != wimro.ENOTFOUND && !errors.Is(werr, context.Canceled) {
+			log.Warn("record account status", slog.Any("error", werr))
+		}
+		return
+	}
+	switch {
+	case err != nil && prev != wimro.AccountError:
+		log.Warn("account credentials check failed", slog.Any("error", err))
+	case err == nil && prev == wimro.AccountError:
+		log.Info("account credentials check passes again")
+	}
 }

@@ -32,6 +32,10 @@ type Options struct {
 	// Notifications follows persistence.ChannelAccounts: wake-ups and
 	// reloads of the accounts' workers. Nil: the poll alone finds work.
 	Notifications *persistence.Subscription
+	// MonitorInterval is how often the credentials of each account driven
+	// are checked (CheckCredentials; the status is recorded on the
+	// account). 0 checks none.
+	MonitorInterval time.Duration
 	// Metrics records finished actions and connector calls; nil records
 	// nothing (NewMetrics).
 	Metrics *Metrics
@@ -139,8 +143,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	// channel only makes finished actions wait for the completer.
 	s.outcomes = make(chan outcome, maxBatch)
 	s.written = make(chan struct{})
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go func() { defer s.wg.Done(); s.follow() }()
+	go func() { defer s.wg.Done(); s.monitor() }()
 	go func() { defer s.wg.Done(); s.keep() }()
 	go func() { defer s.wg.Done(); s.poll() }()
 	go func() { defer s.wg.Done(); s.claimer() }()

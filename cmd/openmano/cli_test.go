@@ -150,7 +150,9 @@ func TestEndToEndThroughCLI(t *testing.T) {
 	if strings.Contains(errs, "pw-e2e-secret") || strings.Contains(errs, token) || !strings.Contains(errs, "Bearer ********") {
 		t.Fatalf("debug output leaks a secret:\n%s", errs)
 	}
-	if out := om.ok("wim-list"); !strings.Contains(out, "wan1") {
+	// The account's status, from the credentials check of the fake
+	// connector when the account was written.
+	if out := om.ok("wim-list"); !strings.Contains(out, "wan1") || !strings.Contains(out, "ACTIVE") {
 		t.Fatalf("wim-list: %q", out)
 	}
 	if out := om.ok("wim-edit", "wan1", "--file", "{description: edited}", "-f", "-v"); !strings.Contains(out, "Description: edited") {

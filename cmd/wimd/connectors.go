@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -31,6 +33,33 @@ func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 	return func(w wimro.WIM, accountConfig map[string]any) error {
 		_, err := buildFor(r, w, accountConfig)
 		return err
+	}
+}
+
+// credentialsCheck runs CheckCredentials of an account just written, with
+// a connector built as the workers build theirs (secrets opened by the
+// engine). A type no connector handles, or settings the factory refuses,
+// is the account's ERROR.
+func credentialsCheck(r *connectors.Registry, logger *slog.Logger, userAgent string) engine.CredentialsCheck {
+	return func(ctx context.Context, w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) error {
+		if mappings == nil {
+			mappings = []wimro.PortMapping{}
+		}
+		user, name := "", ""
+		if a.User != nil {
+			user = *a.User
+		}
+		if a.Name != nil {
+			name = *a.Name
+		}
+		c, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
+			AccountID: a.UUID, AccountName: name, User: user, Password: password, AccountConfig: a.Config,
+			PortMappings: mappings, UserAgent: userAgent,
+			Logger: logger.With(slog.String("account_id", a.UUID), slog.String("connector", w.Type))})
+		if err != nil {
+			return err
+		}
+		return c.CheckCredentials(ctx)
 	}
 }
 

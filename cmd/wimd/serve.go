@@ -129,6 +129,8 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	eng.SetTypeCheck(typeCheck(registry))
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
+	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)
+	defer stopPart(logger, "account checks", eng.StopChecks)
 	// One LISTEN connection for the process: the workers follow account
 	// changes, the coordinator the account list.
 	listener := persistence.NewListener(db, logger)
@@ -148,7 +150,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		}
 	}
 	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
-		Policy: actions.Policy{Refresh: c.refresh}, Notifications: accountNotes, Metrics: metrics.workers,
+		Policy: actions.Policy{Refresh: c.refresh}, MonitorInterval: c.monitor, Notifications: accountNotes, Metrics: metrics.workers,
 		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)

@@ -1,0 +1,120 @@
+package wimthread
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// checkTimeout bounds one periodic credentials check.
+const checkTimeout = 30 * time.Second
+
+// monitor checks the credentials of every account this process drives,
+// each once per MonitorInterval, the checks spread over the interval and
+// run one at a time (so one account never has two checks at once, and a
+// controller shared by many accounts is not hit by all of them together).
+// An account newly driven waits for its turn in the next round (a written
+// account is checked by the engine at once); the first round starts as
+// soon as an account is driven.
+func (s *Supervisor) monitor() {
+	interval := s.opts.MonitorInterval
+	if interval <= 0 {
+		return
+	}
+	for {
+		ids := s.Accounts()
+		if len(ids) == 0 {
+			// None owned yet (at start, before the coordinator's first
+			// assignment): look again soon rather than a whole interval.
+			if !s.pause(min(interval, s.opts.Poll)) {
+				return
+			}
+			continue
+		}
+		gap := interval / time.Duration(len(ids))
+		for _, id := range ids {
+			start := time.Now()
+			s.checkCredentials(id)
+			if !s.pause(gap - time.Since(start)) {
+				return
+			}
+		}
+	}
+}
+
+// pause waits d, or returns false at once when the supervisor stops.
+func (s *Supervisor) pause(d time.Duration) bool {
+	if d <= 0 {
+		return s.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// checkCredentials runs the connector's CheckCredentials for one driven
+// account, with its cached connector, and records the result.
+func (s *Supervisor) checkCredentials(id string) {
+	s.mu.Lock()
+	a := s.accounts[id]
+	if a != nil && a.stopping {
+		a = nil
+	}
+	s.mu.Unlock()
+	if a == nil {
+		return // no longer driven here
+	}
+	t, err := s.connector(a)
+	if err != nil {
+		return // not readable now (deleted, database down): next round
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, checkTimeout)
+	defer cancel()
+	err = t.Connector.CheckCredentials(ctx)
+	if a.ctx.Err() != nil {
+		return // the account stopped here: its new owner checks it
+	}
+	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, err)
+}
+
+// StatusCounter counts the accounts by status (persistence.DB).
+type StatusCounter interface {
+	CountAccountsByStatus(ctx context.Context) (map[string]int, error)
+}
+
+type statusCollector struct {
+	db   StatusCounter
+	desc *prometheus.Desc
+}
+
+// NewAccountStatusCollector returns the collector of
+// wimro_accounts_by_status{status}: one query per scrape, over every
+// account whichever process owns it. Counted by status rather than a
+// gauge per account, to keep the series few with thousands of accounts;
+// GET .../wim_accounts names the accounts in ERROR.
+func NewAccountStatusCollector(db StatusCounter) prometheus.Collector {
+	return &statusCollector{db: db, desc: prometheus.NewDesc("wimro_accounts_by_status",
+		"WIM accounts by the status of their last credentials check (UNKNOWN, ACTIVE, ERROR).", []string{"status"}, nil)}
+}
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := c.db.CountAccountsByStatus(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("wimro: account status: %w", err))
+		return
+	}
+	for st, v := range n {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(v), st)
+	}
+}
