@@ -105,6 +105,7 @@ func (e *Engine) checkAccounts(ctx context.Context, ids ...string) map[string]Ac
 
 // checkAccount runs the credentials check of one account and records it.
 func (e *Engine) checkAccount(ctx context.Context, id string) {
+	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.checkTimeout)
 	defer cancel()
 	a, err := e.db.GetAccount(ctx, id)
@@ -133,5 +134,5 @@ func (e *Engine) checkAccount(ctx context.Context, id string) {
 	if e.checkCtx.Err() != nil {
 		return // stopped, not a result
 	}
-	e.db.RecordAccountCheck(ctx, log, id, err)
+	e.db.RecordAccountCheck(ctx, log, id, started, err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -186,28 +187,31 @@ const maxStatusMsg = 1024
 // (msg is cleaned and bounded; "" stores none) and returns the status it
 // had before, so that the caller can log a change. It touches nothing but
 // the status columns: no notification, no cascade, modified_at kept. A
-// deleted account is ENOTFOUND.
-func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string) (previous string, err error) {
+// deleted account is ENOTFOUND. started is when the check began and
+// becomes checked_at: a result is written only if no check that began
+// later was recorded first (stale false otherwise), so a slow check of an
+// old password cannot overwrite the check that followed the edit.
+func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string, started time.Time) (previous string, stale bool, err error) {
 	var m *string
 	if msg != "" {
 		c := wimro.CleanText(msg, maxStatusMsg)
 		m = &c
 	}
-	rows, err := s.query(ctx, "wim_accounts",
-		`UPDATE wim_accounts AS a SET status = $2, status_msg = $3, checked_at = clock_timestamp()
-		 FROM (SELECT uuid, status FROM wim_accounts WHERE uuid = $1 FOR UPDATE) old
-		 WHERE a.uuid = old.uuid RETURNING old.status`, id, status, m)
-	if err != nil {
-		return "", err
-	}
-	previous, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[string])
+	var written bool
+	err = s.q.QueryRow(ctx,
+		`WITH old AS (SELECT uuid, status, checked_at FROM wim_accounts WHERE uuid = $1 FOR UPDATE),
+		 upd AS (
+			UPDATE wim_accounts AS a SET status = $2, status_msg = $3, checked_at = $4
+			FROM old WHERE a.uuid = old.uuid AND (old.checked_at IS NULL OR old.checked_at <= $4)
+			RETURNING a.uuid)
+		 SELECT old.status, EXISTS (SELECT 1 FROM upd) FROM old`, id, status, m, started).Scan(&previous, &written)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("wim_accounts", "uuid="+id)
+		return "", false, notFound("wim_accounts", "uuid="+id)
 	}
 	if err != nil {
-		return "", mapError(fmt.Errorf("persistence: write wim_accounts status: %w", err))
+		return "", false, mapError(fmt.Errorf("persistence: write wim_accounts status: %w", err))
 	}
-	return previous, nil
+	return previous, !written, nil
 }
 
 // CountAccountsByStatus returns how many accounts have each status (every
@@ -228,20 +232,24 @@ func (s *Store) CountAccountsByStatus(ctx context.Context) (map[string]int, erro
 }
 
 // RecordAccountCheck records the result err of a credentials check of
-// account id (SetAccountStatus) and logs a change: WARN when
-// the check fails, INFO when the account recovers. The engine (after a write)
-// and the workers (periodically) record through it, so both log alike.
-func (s *Store) RecordAccountCheck(ctx context.Context, log *slog.Logger, id string, err error) {
+// account id, begun at started (SetAccountStatus), and logs a change: WARN
+// when the check fails, INFO when the account recovers. The engine (after
+// a write) and the workers (periodically) record through it, so both log
+// alike; a result overtaken by a later check is dropped silently.
+func (s *Store) RecordAccountCheck(ctx context.Context, log *slog.Logger, id string, started time.Time, err error) {
 	status, msg := wimro.AccountActive, ""
 	if err != nil {
 		status, msg = wimro.AccountError, err.Error()
 	}
 	// Recorded even if ctx ended: the check's result is known.
-	prev, werr := s.SetAccountStatus(context.WithoutCancel(ctx), id, status, msg)
+	prev, stale, werr := s.SetAccountStatus(context.WithoutCancel(ctx), id, status, msg, started)
 	if werr != nil {
 		if wimro.ErrorCode(werr) != wimro.ENOTFOUND && !errors.Is(werr, context.Canceled) {
 			log.Warn("record account status", slog.Any("error", werr))
 		}
+		return
+	}
+	if stale {
 		return
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/wimro/wimro"
@@ -21,8 +22,9 @@ func TestAccountStatus(t *testing.T) {
 		t.Fatalf("new account: status %q checked_at %v, want UNKNOWN never checked", a.Status, a.CheckedAt)
 	}
 	long := "401 Unauthorized\x00 " + strings.Repeat("é", 2000) + "\xff"
-	prev, err := b.db.SetAccountStatus(b.ctx, a.UUID, wimro.AccountError, long)
-	if err != nil || prev != wimro.AccountUnknown {
+	t0 := time.Now()
+	prev, stale, err := b.db.SetAccountStatus(b.ctx, a.UUID, wimro.AccountError, long, t0)
+	if err != nil || stale || prev != wimro.AccountUnknown {
 		t.Fatalf("SetAccountStatus = %q, %v; want UNKNOWN before", prev, err)
 	}
 	got, err := b.db.GetAccount(b.ctx, a.UUID)
@@ -45,12 +47,12 @@ func TestAccountStatus(t *testing.T) {
 
 	var log bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
-	b.db.RecordAccountCheck(b.ctx, logger, a.UUID, nil)
+	b.db.RecordAccountCheck(b.ctx, logger, a.UUID, t0.Add(time.Second), nil)
 	if !strings.Contains(log.String(), "level=INFO") {
 		t.Fatalf("no INFO line on recovery: %q", log.String())
 	}
 	log.Reset()
-	b.db.RecordAccountCheck(b.ctx, logger, a.UUID, nil)
+	b.db.RecordAccountCheck(b.ctx, logger, a.UUID, t0.Add(2*time.Second), nil)
 	if log.Len() != 0 {
 		t.Fatalf("logged without a change: %q", log.String())
 	}
@@ -59,7 +61,18 @@ func TestAccountStatus(t *testing.T) {
 		t.Fatalf("after a passing check: %q %v", got.Status, got.StatusMsg)
 	}
 
-	if _, err := b.db.SetAccountStatus(b.ctx, "00000000-0000-0000-0000-000000000000", wimro.AccountActive, ""); wimro.ErrorCode(err) != wimro.ENOTFOUND {
+	// A check begun before the last recorded one (a slow check of the
+	// password an edit replaced) is dropped: the newer result stays.
+	prev, stale, err = b.db.SetAccountStatus(b.ctx, a.UUID, wimro.AccountError, "old password", t0.Add(time.Second))
+	if err != nil || !stale || prev != wimro.AccountActive {
+		t.Fatalf("overtaken check: prev %q stale %v err %v; want ACTIVE, stale", prev, stale, err)
+	}
+	got, _ = b.db.GetAccount(b.ctx, a.UUID)
+	if got.Status != wimro.AccountActive {
+		t.Fatalf("an overtaken check overwrote the newer result: %q", got.Status)
+	}
+
+	if _, _, err := b.db.SetAccountStatus(b.ctx, "00000000-0000-0000-0000-000000000000", wimro.AccountActive, "", time.Now()); wimro.ErrorCode(err) != wimro.ENOTFOUND {
 		t.Fatalf("unknown account: %v, want ENOTFOUND", err)
 	}
 }

@@ -75,13 +75,14 @@ func (s *Supervisor) checkCredentials(id string) {
 	if err != nil {
 		return // not readable now (deleted, database down): next round
 	}
+	started := time.Now()
 	ctx, cancel := context.WithTimeout(a.ctx, checkTimeout)
 	defer cancel()
 	err = t.Connector.CheckCredentials(ctx)
 	if a.ctx.Err() != nil {
 		return // the account stopped here: its new owner checks it
 	}
-	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, err)
+	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, started, err)
 }
 
 // StatusCounter counts the accounts by status (persistence.DB).
