@@ -54,6 +54,17 @@ type ClaimResult struct {
 	NextDue *time.Time
 }
 
+// linkHead holds for an action a that is the head of its link's queue:
+// no earlier action of the link is unfinished and none of the link is
+// claimed. Every claim and next-due query runs a link's actions strictly
+// in order through it.
+const linkHead = `NOT EXISTS (
+		SELECT 1 FROM vim_wim_actions b
+		WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
+	  AND NOT EXISTS (
+		SELECT 1 FROM vim_wim_actions c
+		WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)`
+
 // claimSQL claims, in one statement, the due actions of every account
 // whose lease $1 holds: per account at most its free slots (the arrays
 // $2/$3, else $4), the head of each link only (no earlier unfinished
@@ -80,12 +91,7 @@ const claimSQL = `
 			WHERE a.wim_account_id = le.account_id
 			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after <= now()
 			  AND a.item_id <> ALL($5::uuid[])
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions b
-				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions c
-				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			  AND ` + linkHead + `
 			ORDER BY a.run_after, a.seq
 			LIMIT le.free) c
 		WHERE le.free > 0),
@@ -109,7 +115,7 @@ const claimSQL = `
 // them: "claimed_by = $1" alone is planned as a scan of the whole queue
 // and its history.
 const (
-	claimedNow = `WITH claimedNow AS (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1 AND claim_expires_at > now()) `
+	claimedNow      = `WITH claimedNow AS (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1 AND claim_expires_at > now()) `
 	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
 	claimedNetsSQL = claimedNow + `SELECT ` + netCols + ` FROM instance_nets n
@@ -133,12 +139,7 @@ const (
 			WHERE a.wim_account_id = l.account_id
 			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after > now()
 			  AND a.item_id <> ALL($2::uuid[])
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions b
-				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions c
-				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			  AND ` + linkHead + `
 			ORDER BY a.run_after, a.seq
 			LIMIT 1) n
 		WHERE l.owner = $1 AND l.expires_at > now()`

@@ -34,12 +34,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			WHERE a.wim_account_id = $1
 			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after <= now()
 			  AND a.item_id <> ALL($5::uuid[])
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions b
-				WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
-			  AND NOT EXISTS (
-				SELECT 1 FROM vim_wim_actions c
-				WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)
+			  AND `+linkHead+`
 			  AND EXISTS (
 				SELECT 1 FROM wim_account_leases l
 				WHERE l.account_id = $1 AND l.owner = $6 AND l.epoch = $7 AND l.expires_at > now())
@@ -434,13 +429,6 @@ func cleanID(m *string) *string {
 	}
 	out := wimro.CleanText(*m, 0)
 	return &out
-}
-
-// DueAccounts returns the accounts that have unclaimed actions due now:
-// the supervisor wakes only their workers, so idle accounts cost nothing.
-func (s *Store) DueAccounts(ctx context.Context) ([]string, error) {
-	return getIDs(ctx, s, "vim_wim_actions", `SELECT DISTINCT wim_account_id AS id FROM vim_wim_actions
-		WHERE status IN ('SCHEDULED', 'BUILD') AND claimed_by IS NULL AND run_after <= now() AND wim_account_id IS NOT NULL`)
 }
 
 // ExtendClaims renews the lease of exactly the named claims: those a
