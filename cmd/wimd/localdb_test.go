@@ -16,6 +16,7 @@ import (
 
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/pgtest"
 )
 
 // ownedDataDir returns a --data-dir for wimd's own PostgreSQL that the
@@ -25,36 +26,6 @@ func ownedDataDir(t *testing.T) string {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	return dir
-}
-
-// postmasterPID returns the pid of the postmaster of wimd's local
-// PostgreSQL under dataDir, from its postmaster.pid.
-func postmasterPID(t *testing.T, dataDir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dataDir, "postgres", "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// alive says whether pid is a process that has not exited (a zombie
-// waiting for its reaper has).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // postgresOf lists the live processes whose command line names the
@@ -69,7 +40,7 @@ func postgresOf(t *testing.T, dir string) []string {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if pid != os.Getpid() && alive(pid) {
+		if pid != os.Getpid() && pgtest.Alive(pid) {
 			found = append(found, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 		}
 	}
@@ -201,14 +172,14 @@ func TestOrphanedPostmasterOfKilledWimd(t *testing.T) {
 	env := []string{"WIMRO_DATABASE_URL=", "WIMRO_SECRET_KEY=" + testSecretKey}
 	a := startWimd(t, bin, env, "--data-dir", dir)
 	a.call(t, "POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "before-kill"}})
-	orphan := postmasterPID(t, dir)
+	orphan := pgtest.PostmasterPID(t, filepath.Join(dir, "postgres"))
 	a.kill9(t)
-	if !alive(orphan) {
+	if !pgtest.Alive(orphan) {
 		t.Fatal("the postmaster died with wimd: the test proves nothing")
 	}
 
 	b := startWimd(t, bin, env, "--data-dir", dir)
-	if alive(orphan) {
+	if pgtest.Alive(orphan) {
 		t.Fatalf("the postmaster %d of the killed wimd still runs", orphan)
 	}
 	if !strings.Contains(b.log.String(), "stopping a local PostgreSQL left running by a wimd that is gone") {
@@ -239,7 +210,7 @@ func TestPostmasterKilledWhileServing(t *testing.T) {
 	(&process{addr: addr}).fakeWAN(t, []string{"t0"}, nil)
 	waitReadyz(t, addr, 200, `"ready"`)
 
-	pid := postmasterPID(t, dir)
+	pid := pgtest.PostmasterPID(t, filepath.Join(dir, "postgres"))
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

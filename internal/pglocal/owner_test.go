@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,43 +16,14 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/pgtest"
 )
-
-// postmasterPID returns the pid that the data folder's postmaster.pid
-// names.
-func postmasterPID(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// alive says whether pid is a process that has not exited (a zombie
-// waiting for its reaper has).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
 
 // killOnCleanup kills pid when the test ends, should the test fail
 // before the process is stopped the ordinary way.
 func killOnCleanup(t *testing.T, pid int) {
 	t.Cleanup(func() {
-		if alive(pid) {
+		if pgtest.Alive(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -148,24 +117,24 @@ func TestOrphanedPostmaster(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the helper owner did not start its server in time")
 	}
-	orphan := postmasterPID(t, dir)
+	orphan := pgtest.PostmasterPID(t, dir)
 	killOnCleanup(t, orphan)
 	cmd.Process.Kill()
 	cmd.Wait()
-	if !alive(orphan) {
+	if !pgtest.Alive(orphan) {
 		t.Fatal("the postmaster died with its owner: the test proves nothing")
 	}
 
 	s := start(t, dir)
-	if alive(orphan) {
+	if pgtest.Alive(orphan) {
 		t.Fatalf("the orphaned postmaster %d still runs", orphan)
 	}
 	kept(t, s.URL("postgres"), "data after the orphan was stopped")
-	own := postmasterPID(t, dir)
+	own := pgtest.PostmasterPID(t, dir)
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if alive(own) {
+	if pgtest.Alive(own) {
 		t.Fatalf("postmaster %d still runs after Stop", own)
 	}
 }
@@ -207,7 +176,7 @@ func TestSupervisedRestart(t *testing.T) {
 	port := s.Port()
 
 	for round := range 2 {
-		pid := postmasterPID(t, dir)
+		pid := pgtest.PostmasterPID(t, dir)
 		killOnCleanup(t, pid)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -218,8 +187,8 @@ func TestSupervisedRestart(t *testing.T) {
 			t.Fatalf("round %d: no restart; log:\n%s", round, log.String())
 		}
 		kept(t, s.URL("postgres"), "data after the restart")
-		if s.Port() != port || postmasterPID(t, dir) == pid {
-			t.Fatalf("round %d: port %d (was %d), postmaster %d (was %d)", round, s.Port(), port, postmasterPID(t, dir), pid)
+		if s.Port() != port || pgtest.PostmasterPID(t, dir) == pid {
+			t.Fatalf("round %d: port %d (was %d), postmaster %d (was %d)", round, s.Port(), port, pgtest.PostmasterPID(t, dir), pid)
 		}
 	}
 	for _, want := range []string{`level=WARN msg="local PostgreSQL exited unexpectedly; restarting it"`, "exit_status=\"signal: killed\"", `level=WARN msg="local PostgreSQL restarted"`} {
@@ -235,11 +204,11 @@ func TestSupervisedRestart(t *testing.T) {
 	if err := s.Resume(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	last := postmasterPID(t, dir)
+	last := pgtest.PostmasterPID(t, dir)
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if alive(last) {
+	if pgtest.Alive(last) {
 		t.Fatalf("postmaster %d still runs after Stop", last)
 	}
 	if n := len(restarted); n != 0 {
