@@ -244,15 +244,10 @@ func (c *cluster) settled(what string, within time.Duration) (map[string]string,
 func (c *cluster) accounts(p *process) []string {
 	c.t.Helper()
 	site := []string{"dc-a", "dc-b"}
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		p.call(c.t, "POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
-			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": fmt.Sprintf("ep-%d", i),
-			"wan_service_mapping_info": map[string]any{"mapping_type": "l2sm-site", "site-id": site[i], "device-id": site[i] + "-pe"}}}})
-	}
+	mappings := twoDatacenters(p.caller(c.t), func(i int, _ string) map[string]any {
+		return map[string]any{"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i),
+			"wan_service_mapping_info": map[string]any{"mapping_type": "l2sm-site", "site-id": site[i], "device-id": site[i] + "-pe"}}
+	})
 	p.call(c.t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "ietfl2vpn", "wim_url": c.url,
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	var tenants []string

@@ -84,16 +84,10 @@ func TestTwoProcessesShareONOS(t *testing.T) {
 	a := startWimd(t, bin, env, args("A")...)
 	b := startWimd(t, bin, env, args("B")...)
 
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		a.call(t, "POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
-			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc,
-			"wan_service_mapping_info": map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", i+1), "switch_port": i + 1},
-		}}})
-	}
+	mappings := twoDatacenters(a.caller(t), func(i int, dc string) map[string]any {
+		return map[string]any{"wan_service_endpoint_id": "ep-" + dc,
+			"wan_service_mapping_info": map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", i+1), "switch_port": i + 1}}
+	})
 	a.call(t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "onos", "wim_url": srv.URL,
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	// Accounts until each process owns one: the two tenants whose links

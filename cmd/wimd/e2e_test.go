@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -196,15 +197,11 @@ func runE2E(t *testing.T, c e2eCase) {
 	}()
 	a := api{t: t, addr: addr, token: c.apiToken}
 	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+	mappings := twoDatacenters(a.call, func(i int, _ string) map[string]any {
+		return map[string]any{"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i), "wan_service_mapping_info": c.mappingInfo(i)}
+	})
+	for _, dc := range []string{"dcA", "dcB"} {
 		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
-		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": fmt.Sprintf("ep-%d", i),
-			"wan_service_mapping_info": c.mappingInfo(i)}
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
 	}
 	wimConfig := map[string]any{"wim_port_mapping": mappings}
 	for k, v := range c.wimConfig {
@@ -457,4 +454,39 @@ func TestE2ESecrets(t *testing.T) {
 			},
 			services: emu.Count, secrets: []string{"acct-pw-8f7e6d"}})
 	})
+}
+
+// twoDatacenters creates the datacenters dcA and dcB, each leaving by port
+// 1 of its own PoP switch, through call, and returns the wim_port_mapping
+// of a WIM that reaches both: wan(i, dc) adds, for the i-th datacenter,
+// the WAN side of its mapping (endpoint id, mapping info).
+func twoDatacenters(call func(method, path string, body any) map[string]any, wan func(i int, dc string) map[string]any) []any {
+	var mappings []any
+	for i, dc := range []string{"dcA", "dcB"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1"}
+		maps.Copy(m, wan(i, dc))
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
+	}
+	return mappings
+}
+
+// fakeWIM creates the tenant t0 with dcA and dcB attached, and the fake
+// WIM wan1 at url reaching both (no account yet).
+func (a api) fakeWIM(url string) {
+	a.t.Helper()
+	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
+	mappings := twoDatacenters(a.call, fakeEndpoint)
+	for _, dc := range []string{"dcA", "dcB"} {
+		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
+	}
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": url,
+		"config": map[string]any{"wim_port_mapping": mappings}}})
+}
+
+// fakeEndpoint is the WAN side of a fake WIM's mapping: endpoint ep-<i>.
+func fakeEndpoint(i int, _ string) map[string]any {
+	return map[string]any{"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i), "wan_service_mapping_info": map[string]any{"mapping_type": "fake"}}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/wimdtest"
 )
 
 // buildWimd compiles the daemon once per test.
@@ -26,8 +26,6 @@ func buildWimd(t testing.TB) string {
 	}
 	return bin
 }
-
-var servingAddr = regexp.MustCompile(`msg="wimd serving" addr=(\S+)`)
 
 // process is a wimd serve child process.
 type process struct {
@@ -56,7 +54,7 @@ func startWimd(t testing.TB, bin string, env []string, args ...string) *process 
 		for sc.Scan() {
 			line := sc.Text()
 			p.log.Write([]byte(line + "\n"))
-			if m := servingAddr.FindStringSubmatch(line); m != nil {
+			if m := wimdtest.ServingAddr.FindStringSubmatch(line); m != nil {
 				addrc <- m[1]
 			}
 		}
@@ -78,6 +76,11 @@ func startWimd(t testing.TB, bin string, env []string, args ...string) *process 
 		t.Fatalf("wimd not serving:\n%s", p.log.String())
 	}
 	return p
+}
+
+// caller is p.call for t, in the shape twoDatacenters takes.
+func (p *process) caller(t testing.TB) func(method, path string, body any) map[string]any {
+	return func(method, path string, body any) map[string]any { return p.call(t, method, path, body) }
 }
 
 func (p *process) call(t testing.TB, method, path string, body any) map[string]any {

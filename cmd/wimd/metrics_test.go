@@ -99,18 +99,7 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 		return v
 	}
 
-	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
-		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1",
-			"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i), "wan_service_mapping_info": map[string]any{"mapping_type": "fake"}}}})
-	}
-	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": url,
-		"config": map[string]any{"wim_port_mapping": mappings}}})
+	a.fakeWIM(url)
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
 	a.activeInstance("t0", 2)
 

@@ -42,13 +42,9 @@ const (
 // its own account on the WIM with accountConfig.
 func (p *process) fakeWAN(t *testing.T, tenants []string, accountConfig map[string]any) {
 	t.Helper()
-	var mappings []any
-	for i, dc := range []string{"dcA", "dcB"} {
-		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
-		p.call(t, "POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
-			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
-		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc}}})
-	}
+	mappings := twoDatacenters(p.caller(t), func(_ int, dc string) map[string]any {
+		return map[string]any{"wan_service_endpoint_id": "ep-" + dc}
+	})
 	p.call(t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": "http://fake-" + uuid.NewString(),
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	for _, tenant := range tenants {
