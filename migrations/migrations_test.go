@@ -158,6 +158,14 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{5, func(t *testing.T) {
+			var tables, cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_events'`).Scan(&tables)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_wim_nets' AND column_name = 'status_since'`).Scan(&cols)
+			if tables != 0 || cols != 0 {
+				t.Errorf("version 5: events table %d, status_since %d; want both gone", tables, cols)
+			}
+		}},
 		{4, func(t *testing.T) {
 			var cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'wim_accounts' AND column_name IN ('status','status_msg','checked_at')`).Scan(&cols)

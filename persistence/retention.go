@@ -38,18 +38,21 @@ const purgeActionsSQL = `
 	DELETE FROM vim_wim_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // purgeInstanceActionsSQL deletes up to $2 instance actions older than $1
-// that have no action left and whose instance is gone. Locking the row
-// (SKIP LOCKED) keeps it from a transaction adding an action to it.
+// that have no action left and whose instance is gone, with their events.
+// Locking the row (SKIP LOCKED) keeps it from a transaction adding an
+// action to it.
 const purgeInstanceActionsSQL = `
 	WITH doomed AS (
-		SELECT ia.ctid
+		SELECT ia.ctid, ia.uuid
 		FROM instance_actions ia
 		WHERE ia.modified_at < now() - $1::interval
 		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
 		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
-	)
+	),
+	events AS (
+		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM doomed))
 	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // PurgeFinishedActions deletes one batch of history: at most batch
