@@ -4,7 +4,7 @@
 // end to end with no SDN controller, and lets tests steer the controller:
 // slow calls, services that stay BUILD for a while, injected failures,
 // replies lost after the controller acted, bad credentials, an unreachable
-// controller.
+// or silent controller, services removed or faulted behind wimro's back.
 //
 // The controller state lives in a Controller shared through a process-wide
 // map keyed by the WIM URL. Every connector built for the same URL, by any
@@ -210,6 +210,7 @@ type Controller struct {
 	failures    []connectors.Kind // injected failures, consumed one per call
 	lostReplies int               // calls that act but whose reply is lost
 	down        bool
+	hang        bool   // calls wait for their context to end
 	user        string // required credentials when user != ""
 	password    string
 	stateFile   string // "" keeps the state in memory only
@@ -220,6 +221,10 @@ type service struct {
 	typ       connectors.ServiceType
 	points    []connectors.ConnectionPoint
 	buildLeft int // status calls still answered BUILD
+	// status and message, when status is set, are what the status calls
+	// answer once buildLeft is spent (SetStatus); "" answers ACTIVE.
+	status  connectors.Status
+	message string
 }
 
 func newController() *Controller {
@@ -300,6 +305,50 @@ func (c *Controller) SetDown(down bool) {
 	c.down = down
 }
 
+// SetHang makes every call wait, without reaching the controller, until
+// its context ends (a controller that accepts connections and never
+// answers), or stops doing so.
+func (c *Controller) SetHang(hang bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hang = hang
+}
+
+// Remove deletes service id on the controller side, behind its clients'
+// back (an operator, another tool, a controller that lost its state). It
+// reports whether the service existed.
+func (c *Controller) Remove(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.services[id]
+	if s == nil {
+		return false
+	}
+	delete(c.byKey, s.key)
+	delete(c.services, id)
+	if c.stateFile != "" {
+		_ = c.saveLocked() // a test's state file; the next change saves again
+	}
+	return true
+}
+
+// SetStatus makes the status calls of service id answer status with
+// message (the controller found a fault, or cleared one: ACTIVE answers
+// without a message). It reports whether the service exists.
+func (c *Controller) SetStatus(id string, status connectors.Status, message string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.services[id]
+	if s == nil {
+		return false
+	}
+	s.status, s.message = status, message
+	if status == connectors.StatusActive {
+		s.status, s.message = "", ""
+	}
+	return true
+}
+
 // SetCredentials makes the controller accept only this user and password
 // (Unauthorized otherwise); an empty user accepts anyone, the default.
 func (c *Controller) SetCredentials(user, password string) {
@@ -315,7 +364,7 @@ func (c *Controller) Reset() {
 	clear(c.services)
 	clear(c.byKey)
 	c.calls, c.failures, c.lostReplies = nil, nil, 0
-	c.down, c.user, c.password = false, "", ""
+	c.down, c.hang, c.user, c.password = false, false, "", ""
 }
 
 func (c *Controller) listLocked() []connectors.Service {
@@ -373,6 +422,15 @@ func (c *connector) do(ctx context.Context, method, key, id string, op func() (s
 	}
 	ctrl := c.ctrl
 	ctrl.mu.Lock()
+	if ctrl.hang {
+		ctrl.mu.Unlock()
+		<-ctx.Done()
+		ctrl.mu.Lock()
+		err := connectors.Errorf(connectors.KindRetryable, "fake %s: no answer: %w", method, ctx.Err())
+		ctrl.calls = append(ctrl.calls, Call{Method: method, Key: key, ID: id, Err: err})
+		ctrl.mu.Unlock()
+		return err
+	}
 	defer ctrl.mu.Unlock()
 	var err error
 	switch {
@@ -466,9 +524,12 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[strin
 			return "", connectors.HTTPError(404, "fake: service %s not found", id)
 		}
 		st = connectors.ServiceStatus{Status: connectors.StatusActive, Info: s.info()}
-		if s.buildLeft > 0 {
+		switch {
+		case s.buildLeft > 0:
 			s.buildLeft--
 			st.Status, st.Message = connectors.StatusBuild, "service is being built"
+		case s.status != "":
+			st.Status, st.Message = s.status, s.message
 		}
 		return "", nil
 	})

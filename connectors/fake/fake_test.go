@@ -449,3 +449,54 @@ func TestStateFile(t *testing.T) {
 		t.Fatalf("after delete: %+v", saved)
 	}
 }
+
+// TestChangedBehindTheClientsBack: a service faulted by the controller
+// answers its status and message until cleared; one removed is not found
+// (and created again under its key is a new service); a silent controller
+// keeps a call until its context ends.
+func TestChangedBehindTheClientsBack(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(t, nil)
+	ctrl := fake.ControllerFor(cfg.URL)
+	c := build(t, cfg)
+	ctx := t.Context()
+	key := uuid.NewString()
+	id, connInfo, err := c.CreateService(ctx, key, connectors.ServiceELINE, points(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() (connectors.ServiceStatus, error) { return c.GetServiceStatus(ctx, id, connInfo) }
+
+	if !ctrl.SetStatus(id, connectors.StatusDown, "port ep-a is down") {
+		t.Fatal("SetStatus of an existing service reported none")
+	}
+	if st, err := status(); err != nil || st.Status != connectors.StatusDown || st.Message != "port ep-a is down" {
+		t.Fatalf("faulted: %+v, %v", st, err)
+	}
+	ctrl.SetStatus(id, connectors.StatusActive, "ignored")
+	if st, err := status(); err != nil || st.Status != connectors.StatusActive || st.Message != "" {
+		t.Fatalf("cleared: %+v, %v", st, err)
+	}
+
+	if !ctrl.Remove(id) || ctrl.Remove(id) || ctrl.SetStatus(id, connectors.StatusDown, "") {
+		t.Fatal("Remove/SetStatus do not report whether the service existed")
+	}
+	if _, err := status(); !connectors.IsNotFound(err) {
+		t.Fatalf("status of a removed service: %v, want not found", err)
+	}
+	again, _, err := c.CreateService(ctx, key, connectors.ServiceELINE, points(0))
+	if err != nil || again == id || ctrl.Count() != 1 {
+		t.Fatalf("create after the removal: %s (was %s), %d services, %v", again, id, ctrl.Count(), err)
+	}
+
+	ctrl.SetHang(true)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.GetServiceStatus(short, again, nil); !connectors.Retryable(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("status from a silent controller: %v, want a retryable deadline error", err)
+	}
+	ctrl.SetHang(false)
+	if _, err := c.GetServiceStatus(ctx, again, nil); err != nil {
+		t.Fatalf("status once the controller answers again: %v", err)
+	}
+}
