@@ -1,0 +1,139 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wimro/wimro"
+)
+
+// MonitoredLink is a WAN link whose service the monitor re-reads from its
+// controller, with what GetServiceStatus needs.
+type MonitoredLink struct {
+	UUID       string
+	AccountID  string
+	InstanceID *string
+	// Status and ErrorMsg are the link's as read: RecordLinkStatus writes
+	// only while the status is still Status.
+	Status    string
+	ErrorMsg  *string
+	ServiceID string
+	// ConnInfo is the conn_info the link's CREATE stored with its outcome
+	// (as actions.Runner's refresh reads it).
+	ConnInfo map[string]any
+}
+
+// monitoredStatuses are the link statuses the monitor re-reads: ACTIVE to
+// see it fail, DOWN, ERROR and INACTIVE to see it come back. BUILD and
+// WIM_ERROR belong to an action in flight, DELETED to nothing.
+var monitoredStatuses = []string{wimro.LinkActive, wimro.LinkDown, wimro.LinkError, wimro.LinkInactive}
+
+// listMonitoredSQL lists the links of the accounts $1 whose latest action
+// is a CREATE that finished DONE (the service exists as far as wimro
+// knows, and its status came from the controller: a failed CREATE's ERROR
+// is the action's, not the controller's, and is not re-read), with a
+// service id, in a monitored status, and with no unfinished action (which
+// owns the link until its outcome). The latest action comes from the
+// item_type_id index, one probe per link.
+const listMonitoredSQL = `
+	SELECT l.uuid::text, l.wim_account_id::text, l.instance_scenario_id::text, l.status, l.error_msg,
+	       COALESCE(a.wim_internal_id, l.wim_internal_id), a.extra -> 'conn_info'
+	FROM instance_wim_nets l
+	CROSS JOIN LATERAL (
+		SELECT a.action, a.status, a.wim_internal_id, a.extra FROM vim_wim_actions a
+		WHERE a.item = 'instance_wim_nets' AND a.item_id = l.uuid
+		ORDER BY a.seq DESC LIMIT 1) a
+	WHERE l.wim_account_id = ANY($1::uuid[])
+	  AND l.wim_internal_id IS NOT NULL AND l.status = ANY($2::text[])
+	  AND a.action = 'CREATE' AND a.status = 'DONE'
+	  AND NOT EXISTS (
+		SELECT 1 FROM vim_wim_actions u
+		WHERE u.item = 'instance_wim_nets' AND u.item_id = l.uuid AND u.status IN ('SCHEDULED', 'BUILD'))
+	ORDER BY l.wim_account_id, l.uuid`
+
+// ListMonitoredLinks returns the links of the accounts that monitoring
+// re-reads (see listMonitoredSQL), in account order. One statement
+// whatever the number of accounts.
+func (s *Store) ListMonitoredLinks(ctx context.Context, accountIDs []string) ([]MonitoredLink, error) {
+	if len(accountIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.query(ctx, "instance_wim_nets", listMonitoredSQL, accountIDs, monitoredStatuses)
+	if err != nil {
+		return nil, err
+	}
+	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MonitoredLink, error) {
+		var l MonitoredLink
+		return l, r.Scan(&l.UUID, &l.AccountID, &l.InstanceID, &l.Status, &l.ErrorMsg, &l.ServiceID, &l.ConnInfo)
+	})
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: monitored links: %w", err))
+	}
+	return links, nil
+}
+
+// LinkStatus is what monitoring found for a link: the status it read
+// (From) and the one the controller reports now.
+type LinkStatus struct {
+	LinkID   string
+	From     string
+	Status   string
+	ErrorMsg *string // nil clears the link's message
+}
+
+// recordLinkStatusSQL writes a monitored status, fenced like an outcome
+// (finishSQL): only while the account's lease ($3) is held as given ($4
+// owner, $5 epoch, unexpired), only while the link still has the status
+// the monitor read ($2, compare-and-set), and only while no action of the
+// link is unfinished (an action in flight owns the link; its outcome
+// decides). The link row is locked, so a concurrent outcome either
+// commits first (then the status no longer matches, re-checked on the
+// new row version) or waits for this write. An action queued by a
+// transaction that commits after this statement's snapshot is ordered
+// after this write: its outcome, written later, wins. status_since moves
+// only when the status changes; the event, in the same statement, is
+// attached to the link's latest action (its instance action is where the
+// link's history is read) and written only for a status change.
+const recordLinkStatusSQL = `
+	WITH link AS (
+		SELECT l.uuid, l.status FROM instance_wim_nets l
+		WHERE l.uuid = $1 AND l.status = $2 AND l.wim_account_id = $3
+		  AND EXISTS (
+			SELECT 1 FROM wim_account_leases k
+			WHERE k.account_id = $3 AND k.owner = $4 AND k.epoch = $5 AND k.expires_at > now())
+		  AND NOT EXISTS (
+			SELECT 1 FROM vim_wim_actions u
+			WHERE u.item = 'instance_wim_nets' AND u.item_id = $1 AND u.status IN ('SCHEDULED', 'BUILD'))
+		FOR UPDATE OF l),
+	changed AS (
+		UPDATE instance_wim_nets l SET
+			status = $6,
+			error_msg = $7,
+			status_since = CASE WHEN $6 IS DISTINCT FROM k.status THEN now() ELSE l.status_since END
+		FROM link k WHERE l.uuid = k.uuid
+		RETURNING l.uuid, k.status AS old_status),
+	latest AS (
+		SELECT a.instance_action_id, a.task_index, a.action, a.status FROM vim_wim_actions a
+		WHERE a.item = 'instance_wim_nets' AND a.item_id = $1
+		ORDER BY a.seq DESC LIMIT 1),
+	events AS (
+		INSERT INTO instance_action_events (instance_action_id, task_index, action, status, wan_link_id, link_status, error_msg)
+		SELECT a.instance_action_id, a.task_index, a.action, a.status, c.uuid, $6, $7
+		FROM changed c, latest a
+		WHERE c.old_status IS DISTINCT FROM $6)
+	SELECT count(*) FROM changed`
+
+// RecordLinkStatus writes what monitoring found for a link of the lease's
+// account (see recordLinkStatusSQL for the fence) and reports whether it
+// wrote. false is not an error: the lease was lost, the link changed or
+// went, or an action now owns it; the monitor reads it again next round.
+func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (bool, error) {
+	var n int64
+	err := s.q.QueryRow(ctx, recordLinkStatusSQL, st.LinkID, st.From, l.AccountID, l.Owner, l.Epoch, st.Status, cleanMsg(st.ErrorMsg)).Scan(&n)
+	if err != nil {
+		return false, mapError(fmt.Errorf("persistence: record the status of WAN link %s: %w", st.LinkID, err))
+	}
+	return n > 0, nil
+}
