@@ -23,6 +23,9 @@ type MonitoredLink struct {
 	// ConnInfo is the conn_info the link's CREATE stored with its outcome
 	// (as actions.Runner's refresh reads it).
 	ConnInfo map[string]any
+	// ActionSeq is the seq of the link's latest action (that CREATE):
+	// RecordLinkStatus writes only while no action came after it.
+	ActionSeq int64
 }
 
 // monitoredStatuses are the link statuses the monitor re-reads: ACTIVE to
@@ -39,10 +42,10 @@ var monitoredStatuses = []string{wimro.LinkActive, wimro.LinkDown, wimro.LinkErr
 // item_type_id index, one probe per link.
 const listMonitoredSQL = `
 	SELECT l.uuid::text, l.wim_account_id::text, l.instance_scenario_id::text, l.status, l.error_msg,
-	       COALESCE(a.wim_internal_id, l.wim_internal_id), a.extra -> 'conn_info'
+	       COALESCE(a.wim_internal_id, l.wim_internal_id), a.extra -> 'conn_info', a.seq
 	FROM instance_wim_nets l
 	CROSS JOIN LATERAL (
-		SELECT a.action, a.status, a.wim_internal_id, a.extra FROM vim_wim_actions a
+		SELECT a.seq, a.action, a.status, a.wim_internal_id, a.extra FROM vim_wim_actions a
 		WHERE a.item = 'instance_wim_nets' AND a.item_id = l.uuid
 		ORDER BY a.seq DESC LIMIT 1) a
 	WHERE l.wim_account_id = ANY($1::uuid[])
@@ -66,7 +69,7 @@ func (s *Store) ListMonitoredLinks(ctx context.Context, accountIDs []string) ([]
 	}
 	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MonitoredLink, error) {
 		var l MonitoredLink
-		return l, r.Scan(&l.UUID, &l.AccountID, &l.InstanceID, &l.Status, &l.ErrorMsg, &l.ServiceID, &l.ConnInfo)
+		return l, r.Scan(&l.UUID, &l.AccountID, &l.InstanceID, &l.Status, &l.ErrorMsg, &l.ServiceID, &l.ConnInfo, &l.ActionSeq)
 	})
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: monitored links: %w", err))
@@ -74,21 +77,25 @@ func (s *Store) ListMonitoredLinks(ctx context.Context, accountIDs []string) ([]
 	return links, nil
 }
 
-// LinkStatus is what monitoring found for a link: the status it read
-// (From) and the one the controller reports now.
+// LinkStatus is what monitoring found for a link: what it read (From,
+// ActionSeq: MonitoredLink's Status and ActionSeq) and the status the
+// controller reports now.
 type LinkStatus struct {
-	LinkID   string
-	From     string
-	Status   string
-	ErrorMsg *string // nil clears the link's message
+	LinkID    string
+	From      string
+	ActionSeq int64
+	Status    string
+	ErrorMsg  *string // nil clears the link's message
 }
 
 // recordLinkStatusSQL writes a monitored status, fenced like an outcome
 // (finishSQL): only while the account's lease ($3) is held as given ($4
 // owner, $5 epoch, unexpired), only while the link still has the status
-// the monitor read ($2, compare-and-set), and only while no action of the
-// link is unfinished (an action in flight owns the link; its outcome
-// decides). The link row is locked, so a concurrent outcome either
+// the monitor read ($2, compare-and-set) and no action came after the one
+// that was its latest then ($8: a CREATE queued again and finished since,
+// by reconcile, leaves the status as it was but the controller's answer
+// may predate it), and only while no action of the link is unfinished (an
+// action in flight owns the link; its outcome decides). The link row is locked, so a concurrent outcome either
 // commits first (then the status no longer matches, re-checked on the
 // new row version) or waits for this write. An action queued by a
 // transaction that commits after this statement's snapshot is ordered
@@ -105,7 +112,7 @@ const recordLinkStatusSQL = `
 			WHERE k.account_id = $3 AND k.owner = $4 AND k.epoch = $5 AND k.expires_at > now())
 		  AND NOT EXISTS (
 			SELECT 1 FROM vim_wim_actions u
-			WHERE u.item = 'instance_wim_nets' AND u.item_id = $1 AND u.status IN ('SCHEDULED', 'BUILD'))
+			WHERE u.item = 'instance_wim_nets' AND u.item_id = $1 AND (u.status IN ('SCHEDULED', 'BUILD') OR u.seq > $8))
 		FOR UPDATE OF l),
 	changed AS (
 		UPDATE instance_wim_nets l SET
@@ -131,7 +138,7 @@ const recordLinkStatusSQL = `
 // went, or an action now owns it; the monitor reads it again next round.
 func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (bool, error) {
 	var n int64
-	err := s.q.QueryRow(ctx, recordLinkStatusSQL, st.LinkID, st.From, l.AccountID, l.Owner, l.Epoch, st.Status, cleanMsg(st.ErrorMsg)).Scan(&n)
+	err := s.q.QueryRow(ctx, recordLinkStatusSQL, st.LinkID, st.From, l.AccountID, l.Owner, l.Epoch, st.Status, cleanMsg(st.ErrorMsg), st.ActionSeq).Scan(&n)
 	if err != nil {
 		return false, mapError(fmt.Errorf("persistence: record the status of WAN link %s: %w", st.LinkID, err))
 	}

@@ -67,12 +67,15 @@ func TestRecordLinkStatus(t *testing.T) {
 	cursor := after.Events[len(after.Events)-1].Cursor
 
 	msg := "the controller no longer has the service"
-	down := persistence.LinkStatus{LinkID: link, From: wimro.LinkActive, Status: wimro.LinkDown, ErrorMsg: &msg}
+	seq := listed[0].ActionSeq
+	down := persistence.LinkStatus{LinkID: link, From: wimro.LinkActive, ActionSeq: seq, Status: wimro.LinkDown, ErrorMsg: &msg}
 	other := persistence.Lease{AccountID: acct, Owner: "Q", Epoch: la.Epoch}
 	oldEpoch := la
 	oldEpoch.Epoch--
 	stale := down
 	stale.From = wimro.LinkDown
+	older := down
+	older.ActionSeq--
 	for _, tc := range []struct {
 		name  string
 		lease persistence.Lease
@@ -82,6 +85,7 @@ func TestRecordLinkStatus(t *testing.T) {
 		{"another epoch", oldEpoch, down},
 		{"another account's lease", persistence.Lease{AccountID: uuid.NewString(), Owner: "P", Epoch: la.Epoch}, down},
 		{"a stale expected status", la, stale},
+		{"an action since the read", la, older},
 	} {
 		wrote, err := b.db.RecordLinkStatus(b.ctx, tc.lease, tc.st)
 		if err != nil || wrote {
@@ -112,7 +116,7 @@ func TestRecordLinkStatus(t *testing.T) {
 	// The same status with a new message: the message changes, since and
 	// the events do not.
 	msg2 := "still gone"
-	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link, From: wimro.LinkDown, Status: wimro.LinkDown, ErrorMsg: &msg2}); err != nil || !wrote {
+	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link, From: wimro.LinkDown, ActionSeq: seq, Status: wimro.LinkDown, ErrorMsg: &msg2}); err != nil || !wrote {
 		t.Fatalf("record DOWN again: %v, %v", wrote, err)
 	}
 	again, _ := b.db.GetWANLink(b.ctx, link)
@@ -121,7 +125,7 @@ func TestRecordLinkStatus(t *testing.T) {
 	}
 
 	// Back to ACTIVE: message cleared, since moved, one event.
-	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link, From: wimro.LinkDown, Status: wimro.LinkActive}); err != nil || !wrote {
+	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link, From: wimro.LinkDown, ActionSeq: seq, Status: wimro.LinkActive}); err != nil || !wrote {
 		t.Fatalf("record ACTIVE: %v, %v", wrote, err)
 	}
 	back, _ := b.db.GetWANLink(b.ctx, link)
@@ -140,7 +144,13 @@ func TestRecordLinkStatus(t *testing.T) {
 	if listed, err := b.db.ListMonitoredLinks(b.ctx, []string{acct}); err != nil || len(listed) != 0 {
 		t.Fatalf("monitored with a DELETE queued: %+v, %v", listed, err)
 	}
-	down.From = wimro.LinkActive
+	history, err := b.db.ListActionsOfItem(b.ctx, link)
+	if err != nil || len(history) != 2 {
+		t.Fatalf("actions of the link: %+v, %v", history, err)
+	}
+	// Named as read after the DELETE was queued: refused for the action in
+	// flight alone.
+	down.From, down.ActionSeq = wimro.LinkActive, history[1].Seq
 	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, down); err != nil || wrote {
 		t.Fatalf("record with a DELETE queued: %v, %v; want refused", wrote, err)
 	}
