@@ -84,6 +84,40 @@
 // A panic in a connector fails its action (actions.Runner.Run recovers);
 // the process goes on.
 //
+// # Who writes a WAN link's status
+//
+// Two writers, never at once:
+//
+//   - Outcomes (the completer, persistence.FinishActions): an action owns
+//     its link from the moment it is queued until its outcome is written.
+//     CREATE makes it BUILD, the refresh copies the controller's status
+//     (ACTIVE, DOWN, ERROR; WIM_ERROR while the controller cannot be
+//     read), a failure makes it ERROR, DELETE makes it DELETED.
+//   - Monitoring (links.go, every MonitorInterval): only links that no
+//     action owns. It re-reads a created link whose latest action is a
+//     CREATE that finished DONE and whose status is ACTIVE, DOWN, ERROR or
+//     INACTIVE, and records what the controller says: ACTIVE; DOWN or
+//     ERROR with the controller's message; DOWN when the controller no
+//     longer has the service (the message says `wimd reconcile --fix`
+//     creates it again); INACTIVE when the controller reports the service
+//     BUILD or INACTIVE (BUILD on a link means an action is making it).
+//     A call that fails (timeout, refused, 5xx, 401) changes nothing: the
+//     account's credentials check shows the controller unreachable, and a
+//     link is not DOWN because its controller is.
+//
+// They cannot collide because the monitor's write
+// (persistence.RecordLinkStatus) is fenced like an outcome and more: it
+// lands only while this process holds the account's lease under the same
+// owner and epoch, only while the link still has the status the monitor
+// read (compare-and-set, on the locked row), only while no action came
+// after the one that was the link's latest then, and only while no
+// action of the link is unfinished. An action queued after the write is
+// ordered after it, and its outcome wins. The monitor also skips a link
+// the claimer is running, and makes at most one call per link at a time.
+// A change of status moves status_since and is an event of the link's
+// latest instance action, in the same statement, and is counted in
+// wimro_wan_link_transitions_total{from,to}.
+//
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
 // account, its WIM, its port mappings or its actions change; the
 // Supervisor LISTENs, marks the account's connector for a rebuild and

@@ -14,8 +14,9 @@ import (
 // Metrics are the workers' Prometheus metrics, registered on the registry
 // they were built with (Options.Metrics); nil records nothing.
 type Metrics struct {
-	finished *prometheus.CounterVec
-	calls    *prometheus.HistogramVec
+	finished    *prometheus.CounterVec
+	calls       *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
 }
 
 // ConnectorBuckets are the buckets of wimro_connector_call_duration_seconds:
@@ -23,8 +24,9 @@ type Metrics struct {
 var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // NewMetrics registers the workers' metrics on reg:
-// wimro_actions_finished_total{action,status,connector} and
-// wimro_connector_call_duration_seconds{connector,operation,outcome}.
+// wimro_actions_finished_total{action,status,connector},
+// wimro_connector_call_duration_seconds{connector,operation,outcome} and
+// wimro_wan_link_transitions_total{from,to}.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -36,8 +38,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of connector calls, by connector (WIM type), operation and outcome (ok or the error kind: retryable, permanent, not_found, unauthorized).",
 			Buckets: ConnectorBuckets,
 		}, []string{"connector", "operation", "outcome"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wimro_wan_link_transitions_total",
+			Help: "WAN link status changes found by monitoring (the link re-read from its controller), by status before (from) and after (to): ACTIVE, DOWN, ERROR, INACTIVE.",
+		}, []string{"from", "to"}),
 	}
-	for _, c := range []prometheus.Collector{m.finished, m.calls} {
+	for _, c := range []prometheus.Collector{m.finished, m.calls, m.transitions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -48,6 +54,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) actionFinished(action, status, connector string) {
 	if m != nil {
 		m.finished.WithLabelValues(action, status, connector).Inc()
+	}
+}
+
+func (m *Metrics) linkTransition(from, to string) {
+	if m != nil {
+		m.transitions.WithLabelValues(from, to).Inc()
 	}
 }
 

@@ -34,7 +34,8 @@ type Options struct {
 	Notifications *persistence.Subscription
 	// MonitorInterval is how often the credentials of each account driven
 	// are checked (CheckCredentials; the status is recorded on the
-	// account). 0 checks none.
+	// account), and how often each of their created WAN links is re-read
+	// from the controller (links.go). 0 checks none.
 	MonitorInterval time.Duration
 	// Metrics records finished actions and connector calls; nil records
 	// nothing (NewMetrics).
@@ -143,9 +144,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	// channel only makes finished actions wait for the completer.
 	s.outcomes = make(chan outcome, maxBatch)
 	s.written = make(chan struct{})
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go func() { defer s.wg.Done(); s.follow() }()
 	go func() { defer s.wg.Done(); s.monitor() }()
+	go func() { defer s.wg.Done(); s.monitorLinks() }()
 	go func() { defer s.wg.Done(); s.keep() }()
 	go func() { defer s.wg.Done(); s.poll() }()
 	go func() { defer s.wg.Done(); s.claimer() }()
