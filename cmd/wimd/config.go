@@ -144,7 +144,7 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
 		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
 	fs.DurationVar(&c.monitor, "monitor-interval", a.envDuration("WIMRO_MONITOR_INTERVAL", 5*time.Minute),
-		"how often the credentials of each WIM account are checked with its controller (status ACTIVE or ERROR in the account's answers); 0 checks only when an account is written (env WIMRO_MONITOR_INTERVAL)")
+		"how often the credentials of each WIM account are checked with its controller (status ACTIVE or ERROR in the account's answers) and each created WAN link is re-read from it (ACTIVE, DOWN, ERROR, INACTIVE); 0 checks credentials only when an account is written and never re-reads links (env WIMRO_MONITOR_INTERVAL)")
 	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
 		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
 	fs.StringVar(&c.coordinator, "coordinator", a.env("WIMRO_COORDINATOR", "none"),
