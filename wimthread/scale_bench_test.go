@@ -38,8 +38,20 @@ func rssMiB(b *testing.B) float64 {
 
 // BenchmarkScaleAccounts: 10,000 accounts with idle workers, each with its
 // lease held in PostgreSQL: start-up time and resident memory, against the
-// process before the supervisor started.
+// process before the supervisor started; without monitoring, and with the
+// credentials and links monitored every 5 minutes (wimd's default: the
+// link monitor is one goroutine and one query per round, whatever the
+// number of accounts).
 func BenchmarkScaleAccounts(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		monitor time.Duration
+	}{{"monitor=off", 0}, {"monitor=5m", 5 * time.Minute}} {
+		b.Run(bc.name, func(b *testing.B) { scaleAccounts(b, bc.monitor) })
+	}
+}
+
+func scaleAccounts(b *testing.B, monitor time.Duration) {
 	const accounts = 10000
 	for b.Loop() {
 		bd := setup(b, "fake", nil)
@@ -52,7 +64,7 @@ func BenchmarkScaleAccounts(b *testing.B) {
 		goroutines := runtime.NumGoroutine()
 		start := time.Now()
 		const owner = "scale-bench"
-		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Poll: time.Second})
+		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Poll: time.Second, MonitorInterval: monitor})
 		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
 			n := len(s.Accounts())
 			return n == accounts, fmt.Sprint(n)
