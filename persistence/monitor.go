@@ -102,11 +102,14 @@ type LinkStatus struct {
 // after this write: its outcome, written later, wins. status_since moves
 // only when the status changes; the event, in the same statement, is
 // attached to the link's latest action (its instance action is where the
-// link's history is read) and written only for a status change.
+// link's history is read) and written only for a status change. A link
+// that already has this status and message is not written (the monitor
+// compares before it calls, but the message is stored cleaned).
 const recordLinkStatusSQL = `
 	WITH link AS (
 		SELECT l.uuid, l.status FROM instance_wim_nets l
 		WHERE l.uuid = $1 AND l.status = $2 AND l.wim_account_id = $3
+		  AND (l.status IS DISTINCT FROM $6 OR l.error_msg IS DISTINCT FROM $7)
 		  AND EXISTS (
 			SELECT 1 FROM wim_account_leases k
 			WHERE k.account_id = $3 AND k.owner = $4 AND k.epoch = $5 AND k.expires_at > now())
@@ -134,8 +137,9 @@ const recordLinkStatusSQL = `
 
 // RecordLinkStatus writes what monitoring found for a link of the lease's
 // account (see recordLinkStatusSQL for the fence) and reports whether it
-// wrote. false is not an error: the lease was lost, the link changed or
-// went, or an action now owns it; the monitor reads it again next round.
+// wrote. false is not an error: nothing differed, the lease was lost, the
+// link changed or went, or an action now owns it; the monitor reads it
+// again next round.
 func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (bool, error) {
 	var n int64
 	err := s.q.QueryRow(ctx, recordLinkStatusSQL, st.LinkID, st.From, l.AccountID, l.Owner, l.Epoch, st.Status, cleanMsg(st.ErrorMsg), st.ActionSeq).Scan(&n)
@@ -143,4 +147,22 @@ func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (b
 		return false, mapError(fmt.Errorf("persistence: record the status of WAN link %s: %w", st.LinkID, err))
 	}
 	return n > 0, nil
+}
+
+// CountWANLinksByStatus returns how many WAN links have each status, over
+// every account (one scan of the links table).
+func (s *Store) CountWANLinksByStatus(ctx context.Context) (map[string]int, error) {
+	rows, err := s.query(ctx, "instance_wim_nets", `SELECT status, count(*) FROM instance_wim_nets GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	var (
+		status string
+		n      int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil }); err != nil {
+		return nil, mapError(fmt.Errorf("persistence: count WAN links by status: %w", err))
+	}
+	return out, nil
 }

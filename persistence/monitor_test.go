@@ -113,6 +113,14 @@ func TestRecordLinkStatus(t *testing.T) {
 	}
 	cursor = page.Events[0].Cursor
 
+	// The same status and message: nothing to write.
+	if wrote, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link, From: wimro.LinkDown, ActionSeq: seq, Status: wimro.LinkDown, ErrorMsg: &msg}); err != nil || wrote {
+		t.Fatalf("record the same DOWN: %v, %v; want nothing written", wrote, err)
+	}
+	if n, err := b.db.CountWANLinksByStatus(b.ctx); err != nil || n[wimro.LinkDown] != 1 || len(n) != 1 {
+		t.Fatalf("links by status: %v, %v", n, err)
+	}
+
 	// The same status with a new message: the message changes, since and
 	// the events do not.
 	msg2 := "still gone"

@@ -90,9 +90,11 @@ type StatusCounter interface {
 	CountAccountsByStatus(ctx context.Context) (map[string]int, error)
 }
 
+// statusCollector runs one count query per scrape.
 type statusCollector struct {
-	db   StatusCounter
-	desc *prometheus.Desc
+	count func(ctx context.Context) (map[string]int, error)
+	what  string
+	desc  *prometheus.Desc
 }
 
 // NewAccountStatusCollector returns the collector of
@@ -101,8 +103,23 @@ type statusCollector struct {
 // gauge per account, to keep the series few with thousands of accounts;
 // GET .../wim_accounts names the accounts in ERROR.
 func NewAccountStatusCollector(db StatusCounter) prometheus.Collector {
-	return &statusCollector{db: db, desc: prometheus.NewDesc("wimro_accounts_by_status",
+	return &statusCollector{count: db.CountAccountsByStatus, what: "account status", desc: prometheus.NewDesc("wimro_accounts_by_status",
 		"WIM accounts by the status of their last credentials check (UNKNOWN, ACTIVE, ERROR).", []string{"status"}, nil)}
+}
+
+// LinkStatusCounter counts the WAN links by status (persistence.DB).
+type LinkStatusCounter interface {
+	CountWANLinksByStatus(ctx context.Context) (map[string]int, error)
+}
+
+// NewLinkStatusCollector returns the collector of
+// wimro_wan_links_by_status{status}: one query per scrape (a scan of the
+// links table), over every link whichever process drives its account; by
+// status, not per link, to keep the series few. GET .../wan_links names
+// the links.
+func NewLinkStatusCollector(db LinkStatusCounter) prometheus.Collector {
+	return &statusCollector{count: db.CountWANLinksByStatus, what: "WAN link status", desc: prometheus.NewDesc("wimro_wan_links_by_status",
+		"WAN links by status (BUILD, ACTIVE, DOWN, ERROR, INACTIVE, WIM_ERROR, DELETED), as the actions and monitoring left them.", []string{"status"}, nil)}
 }
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
@@ -110,9 +127,9 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := c.db.CountAccountsByStatus(ctx)
+	n, err := c.count(ctx)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("wimro: account status: %w", err))
+		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("wimro: %s: %w", c.what, err))
 		return
 	}
 	for st, v := range n {

@@ -26,6 +26,7 @@ func (b *bundle) monitored(t *testing.T, interval time.Duration, n int) (*promet
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg.MustRegister(wimthread.NewLinkStatusCollector(b.db))
 	logger, log := logtest.Logger(t, "wimthread log")
 	b.startWith(t, registry(), logger, wimthread.Options{MonitorInterval: interval, Metrics: m})
 	v := b.instance(t, "ns", n, wimro.NetActive)
@@ -114,6 +115,11 @@ func TestMonitorFindsLinksDownAndBack(t *testing.T) {
 	}
 	if n := metricValue(t, reg, "wimro_wan_link_transitions_total", map[string]string{"from": "DOWN", "to": "ACTIVE"}); n != 1 {
 		t.Fatalf("DOWN -> ACTIVE counted %v times, want 1", n)
+	}
+	for status, want := range map[string]float64{"ACTIVE": 1, "DOWN": 1, "BUILD": 0} {
+		if n := metricValue(t, reg, "wimro_wan_links_by_status", map[string]string{"status": status}); n != want {
+			t.Fatalf("wimro_wan_links_by_status{status=%q} = %v, want %v", status, n, want)
+		}
 	}
 	text := log.String()
 	for _, want := range []string{

@@ -42,6 +42,9 @@ func newMetrics(db *persistence.DB) (*serveMetrics, error) {
 	if err := reg.Register(wimthread.NewAccountStatusCollector(db)); err != nil {
 		return nil, err
 	}
+	if err := reg.Register(wimthread.NewLinkStatusCollector(db)); err != nil {
+		return nil, err
+	}
 	m := &serveMetrics{reg: reg}
 	var err error
 	if m.workers, err = wimthread.NewMetrics(reg); err != nil {

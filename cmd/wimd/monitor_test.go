@@ -18,7 +18,7 @@ import (
 // instance's link is ACTIVE, its vpn-service is removed on the controller
 // behind wimd's back; the link goes DOWN in GET .../wan_links (status,
 // error_msg naming reconcile --fix, status_since moved), the log says so
-// at WARN, and /metrics counts the transition. wimd then stops cleanly.
+// at WARN, and /metrics counts the transition and the link DOWN. wimd then stops cleanly.
 func TestMonitorFindsServiceRemoved(t *testing.T) {
 	t.Parallel()
 	sites := []string{"dc-a", "dc-b"}
@@ -84,8 +84,12 @@ func TestMonitorFindsServiceRemoved(t *testing.T) {
 	}
 	poll(t, "the transition in /metrics", func() (bool, string) {
 		_, body := a.send("GET", "/metrics", nil)
-		want := `wimro_wan_link_transitions_total{from="ACTIVE",to="DOWN"} 1` + "\n"
-		return strings.Contains(body, want), "no " + want
+		for _, want := range []string{`wimro_wan_link_transitions_total{from="ACTIVE",to="DOWN"} 1`, `wimro_wan_links_by_status{status="DOWN"} 1`} {
+			if !strings.Contains(body, want+"\n") {
+				return false, "no " + want
+			}
+		}
+		return true, ""
 	})
 	if log := p.log.String(); !strings.Contains(log, `level=WARN msg="WAN link is no longer ACTIVE"`) || !strings.Contains(log, "wan_link_id="+down["uuid"].(string)) {
 		t.Fatalf("no WARN line for the link:\n%s", lastLines(log, 30))
