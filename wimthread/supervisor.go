@@ -37,8 +37,8 @@ type Options struct {
 	// account), and how often each of their created WAN links is re-read
 	// from the controller (links.go). 0 checks none.
 	MonitorInterval time.Duration
-	// Metrics records finished actions and connector calls; nil records
-	// nothing (NewMetrics).
+	// Metrics records finished actions, connector calls and the link
+	// transitions monitoring finds; nil records nothing (NewMetrics).
 	Metrics *Metrics
 }
 

@@ -305,9 +305,9 @@ func (c *Controller) SetDown(down bool) {
 	c.down = down
 }
 
-// SetHang makes every call wait, without reaching the controller, until
-// its context ends (a controller that accepts connections and never
-// answers), or stops doing so.
+// SetHang makes every call wait, taking no effect, until its context ends
+// (a controller that accepts connections and never answers), or stops
+// doing so. Such calls are in Calls, with the error their caller got.
 func (c *Controller) SetHang(hang bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
