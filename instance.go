@@ -83,8 +83,11 @@ type WANLink struct {
 	Multipoint    bool           `json:"multipoint" db:"multipoint"`
 	Created       bool           `json:"created" db:"created"`
 	Related       *string        `json:"related" db:"related"`
-	CreatedAt     time.Time      `json:"created_at" db:"created_at"`
-	ModifiedAt    time.Time      `json:"modified_at" db:"modified_at"`
+	// BandwidthMbps and LatencyMs are the QoS the VLD asks (nil: none).
+	BandwidthMbps *int      `json:"bandwidth,omitempty" db:"bandwidth_mbps"`
+	LatencyMs     *int      `json:"latency,omitempty" db:"latency_ms"`
+	CreatedAt     time.Time `json:"created_at" db:"created_at"`
+	ModifiedAt    time.Time `json:"modified_at" db:"modified_at"`
 }
 
 // InstanceAction groups the tasks of one user operation and counts their
