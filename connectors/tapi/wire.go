@@ -2,7 +2,9 @@ package tapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
@@ -42,6 +44,27 @@ type totalSize struct {
 
 type capacity struct {
 	TotalSize totalSize `json:"total-size"`
+}
+
+// number is the capacity's value as a number (a string or a number on
+// the wire).
+func (c *capacity) number() (float64, bool) {
+	switch v := c.TotalSize.Value.(type) {
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// String is the capacity as a message shows it, e.g. "100 MBPS".
+func (c *capacity) String() string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%v %s", c.TotalSize.Value, c.TotalSize.Unit)
 }
 
 type service struct {
