@@ -2,7 +2,6 @@ package connectors
 
 import (
 	"context"
-	"slices"
 	"strings"
 )
 
@@ -65,17 +64,6 @@ func Create(ctx context.Context, c Connector, key string, t ServiceType, points 
 		return "", nil, Errorf(KindPermanent, "the connector cannot honour %s", joinFields(q.Fields()))
 	}
 	return c.CreateService(ctx, key, t, points)
-}
-
-// Unhonoured returns the fields of q not in honoured.
-func Unhonoured(q QoS, honoured []QoSField) []QoSField {
-	var out []QoSField
-	for _, f := range q.Fields() {
-		if !slices.Contains(honoured, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func joinFields(fs []QoSField) string {

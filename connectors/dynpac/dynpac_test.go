@@ -79,6 +79,14 @@ func TestConformance(t *testing.T) {
 			_, srv := server(t, emu.Options{User: user, Password: password})
 			return build(t, connectors.Config{URL: srv.URL, User: user, Password: "wrong"})
 		},
+		Honours: connectortest.Honours(dynpac.Type, dynpac.Register),
+		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+			c, e := setup(t, emu.Options{}, nil)
+			return c, func(id string) connectors.QoS {
+				s, _ := e.Service(id)
+				return connectors.QoS{BandwidthMbps: int(s.Bandwidth)}
+			}
+		},
 	})
 }
 

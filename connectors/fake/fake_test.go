@@ -72,6 +72,14 @@ func harness(accountConfig map[string]any) conformance.Harness {
 			fake.ControllerFor(cfg.URL).SetCredentials("u", "the-right-one")
 			return build(t, cfg)
 		},
+		Honours: connectortest.Honours(fake.Type, fake.Register),
+		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+			cfg := newConfig(t, accountConfig)
+			return build(t, cfg), func(id string) connectors.QoS {
+				q, _ := fake.ControllerFor(cfg.URL).QoS(id)
+				return q
+			}
+		},
 	}
 }
 
