@@ -13,6 +13,11 @@
 // process; tests use a distinct URL each (ControllerFor gives them the
 // Controller to inspect).
 //
+// It honours every QoS field (connectors.QoSCreator): the controller keeps
+// the QoS with the service (Controller.QoS, and "bandwidth" and "latency"
+// in its status info). Its latency_ms setting below is unrelated: a delay
+// of the connector's own calls.
+//
 // Settings, read from the account config (or the WIM config), so they can
 // be set over the API:
 //

@@ -76,6 +76,13 @@
 // The osm dialect does not use default_mtu, location_flavor and
 // send_frame_delivery (they are still checked).
 //
+// # QoS
+//
+// A create's bandwidth (connectors.QoS) is each attachment's
+// service/svc-bandwidth (if-feature input-bw: the server must enable it):
+// input-bw and output-bw entries of type bw-per-port, cir in bit/s and
+// cbs the same. The osm dialect refuses it; latency is not honoured.
+//
 // # Idempotency
 //
 // The client chooses every id: the vpn-id is "wimro-" + the service key
