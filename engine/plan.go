@@ -188,7 +188,7 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 			acct wimro.WIMAccount
 		)
 		if g.choice.auto() {
-			w, err = findCommonWIM(ctx, s, tenant.UUID, dcIDs)
+			w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, func(w wimro.WIM) error { return checkQoS(w, q) })
 			if err != nil {
 				return nil, err
 			}
@@ -198,9 +198,9 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 			if err == nil {
 				err = checkReach(ctx, s, w, dcIDs, g.field)
 			}
-		}
-		if err == nil {
-			err = checkQoS(w, q)
+			if err == nil {
+				err = checkQoS(w, q)
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -133,3 +133,34 @@ func val(p *int) int {
 	}
 	return *p
 }
+
+// Automatic choice takes the oldest common WIM that honours the QoS a
+// link asks, and the oldest of all when it asks none.
+func TestInstanceQoSChoosesAWIMThatHonoursIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := b.Tenant(t, "t")
+	b.Datacenter(t, "dcA", tn)
+	b.Datacenter(t, "dcB", tn)
+	for i, typ := range []string{"onos", "dynpac", "fake"} { // oldest first
+		b.WIMOf(t, engine.WIMInput{Name: ptr("w-" + typ), Type: ptr(typ)}, testfactory.Mapping("dcA", 1+2*i), testfactory.Mapping("dcB", 2+2*i))
+		b.Account(t, "t", "w-"+typ, engine.AccountInput{})
+	}
+	cases := []struct {
+		name    string
+		bw, lat [2]string
+		want    string
+	}{
+		{"no QoS: the oldest", [2]string{}, [2]string{}, "w-onos"},
+		{"bandwidth: the oldest that honours it", [2]string{"100"}, [2]string{}, "w-dynpac"},
+		{"latency: the only one that honours it", [2]string{}, [2]string{"5"}, "w-fake"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := b.eng.PlanInstance(b.ctx, "t", engine.InstanceInput{Name: "ns", Networks: qosNets(uuid.NewString(), c.bw, c.lat)})
+			if err != nil || len(plan) != 1 || plan[0].WIMName != c.want {
+				t.Fatalf("plan = %+v, %v; want one link on %s", plan, err, c.want)
+			}
+		})
+	}
+}
