@@ -27,7 +27,8 @@
 // capacity_unit (1 GBPS, as OSM), the value a string (uint64 in RFC 7951);
 // a create's bandwidth (connectors.QoS, Mbit/s) replaces it with
 // value/MBPS, and adopting a service whose requested-capacity differs is
-// Permanent. A photonic pair refuses a bandwidth (a media channel's
+// then Permanent (a configured capacity is not compared: servers may
+// rewrite it, and it is no promise made to the NFVO). A photonic pair refuses a bandwidth (a media channel's
 // capacity is its spectrum, not a rate). Latency is not honoured: wimro
 // writes no TAPI latency characteristic.
 // Each end-point carries local-id (the service endpoint id, suffixed with
@@ -503,6 +504,7 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 		ConnectivityDirection: directionBoth,
 		ServiceType:           serviceType,
 		RequestedCapacity:     requested,
+		capacityAsked:         q.BandwidthMbps != 0,
 	}
 	id, err := c.create(ctx, key, ServiceUUID(key), want)
 	if err != nil {
@@ -534,7 +536,7 @@ func adoptable(have, want service, key string) error {
 	if h, w := have.sips(), want.sips(); !slices.Equal(h, w) {
 		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with other end-points (SIPs %s, want %s); delete it first", have.UUID, strings.Join(h, ", "), strings.Join(w, ", "))
 	}
-	if !sameCapacity(have.RequestedCapacity, want.RequestedCapacity) {
+	if want.capacityAsked && !sameCapacity(have.RequestedCapacity, want.RequestedCapacity) {
 		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with requested-capacity %s, want %s; delete it first",
 			have.UUID, have.RequestedCapacity, want.RequestedCapacity)
 	}

@@ -1090,14 +1090,16 @@ func TestQoSAdoptCompareCapacity(t *testing.T) {
 	tests := []struct {
 		name        string
 		value, unit string // seeded requested-capacity; "" none
+		asked       int    // Mbit/s; 0: no QoS, the configured capacity is not compared
 		adopt       bool
 	}{
-		{"same rate in GBPS", "1", "GBPS", true},
-		{"same rate in MBPS", "1000", "MBPS", true},
-		{"same rate in KBPS", "1000000", "KBPS", true},
-		{"capacity not echoed", "", "", true},
-		{"other rate", "500", "MBPS", false},
-		{"not a rate", "1000", "MB", false},
+		{"same rate in GBPS", "1", "GBPS", 1000, true},
+		{"same rate in MBPS", "1000", "MBPS", 1000, true},
+		{"same rate in KBPS", "1000000", "KBPS", 1000, true},
+		{"capacity not echoed", "", "", 1000, true},
+		{"other rate", "500", "MBPS", 1000, false},
+		{"not a rate", "1000", "MB", 1000, false},
+		{"no QoS asked", "500", "MBPS", 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1112,7 +1114,7 @@ func TestQoSAdoptCompareCapacity(t *testing.T) {
 			if err := e.AddService(s); err != nil {
 				t.Fatal(err)
 			}
-			id, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), connectors.QoS{BandwidthMbps: 1000})
+			id, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), connectors.QoS{BandwidthMbps: tt.asked})
 			if tt.adopt {
 				if err != nil || id != key {
 					t.Fatalf("create = %q, %v, want service %s adopted", id, err, key)

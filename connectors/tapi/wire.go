@@ -77,6 +77,10 @@ type service struct {
 	AdministrativeState   string      `json:"administrative-state,omitempty"`
 	OperationalState      string      `json:"operational-state,omitempty"`
 	LifecycleState        string      `json:"lifecycle-state,omitempty"`
+
+	// capacityAsked marks a wanted service whose requested-capacity is a
+	// QoS bandwidth: adopting a service with another one is refused.
+	capacityAsked bool
 }
 
 // key returns the wimro service key the service is named with, or "".
