@@ -21,8 +21,8 @@
 // QoS: a create's bandwidth (connectors.QoS, Mbit/s) is DynPaC's
 // bandwidth field; without one the configured bandwidth is sent (OSM
 // hardcoded 100). DynPaC has no latency field, so latency is not honoured.
-// A create adopting a service this process made with another bandwidth is
-// Permanent: DynPaC cannot edit a service.
+// A create asking a bandwidth that adopts a service this process made
+// with another one is Permanent: DynPaC cannot edit a service.
 //
 // # Idempotency (documented limitation)
 //
@@ -323,7 +323,7 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 	if id, had, ok := c.known.get(key); ok {
 		_, err := c.GetServiceStatus(ctx, id, nil)
 		switch {
-		case err == nil && had != bandwidth:
+		case err == nil && q.BandwidthMbps != 0 && had != bandwidth:
 			return "", nil, connectors.Errorf(connectors.KindPermanent,
 				"dynpac create: service %s exists for key %s with bandwidth %d, not %d, and DynPaC cannot edit a service; delete it first", id, key, had, bandwidth)
 		case err == nil:
