@@ -83,6 +83,9 @@ type WANLink struct {
 	Multipoint    bool           `json:"multipoint" db:"multipoint"`
 	Created       bool           `json:"created" db:"created"`
 	Related       *string        `json:"related" db:"related"`
+	// BandwidthMbps and LatencyMs are the QoS the VLD asks (nil: none).
+	BandwidthMbps *int `json:"bandwidth,omitempty" db:"bandwidth_mbps"`
+	LatencyMs     *int `json:"latency,omitempty" db:"latency_ms"`
 	// StatusSince is when Status last changed (monitoring shows how long
 	// a link has been DOWN).
 	StatusSince time.Time `json:"status_since" db:"status_since"`

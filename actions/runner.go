@@ -346,7 +346,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if link.Multipoint || len(points) > 2 {
 		return persistence.Outcome{}, permanent("%s", connectors.MultipointNotSupported)
 	}
-	id, connInfo, err := t.Connector.CreateService(ctx, link.UUID, connectors.ServiceELINE, points)
+	id, connInfo, err := connectors.Create(ctx, t.Connector, link.UUID, connectors.ServiceELINE, points, QoSOf(link))
 	if err != nil {
 		return persistence.Outcome{}, err
 	}
@@ -356,6 +356,18 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		return persistence.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
 	}
 	return r.created(id, connInfo), nil
+}
+
+// QoSOf is the QoS a WAN link asks of its controller.
+func QoSOf(l wimro.WANLink) connectors.QoS {
+	var q connectors.QoS
+	if l.BandwidthMbps != nil {
+		q.BandwidthMbps = *l.BandwidthMbps
+	}
+	if l.LatencyMs != nil {
+		q.LatencyMs = *l.LatencyMs
+	}
+	return q
 }
 
 // created is the outcome of a service made or adopted: the link is BUILD

@@ -205,16 +205,21 @@ type Factory func(cfg Config) (Connector, error)
 type Registry struct {
 	mu        sync.RWMutex
 	factories map[string]Factory
+	qos       map[string][]QoSField
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory)}
+	return &Registry{factories: make(map[string]Factory), qos: make(map[string][]QoSField)}
 }
 
-// Register adds the factory for wimType. Registering a type twice, an empty
-// type or a nil factory is a programming error and panics.
-func (r *Registry) Register(wimType string, f Factory) {
+// Register adds the factory for wimType, with the QoS fields its
+// connectors honour (none when omitted; a connector that honours any
+// implements QoSCreator). Declaring them here lets the engine refuse an
+// instance asking for QoS the WIM cannot give when it is written, without
+// building a connector (no credentials at hand then). Registering a type
+// twice, an empty type or a nil factory is a programming error and panics.
+func (r *Registry) Register(wimType string, f Factory, honours ...QoSField) {
 	if wimType == "" || f == nil {
 		panic("connectors: Register needs a WIM type and a factory")
 	}
@@ -224,6 +229,20 @@ func (r *Registry) Register(wimType string, f Factory) {
 		panic(fmt.Sprintf("connectors: WIM type %q registered twice", wimType))
 	}
 	r.factories[wimType] = f
+	r.qos[wimType] = slices.Clone(honours)
+}
+
+// HonouredQoS returns the names of the QoS fields the connector of
+// wimType honours (nil for none, or for a type not registered): what the
+// engine checks an instance's QoS against (engine.QoSSupport).
+func (r *Registry) HonouredQoS(wimType string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for _, f := range r.qos[wimType] {
+		out = append(out, string(f))
+	}
+	return out
 }
 
 // New builds the connector for cfg.Type. An unknown type is a Permanent

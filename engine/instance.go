@@ -37,7 +37,8 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 			id := uuid.NewString()
 			wim, sce := p.WIMID, p.SceNetID
 			links[i] = wimro.WANLink{UUID: id, InstanceID: &inst.UUID, SceNetID: &sce, WIMID: &wim,
-				WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, Related: &id}
+				WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, Related: &id,
+				BandwidthMbps: p.Bandwidth, LatencyMs: p.Latency}
 		}
 		if links, err = s.CreateWANLinks(ctx, links); err != nil {
 			return err

@@ -70,6 +70,11 @@ type NetworkInput struct {
 	VimNetID          string         `json:"vim_net_id,omitempty"`
 	SdnNetID          string         `json:"sdn_net_id,omitempty"`
 	WIMAccount        WIMChoice      `json:"wim_account"`
+	// Bandwidth (Mbit/s) and Latency (ms) are the QoS of the network's
+	// VLD: its WAN link asks them of the controller. The networks of one
+	// VLD that carry a key agree on it.
+	Bandwidth QoSValue `json:"bandwidth,omitempty"`
+	Latency   QoSValue `json:"latency,omitempty"`
 }
 
 // InstanceInput is the body of an instance create.
@@ -91,6 +96,9 @@ type PlannedLink struct {
 	WIMID         string   `json:"wim_id"`
 	WIMName       string   `json:"wim_name"`
 	WIMAccountID  string   `json:"wim_account_id"`
+	// Bandwidth and Latency are the link's QoS (absent: none).
+	Bandwidth *int `json:"bandwidth,omitempty"`
+	Latency   *int `json:"latency,omitempty"`
 }
 
 // InstanceView is an instance with its networks and WAN links.

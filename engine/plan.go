@@ -161,11 +161,19 @@ func sameChoice(a, b WIMChoice) bool {
 	return a.auto() == b.auto() && a.None == b.None && a.Ref == b.Ref
 }
 
-// planLinks chooses the WIM and account of every WAN link.
-func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, groups []group, nets []wimro.InstanceNet) ([]PlannedLink, error) {
+// planLinks chooses the WIM and account of every WAN link, and refuses a
+// link whose QoS (from qos, the networks' own) the chosen WIM cannot
+// honour (checkQoS): in the create request, not in a CREATE action that
+// could only fail.
+func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, groups []group, nets []wimro.InstanceNet,
+	qos []netQoS, checkQoS func(wimro.WIM, linkQoS) error) ([]PlannedLink, error) {
 	plans := make([]PlannedLink, 0, len(groups))
 	cache := map[string]wimro.WIM{}
 	for _, g := range groups {
+		q, err := groupQoS(g, qos)
+		if err != nil {
+			return nil, err
+		}
 		dcs := map[string]bool{}
 		var dcIDs []string
 		for _, i := range g.nets {
@@ -178,10 +186,9 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 		var (
 			w    wimro.WIM
 			acct wimro.WIMAccount
-			err  error
 		)
 		if g.choice.auto() {
-			w, err = findCommonWIM(ctx, s, tenant.UUID, dcIDs)
+			w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, func(w wimro.WIM) error { return checkQoS(w, q) })
 			if err != nil {
 				return nil, err
 			}
@@ -191,6 +198,9 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 			if err == nil {
 				err = checkReach(ctx, s, w, dcIDs, g.field)
 			}
+			if err == nil {
+				err = checkQoS(w, q)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -198,6 +208,7 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 		plans = append(plans, PlannedLink{
 			SceNetID: g.sceNetID, DatacenterIDs: dcIDs, Multipoint: len(dcIDs) > 2,
 			WIMID: w.UUID, WIMName: w.Name, WIMAccountID: acct.UUID,
+			Bandwidth: optInt(q.bandwidth), Latency: optInt(q.latency),
 		})
 	}
 	return plans, nil
@@ -316,11 +327,15 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 		inst.DatacenterID = &d.UUID
 	}
 	nets := make([]wimro.InstanceNet, len(in.Networks))
+	qos := make([]netQoS, len(in.Networks))
 	seen := map[string]bool{}
 	for i, n := range in.Networks {
 		field := fmt.Sprintf("instance.networks[%d]", i)
 		row, err := netRow(field, n)
 		if err != nil {
+			return inst, nil, nil, err
+		}
+		if qos[i], err = parseNetQoS(field, n); err != nil {
 			return inst, nil, nil, err
 		}
 		ref := n.Datacenter
@@ -352,7 +367,7 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 	if err != nil {
 		return inst, nil, nil, err
 	}
-	plans, err := planLinks(ctx, s, tenant, groups, nets)
+	plans, err := planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS)
 	return inst, nets, plans, err
 }
 

@@ -282,6 +282,11 @@ var customSchemas = map[reflect.Type]func() map[string]any{
 			map[string]any{"type": "string", "minLength": 1},
 		}}
 	},
+	reflect.TypeOf(engine.QoSValue(nil)): func() map[string]any {
+		return map[string]any{"type": "integer", "minimum": 1, "nullable": true,
+			"description": "QoS of the network's VLD: bandwidth in Mbit/s (at most 10000000) or latency in ms (at most 100000). " +
+				"The networks of one VLD that carry it agree; the WIM's connector must honour it."}
+	},
 	reflect.TypeOf(engine.Secret("")): func() map[string]any {
 		return map[string]any{"type": "string", "format": "password", "description": "Write-only: answers show it masked."}
 	},

@@ -158,6 +158,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{6, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_wim_nets' AND column_name IN ('bandwidth_mbps','latency_ms')`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 6: %d QoS columns still there", cols)
+			}
+		}},
 		{5, func(t *testing.T) {
 			var tables, cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_events'`).Scan(&tables)

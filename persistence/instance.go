@@ -135,19 +135,20 @@ func (s *Store) UpdateInstanceNet(ctx context.Context, n wimro.InstanceNet) (wim
 }
 
 const linkCols = `l.uuid, l.wim_internal_id, l.instance_scenario_id, l.sce_net_id, l.wim_id, l.wim_account_id, l.status,
-	l.error_msg, l.wim_info, l.multipoint, l.created, l.related, l.status_since, l.created_at, l.modified_at`
+	l.error_msg, l.wim_info, l.multipoint, l.created, l.related, l.status_since, l.created_at, l.modified_at,
+	l.bandwidth_mbps, l.latency_ms`
 
 // CreateWANLinks inserts WAN links in one round trip.
 func (s *Store) CreateWANLinks(ctx context.Context, links []wimro.WANLink) ([]wimro.WANLink, error) {
 	return batchOne[wimro.WANLink](ctx, s, "instance_wim_nets", links,
-		`INSERT INTO instance_wim_nets AS l (uuid, instance_scenario_id, sce_net_id, wim_id, wim_account_id, status, multipoint, related)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+linkCols,
+		`INSERT INTO instance_wim_nets AS l (uuid, instance_scenario_id, sce_net_id, wim_id, wim_account_id, status, multipoint, related, bandwidth_mbps, latency_ms)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+linkCols,
 		func(l wimro.WANLink) []any {
 			status := l.Status
 			if status == "" {
 				status = wimro.LinkBuild
 			}
-			return []any{newUUID(l.UUID), l.InstanceID, l.SceNetID, l.WIMID, l.WIMAccountID, status, l.Multipoint, l.Related}
+			return []any{newUUID(l.UUID), l.InstanceID, l.SceNetID, l.WIMID, l.WIMAccountID, status, l.Multipoint, l.Related, l.BandwidthMbps, l.LatencyMs}
 		})
 }
 

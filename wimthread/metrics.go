@@ -102,6 +102,16 @@ func (c *instrumented) CreateService(ctx context.Context, key string, t connecto
 	return id, connInfo, err
 }
 
+// CreateServiceQoS passes QoS through: without it the wrapper would hide
+// the QoSCreator of the connector it wraps, and every QoS create would be
+// refused. connectors.Create refuses QoS the wrapped one cannot honour.
+func (c *instrumented) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (id string, connInfo map[string]any, err error) {
+	start := time.Now()
+	id, connInfo, err = connectors.Create(ctx, c.next, key, t, points, q)
+	c.observe("create_service", start, err)
+	return id, connInfo, err
+}
+
 func (c *instrumented) GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (connectors.ServiceStatus, error) {
 	start := time.Now()
 	st, err := c.next.GetServiceStatus(ctx, id, connInfo)

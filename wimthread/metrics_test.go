@@ -124,6 +124,41 @@ func TestInstrumentedConnectorObservesEveryCallByOutcome(t *testing.T) {
 	}
 }
 
+// qosStub is a stub that honours QoS and records what it was asked.
+type qosStub struct {
+	stub
+	got *connectors.QoS
+}
+
+func (s qosStub) CreateServiceQoS(_ context.Context, _ string, _ connectors.ServiceType, _ []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+	*s.got = q
+	return "id", nil, nil
+}
+
+// The decorator passes QoS to a connector that honours it (hiding its
+// QoSCreator would refuse every QoS create) and refuses it, Permanent,
+// for one that does not.
+func TestInstrumentedConnectorPassesQoS(t *testing.T) {
+	t.Parallel()
+	m, err := wimthread.NewMetrics(prometheus.NewPedanticRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connectors.QoS{BandwidthMbps: 100, LatencyMs: 5}
+	var got connectors.QoS
+	c := m.Instrument("qos", qosStub{got: &got})
+	if _, _, err := connectors.Create(t.Context(), c, "k", connectors.ServiceELINE, nil, want); err != nil || got != want {
+		t.Fatalf("create through the decorator: %v, the connector got %+v, want %+v", err, got, want)
+	}
+	plain := m.Instrument("plain", stub{})
+	if _, _, err := connectors.Create(t.Context(), plain, "k", connectors.ServiceELINE, nil, want); connectors.KindOf(err) != connectors.KindPermanent {
+		t.Fatalf("QoS through the decorator of a connector without QoS: %v, want Permanent", err)
+	}
+	if _, _, err := connectors.Create(t.Context(), plain, "k", connectors.ServiceELINE, nil, connectors.QoS{}); err != nil {
+		t.Fatalf("no QoS through the decorator of a connector without QoS: %v", err)
+	}
+}
+
 func TestQueueCollectorReadsTheQueueInOneQuery(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,15 @@ type e2eCase struct {
 	// apiToken, when set, is required by wimd on its API (WIMRO_API_TOKEN)
 	// and is one more secret the log must not hold.
 	apiToken string
+	// qos, when set, is the QoS (bandwidth, latency keys) the networks of
+	// the first VLD ask; the second asks none. qosStored then returns
+	// what is wrong with the services on the controller ("" when one
+	// carries qos and the other the default).
+	qos       map[string]any
+	qosStored func() string
+	// qosRefused, when set, is a QoS the WIM's type cannot honour: the
+	// create asking it is a 400 naming the field, and writes nothing.
+	qosRefused map[string]any
 }
 
 // api is a small JSON client of a running wimd.
@@ -143,15 +153,32 @@ func (c api) waitAction(path string, tasks int) map[string]any {
 // link ACTIVE, and returns its uuid and the create action.
 func (c api) activeInstance(tenant string, vlds int) (string, map[string]any) {
 	c.t.Helper()
+	return c.activeInstanceQoS(tenant, vlds, nil)
+}
+
+// instanceBody is the create body of an instance of vlds VLDs across dcA
+// and dcB; the networks of the first VLD carry the keys of qos.
+func instanceBody(vlds int, qos map[string]any) map[string]any {
 	var nets []any
 	for v := range vlds {
 		vld := uuid.NewString()
 		for i, dc := range []string{"dcA", "dcB"} {
-			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
-				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
+			n := map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE",
+				"encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i}
+			if v == 0 {
+				maps.Copy(n, qos)
+			}
+			nets = append(nets, n)
 		}
 	}
-	inst := c.call("POST", "/openmano/"+tenant+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	return map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}}
+}
+
+// activeInstanceQoS is activeInstance with the networks of the first VLD
+// asking qos.
+func (c api) activeInstanceQoS(tenant string, vlds int, qos map[string]any) (string, map[string]any) {
+	c.t.Helper()
+	inst := c.call("POST", "/openmano/"+tenant+"/instances", instanceBody(vlds, qos))["instance"].(map[string]any)
 	id := inst["uuid"].(string)
 	created := c.waitAction(fmt.Sprintf("/openmano/%s/instances/%s/action/%s", tenant, id, inst["action_id"]), vlds)
 	eventually.Until(c.t, 60*time.Second, "links ACTIVE", func() (bool, string) {
@@ -227,12 +254,36 @@ func runE2E(t *testing.T, c e2eCase) {
 		noSecrets(t, "the database", dumpSecretsTables(t, dbURL), c.secrets)
 	}
 
-	id, created := a.activeInstance("t0", 2)
+	if c.qosRefused != nil {
+		status, raw := a.send("POST", "/openmano/t0/instances", instanceBody(2, c.qosRefused))
+		if status != 400 || !strings.Contains(raw, "instance.networks[0].bandwidth") || !strings.Contains(raw, "cannot honour bandwidth") {
+			t.Fatalf("create asking QoS of a %s WIM = %d %s, want a 400 naming instance.networks[0].bandwidth", c.wimType, status, raw)
+		}
+		if list := a.call("GET", "/openmano/t0/instances", nil)["instances"].([]any); len(list) != 0 {
+			t.Fatalf("the refused create left instances: %v", list)
+		}
+	}
+	id, created := a.activeInstanceQoS("t0", 2, c.qos)
 	if created["number_done"] != 2.0 || created["number_failed"] != 0.0 {
 		t.Fatalf("create counters: %v", created)
 	}
 	if n := c.services(); n != 2 {
 		t.Fatalf("%d services on the controller, want 2", n)
+	}
+	if c.qos != nil {
+		links := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)
+		with := 0
+		for _, l := range links {
+			if m := l.(map[string]any); m["bandwidth"] == c.qos["bandwidth"] && m["latency"] == c.qos["latency"] {
+				with++
+			}
+		}
+		if with != 1 {
+			t.Fatalf("%d links show the QoS %v, want 1: %v", with, c.qos, links)
+		}
+		if problem := c.qosStored(); problem != "" {
+			t.Fatalf("QoS on the controller: %s", problem)
+		}
 	}
 	del := a.call("DELETE", "/openmano/t0/instances/"+id, nil)
 	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, del["action_id"]), 2)
@@ -253,7 +304,20 @@ func TestE2EFake(t *testing.T) {
 	t.Cleanup(ctrl.Reset)
 	runE2E(t, e2eCase{wimType: "fake", url: url, accountConfig: map[string]any{"build_polls": 1},
 		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} },
-		services:    ctrl.Count})
+		services:    ctrl.Count,
+		qos:         map[string]any{"bandwidth": 250.0, "latency": 20.0},
+		qosStored: func() string {
+			var got []string
+			for _, s := range ctrl.Services() {
+				q, _ := ctrl.QoS(s.ID)
+				got = append(got, fmt.Sprintf("%d/%d", q.BandwidthMbps, q.LatencyMs))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, []string{"0/0", "250/20"}) {
+				return fmt.Sprintf("bandwidth/latency of the services %v, want [0/0 250/20]", got)
+			}
+			return ""
+		}})
 }
 
 func TestE2EDynPaC(t *testing.T) {
@@ -265,7 +329,19 @@ func TestE2EDynPaC(t *testing.T) {
 		mappingInfo: func(dc int) map[string]any {
 			return map[string]any{"mapping_type": "dpid-port", "wan_switch_dpid": "BB:BB:BB:BB:BB:BB:BB:BB", "wan_switch_port": dc + 1}
 		},
-		services: emu.Count})
+		services: emu.Count,
+		qos:      map[string]any{"bandwidth": 250.0},
+		qosStored: func() string {
+			var got []float64
+			for _, s := range emu.Services() {
+				got = append(got, s.Bandwidth)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, []float64{100, 250}) {
+				return fmt.Sprintf("bandwidths %v, want [100 250] (the default 100 where none is asked)", got)
+			}
+			return ""
+		}})
 }
 
 // TestE2ETAPI maps each datacenter's VLANs to per-VLAN SIPs, as TAPI 2.1.x
@@ -288,7 +364,19 @@ func TestE2ETAPI(t *testing.T) {
 			}
 			return map[string]any{"mapping_type": "tapi-sip", "sips": bySIP}
 		},
-		services: emu.Count})
+		services: emu.Count,
+		qos:      map[string]any{"bandwidth": 250.0},
+		qosStored: func() string {
+			var got []string
+			for _, s := range emu.Services() {
+				got = append(got, s.CapacityValue+" "+s.CapacityUnit)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, []string{"1 GBPS", "250 MBPS"}) {
+				return fmt.Sprintf("requested capacities %v, want [1 GBPS 250 MBPS] (the configured one where none is asked)", got)
+			}
+			return ""
+		}})
 }
 
 // TestE2EIETFL2VPN runs against the strict RFC 8466 datastore: each
@@ -296,7 +384,8 @@ func TestE2ETAPI(t *testing.T) {
 func TestE2EIETFL2VPN(t *testing.T) {
 	t.Parallel()
 	sites := []string{"dc-a", "dc-b"}
-	emu := l2smemu.New(l2smemu.Options{Sites: []l2smemu.Site{{ID: sites[0]}, {ID: sites[1]}}, BuildPolls: 1, User: "admin", Password: "s3cret"})
+	emu := l2smemu.New(l2smemu.Options{Sites: []l2smemu.Site{{ID: sites[0]}, {ID: sites[1]}}, BuildPolls: 1, User: "admin", Password: "s3cret",
+		Features: append([]string{"input-bw"}, l2smemu.DefaultFeatures...)})
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	runE2E(t, e2eCase{wimType: "ietfl2vpn", url: srv.URL, user: "admin", password: "s3cret",
@@ -307,6 +396,25 @@ func TestE2EIETFL2VPN(t *testing.T) {
 		leftovers: func() string {
 			if a := emu.Accesses(); len(a) > 0 {
 				return fmt.Sprintf("site-network-accesses %+v", a)
+			}
+			return ""
+		},
+		qos: map[string]any{"bandwidth": 250.0},
+		qosStored: func() string {
+			// Each attachment of the first VLD's service carries
+			// svc-bandwidth (cir in bit/s), the other's none.
+			var got []string
+			for _, ref := range emu.Accesses() {
+				a, _ := emu.Access(ref.Site, ref.ID)
+				svc, _ := a["service"].(map[string]any)
+				b, _ := json.Marshal(svc["svc-bandwidth"])
+				got = append(got, string(b))
+			}
+			slices.Sort(got)
+			want := `{"bandwidth":[{"cbs":"250000000","cir":"250000000","direction":"ietf-l2vpn-svc:input-bw","type":"ietf-l2vpn-svc:bw-per-port"},` +
+				`{"cbs":"250000000","cir":"250000000","direction":"ietf-l2vpn-svc:output-bw","type":"ietf-l2vpn-svc:bw-per-port"}]}`
+			if !slices.Equal(got, []string{"null", "null", want, want}) {
+				return fmt.Sprintf("svc-bandwidth of the attachments %v, want two null and two %s", got, want)
 			}
 			return ""
 		}})
@@ -322,7 +430,7 @@ func TestE2EONOS(t *testing.T) {
 			emu := onosemu.New(onosemu.Options{User: "onos", Password: "rocks"})
 			srv := httptest.NewServer(emu)
 			t.Cleanup(srv.Close)
-			runE2E(t, e2eCase{wimType: wimType, url: srv.URL, user: "onos", password: "rocks",
+			runE2E(t, e2eCase{wimType: wimType, url: srv.URL, user: "onos", password: "rocks", qosRefused: map[string]any{"bandwidth": 100},
 				mappingInfo: func(dc int) map[string]any {
 					return map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", dc+1), "switch_port": "1"}
 				},

@@ -6,14 +6,16 @@
 //
 // The suite checks what the actions rely on: a retried create adopts
 // instead of duplicating, delete is idempotent, unknown services are
-// NotFound, bad input is Permanent and never reaches the controller, and a
-// cancelled call returns at once.
+// NotFound, bad input is Permanent and never reaches the controller, a
+// cancelled call returns at once, and QoS reaches the controller where the
+// connector honours it and is refused where it does not.
 package conformance
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +74,16 @@ type Harness struct {
 	// Serial runs the subtests one after the other, for controllers that New
 	// cannot isolate.
 	Serial bool
+
+	// Honours lists the QoS fields the connector honours, as its type is
+	// registered; every other field must be refused, Permanent, with
+	// nothing made on the controller.
+	Honours []connectors.QoSField
+
+	// QoS builds a connector as New does, with a reader of the QoS its
+	// controller holds for a service id (what the controller received,
+	// in connectors.QoS terms). Required when Honours is not empty.
+	QoS func(t *testing.T) (connectors.Connector, func(id string) connectors.QoS)
 }
 
 // Run runs the suite as subtests of t.
@@ -104,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 		{"CancelledContext", s.cancelledContext},
 		{"Unreachable", s.unreachable},
 		{"BadCredentials", s.badCredentials},
+		{"QoS", s.qos},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -575,6 +588,76 @@ func (s *suite) badCredentials(t *testing.T) {
 }
 
 // mustJSON checks v can be stored (connInfo and info land in JSONB columns).
+// qos creates with each QoS field the connector does not honour (refused,
+// Permanent, nothing made), then with every field it honours (the
+// controller holds them), then again with the same key and other values:
+// the service is brought in line or the create is Permanent, and no second
+// service is made.
+func (s *suite) qos(t *testing.T) {
+	var (
+		c      connectors.Connector
+		stored func(string) connectors.QoS
+	)
+	if s.h.QoS != nil {
+		c, stored = s.h.QoS(t)
+	} else {
+		if len(s.h.Honours) > 0 {
+			t.Fatal("conformance: Harness.QoS is required when Honours is set")
+		}
+		c = s.h.New(t)
+	}
+	ctx := t.Context()
+	var all connectors.QoS
+	for _, f := range []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency} {
+		one := connectors.QoS{BandwidthMbps: 150, LatencyMs: 15}
+		if f == connectors.QoSBandwidth {
+			one.LatencyMs = 0
+		} else {
+			one.BandwidthMbps = 0
+		}
+		if slices.Contains(s.h.Honours, f) {
+			all.BandwidthMbps += one.BandwidthMbps
+			all.LatencyMs += one.LatencyMs
+			continue
+		}
+		_, _, err := connectors.Create(ctx, c, newKey(), connectors.ServiceELINE, s.h.Points(1), one)
+		if connectors.KindOf(err) != connectors.KindPermanent {
+			t.Fatalf("create asking %s, which the connector does not honour: %v, want a Permanent error", f, err)
+		}
+	}
+	if services := s.list(t, c); len(services) != 0 {
+		t.Fatalf("creates refused for their QoS left %d services: %+v", len(services), services)
+	}
+	if all.IsZero() {
+		return
+	}
+	key := newKey()
+	id, _, err := connectors.Create(ctx, c, key, connectors.ServiceELINE, s.h.Points(0), all)
+	if err != nil {
+		t.Fatalf("create asking %+v: %v", all, err)
+	}
+	if got := stored(id); got != all {
+		t.Fatalf("the controller holds QoS %+v for service %s, want %+v", got, id, all)
+	}
+	other := connectors.QoS{BandwidthMbps: all.BandwidthMbps * 2, LatencyMs: all.LatencyMs * 2}
+	id2, _, err := connectors.Create(ctx, c, key, connectors.ServiceELINE, s.h.Points(0), other)
+	switch {
+	case err == nil:
+		if id2 != id || stored(id) != other {
+			t.Fatalf("same key with QoS %+v gave service %s holding %+v, want %s brought in line", other, id2, stored(id2), id)
+		}
+	case connectors.KindOf(err) == connectors.KindPermanent:
+		if got := stored(id); got != all {
+			t.Fatalf("a refused create changed service %s's QoS to %+v", id, got)
+		}
+	default:
+		t.Fatalf("same key with other QoS: %v, want it brought in line or a Permanent error", err)
+	}
+	if services := s.list(t, c); len(services) != 1 {
+		t.Fatalf("one key created twice with different QoS left %d services, want 1: %+v", len(services), services)
+	}
+}
+
 func mustJSON(t *testing.T, what string, v any) {
 	t.Helper()
 	if _, err := json.Marshal(v); err != nil {

@@ -104,6 +104,19 @@ func Builder(typ string, register func(*connectors.Registry)) func(t testing.TB,
 	}
 }
 
+// Honours returns the QoS fields type typ is registered with by
+// register: the conformance suite's Harness.Honours, taken from the
+// registration itself so that the suite checks what the engine is told.
+func Honours(typ string, register func(*connectors.Registry)) []connectors.QoSField {
+	r := connectors.NewRegistry()
+	register(r)
+	var out []connectors.QoSField
+	for _, f := range r.HonouredQoS(typ) {
+		out = append(out, connectors.QoSField(f))
+	}
+	return out
+}
+
 // TLSServer serves h over TLS with a certificate no client trusts, until
 // t ends. The handshakes that clients refuse are not logged.
 func TLSServer(t testing.TB, h http.Handler) *httptest.Server {

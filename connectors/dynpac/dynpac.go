@@ -18,6 +18,12 @@
 // wan_switch_dpid and wan_switch_port; wan_vlan is the point's VLAN.
 // EditService is not supported (Permanent "Unsupported feature").
 //
+// QoS: a create's bandwidth (connectors.QoS, Mbit/s) is DynPaC's
+// bandwidth field; without one the configured bandwidth is sent (OSM
+// hardcoded 100). DynPaC has no latency field, so latency is not honoured.
+// A create asking a bandwidth that adopts a service this process made
+// with another one is Permanent: DynPaC cannot edit a service.
+//
 // # Idempotency (documented limitation)
 //
 // DynPaC chooses the service uuid and keeps no client data, and it has no
@@ -42,7 +48,7 @@
 //	ca_file               PEM file of CA certificates to trust
 //	insecure_skip_verify  do not verify the controller's TLS certificate (false)
 //	bearer_token          bearer token, used when cfg.User is empty
-//	bandwidth             bandwidth sent with every create (100, as OSM)
+//	bandwidth             bandwidth (Mbit/s) of a create that asks none (100, as OSM)
 //	backup                ask for a backup path (false, as OSM)
 package dynpac
 
@@ -67,7 +73,7 @@ import (
 const Type = "dynpac"
 
 // Register adds the dynpac connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
 
 // Factory builds a dynpac connector. It contacts nothing; invalid settings
 // are Permanent errors.
@@ -112,7 +118,9 @@ type connector struct {
 type known struct {
 	mu    sync.Mutex
 	byKey map[string]string
-	locks connectors.MemLocker
+	// bandwidth is the bandwidth each key's service was created with.
+	bandwidth map[string]int
+	locks     connectors.MemLocker
 }
 
 var (
@@ -125,23 +133,24 @@ func knownFor(base string) *known {
 	defer knownMu.Unlock()
 	k := knownAll[base]
 	if k == nil {
-		k = &known{byKey: make(map[string]string)}
+		k = &known{byKey: make(map[string]string), bandwidth: make(map[string]int)}
 		knownAll[base] = k
 	}
 	return k
 }
 
-func (k *known) get(key string) (string, bool) {
+func (k *known) get(key string) (id string, bandwidth int, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	id, ok := k.byKey[key]
-	return id, ok
+	id, ok = k.byKey[key]
+	return id, k.bandwidth[key], ok
 }
 
-func (k *known) set(key, id string) {
+func (k *known) set(key, id string, bandwidth int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.byKey[key] = id
+	k.bandwidth[key] = bandwidth
 }
 
 // forgetID drops id from the map.
@@ -151,6 +160,7 @@ func (k *known) forgetID(id string) {
 	for key, v := range k.byKey {
 		if v == id {
 			delete(k.byKey, key)
+			delete(k.bandwidth, key)
 		}
 	}
 }
@@ -169,6 +179,7 @@ func (k *known) clear() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	clear(k.byKey)
+	clear(k.bandwidth)
 }
 
 // do sends one request. Every request carries the account's credentials
@@ -281,8 +292,21 @@ func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
 }
 
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
+}
+
+// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth
+// replaces the configured one.
+func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac: a service key is required")
+	}
+	if q.LatencyMs != 0 {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac: latency cannot be honoured: DynPaC's create has no latency field")
+	}
+	bandwidth := c.bandwidth
+	if q.BandwidthMbps != 0 {
+		bandwidth = q.BandwidthMbps
 	}
 	dp, err := c.toPoints(t, points)
 	if err != nil {
@@ -296,12 +320,15 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 
 	// Adopt a service this process already created for key, if the
 	// controller still has it.
-	if id, ok := c.known.get(key); ok {
+	if id, had, ok := c.known.get(key); ok {
 		_, err := c.GetServiceStatus(ctx, id, nil)
 		switch {
+		case err == nil && q.BandwidthMbps != 0 && had != bandwidth:
+			return "", nil, connectors.Errorf(connectors.KindPermanent,
+				"dynpac create: service %s exists for key %s with bandwidth %d, not %d, and DynPaC cannot edit a service; delete it first", id, key, had, bandwidth)
 		case err == nil:
 			c.log.Debug("dynpac service adopted", "service_id", id, "service_key", key)
-			return id, c.connInfo(key, dp), nil
+			return id, c.connInfo(key, dp, bandwidth), nil
 		case connectors.IsNotFound(err):
 			c.known.forgetID(id)
 		default:
@@ -309,7 +336,7 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		}
 	}
 
-	js, err := json.Marshal(createBody{ConnectionPoints: dp, Bandwidth: c.bandwidth, ServiceType: "L2", Backup: c.backup})
+	js, err := json.Marshal(createBody{ConnectionPoints: dp, Bandwidth: bandwidth, ServiceType: "L2", Backup: c.backup})
 	if err != nil {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: encoding the request: %w", err)
 	}
@@ -326,9 +353,9 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		// The controller may have acted; nothing can be adopted without an id.
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac create: the controller replied %d with no usable service id (%q)", r.Status, truncate(string(r.Body)))
 	}
-	c.known.set(key, id)
+	c.known.set(key, id, bandwidth)
 	c.log.Debug("dynpac service created", "service_id", id, "service_key", key)
-	return id, c.connInfo(key, dp), nil
+	return id, c.connInfo(key, dp, bandwidth), nil
 }
 
 // usableID reports whether a create reply's body (trimmed) can be a
@@ -340,12 +367,12 @@ func usableID(id string) bool {
 	return id != "" && utf8.ValidString(id) && !strings.ContainsAny(id, "/ ?#") && !strings.ContainsFunc(id, unicode.IsControl)
 }
 
-func (c *connector) connInfo(key string, dp []point) map[string]any {
+func (c *connector) connInfo(key string, dp []point, bandwidth int) map[string]any {
 	pts := make([]any, len(dp))
 	for i, p := range dp {
 		pts[i] = map[string]any{"wan_switch_dpid": p.WANSwitchDPID, "wan_switch_port": p.WANSwitchPort, "wan_vlan": p.WANVLAN}
 	}
-	return map[string]any{"service_key": key, "connection_points": pts, "bandwidth": c.bandwidth, "backup": c.backup}
+	return map[string]any{"service_key": key, "connection_points": pts, "bandwidth": bandwidth, "backup": c.backup}
 }
 
 // truncate quotes controller text briefly (rest.Clip at 128 bytes).
@@ -488,4 +515,7 @@ func (c *connector) ClearAll(ctx context.Context) error {
 	return nil
 }
 
-var _ connectors.Connector = (*connector)(nil)
+var (
+	_ connectors.Connector  = (*connector)(nil)
+	_ connectors.QoSCreator = (*connector)(nil)
+)

@@ -79,6 +79,14 @@ func TestConformance(t *testing.T) {
 			_, srv := server(t, emu.Options{User: user, Password: password})
 			return build(t, connectors.Config{URL: srv.URL, User: user, Password: "wrong"})
 		},
+		Honours: connectortest.Honours(dynpac.Type, dynpac.Register),
+		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+			c, e := setup(t, emu.Options{}, nil)
+			return c, func(id string) connectors.QoS {
+				s, _ := e.Service(id)
+				return connectors.QoS{BandwidthMbps: int(s.Bandwidth)}
+			}
+		},
 	})
 }
 
@@ -511,5 +519,48 @@ func TestSecretsNotLogged(t *testing.T) {
 	connectortest.NoSecret(t, password, []error{statusErr, credErr}, logged)
 	if !strings.Contains(logged, "dynpac service created") {
 		t.Fatalf("debug log = %q, want the create line", logged)
+	}
+}
+
+// A create's bandwidth replaces the configured one (100 by default, as
+// OSM); adopting the key's service with another bandwidth is Permanent,
+// since DynPaC cannot edit a service.
+func TestQoSBandwidth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		account map[string]any
+		asked   int
+		want    float64
+	}{
+		{"default", nil, 0, 100},
+		{"configured", map[string]any{"bandwidth": 40}, 0, 40},
+		{"asked", map[string]any{"bandwidth": 40}, 250, 250},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, tt.account)
+			key := "qos-" + tt.name // the emulator's URL is the test's own
+			q := connectors.QoS{BandwidthMbps: tt.asked}
+			id, connInfo, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, _ := e.Service(id); s.Bandwidth != tt.want || connInfo["bandwidth"] != int(tt.want) {
+				t.Fatalf("controller bandwidth %v, connInfo %v, want %v", s.Bandwidth, connInfo["bandwidth"], tt.want)
+			}
+			if again, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q); err != nil || again != id {
+				t.Fatalf("same key, same bandwidth: %q, %v, want %s adopted", again, err, id)
+			}
+			q.BandwidthMbps = int(tt.want) + 1
+			_, _, err = connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q)
+			if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "cannot edit") {
+				t.Fatalf("same key, other bandwidth: %v, want Permanent", err)
+			}
+			if s, _ := e.Service(id); e.Count() != 1 || s.Bandwidth != tt.want {
+				t.Fatalf("%d services, bandwidth %v after the refused create, want 1 with %v", e.Count(), s.Bandwidth, tt.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,11 @@
 // process; tests use a distinct URL each (ControllerFor gives them the
 // Controller to inspect).
 //
+// It honours every QoS field (connectors.QoSCreator): the controller keeps
+// the QoS with the service (Controller.QoS, and "bandwidth" and "latency"
+// in its status info). Its latency_ms setting below is unrelated: a delay
+// of the connector's own calls.
+//
 // Settings, read from the account config (or the WIM config), so they can
 // be set over the API:
 //
@@ -60,7 +65,10 @@ const (
 
 // Register adds the fake connector to r under Type. Its state_file may be
 // any path: for tests that build their registry; wimd uses RegisterConfined.
-func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, honours...) }
+
+// honours are the QoS fields fake takes: all, stored with the service.
+var honours = []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency}
 
 // RegisterConfined adds the fake connector to r under Type with its
 // state_file confined to folder dir and kept out of the reserved paths
@@ -79,7 +87,7 @@ func RegisterConfined(r *connectors.Registry, dir string, reserved ...string) {
 			}
 		}
 		return Factory(cfg)
-	})
+	}, honours...)
 }
 
 // confined checks that path p lies inside dir and in none of reserved,
@@ -220,6 +228,7 @@ type service struct {
 	id, key   string
 	typ       connectors.ServiceType
 	points    []connectors.ConnectionPoint
+	qos       connectors.QoS
 	buildLeft int // status calls still answered BUILD
 	// status and message, when status is set, are what the status calls
 	// answer once buildLeft is spent (SetStatus); "" answers ACTIVE.
@@ -254,6 +263,17 @@ func (c *Controller) Points(id string) ([]connectors.ConnectionPoint, bool) {
 		return nil, false
 	}
 	return clonePoints(s.points), true
+}
+
+// QoS returns the QoS service id was created with.
+func (c *Controller) QoS(id string) (connectors.QoS, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.services[id]
+	if s == nil {
+		return connectors.QoS{}, false
+	}
+	return s.qos, true
 }
 
 // Calls returns the calls that reached the controller, oldest first. Calls
@@ -389,7 +409,14 @@ func (s *service) info() map[string]any {
 		}
 		points[i] = m
 	}
-	return map[string]any{"service_key": s.key, "service_type": string(s.typ), "connection_points": points}
+	m := map[string]any{"service_key": s.key, "service_type": string(s.typ), "connection_points": points}
+	if s.qos.BandwidthMbps != 0 {
+		m["bandwidth"] = s.qos.BandwidthMbps
+	}
+	if s.qos.LatencyMs != 0 {
+		m["latency"] = s.qos.LatencyMs
+	}
+	return m
 }
 
 // connector is one account's view of a Controller.
@@ -486,6 +513,12 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 }
 
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
+}
+
+// CreateServiceQoS implements connectors.QoSCreator: the controller keeps
+// q with the service (Controller.QoS, and the status info).
+func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "fake: a service key is required")
 	}
@@ -500,12 +533,12 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 			// Create-or-replace: the same key is the same service; bring it
 			// in line with the request.
 			s := ctrl.services[existing]
-			s.typ, s.points = t, clonePoints(points)
+			s.typ, s.points, s.qos = t, clonePoints(points), q
 			id, adopted = existing, true
 			return id, nil
 		}
 		id = uuid.NewString()
-		ctrl.services[id] = &service{id: id, key: key, typ: t, points: clonePoints(points), buildLeft: c.buildPolls}
+		ctrl.services[id] = &service{id: id, key: key, typ: t, points: clonePoints(points), qos: q, buildLeft: c.buildPolls}
 		ctrl.byKey[key] = id
 		return id, nil
 	})
@@ -619,7 +652,10 @@ func cloneValue(v any) any {
 	}
 }
 
-var _ connectors.Connector = (*connector)(nil)
+var (
+	_ connectors.Connector  = (*connector)(nil)
+	_ connectors.QoSCreator = (*connector)(nil)
+)
 
 func (c Call) String() string {
 	if c.Err != nil {
@@ -634,6 +670,7 @@ type savedService struct {
 	Key       string                       `json:"key"`
 	Type      connectors.ServiceType       `json:"type"`
 	Points    []connectors.ConnectionPoint `json:"points"`
+	QoS       connectors.QoS               `json:"qos"`
 	BuildLeft int                          `json:"build_left"`
 }
 
@@ -656,7 +693,7 @@ func (c *Controller) useStateFile(path string) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		for _, s := range saved {
-			c.services[s.ID] = &service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, buildLeft: s.BuildLeft}
+			c.services[s.ID] = &service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, qos: s.QoS, buildLeft: s.BuildLeft}
 			c.byKey[s.Key] = s.ID
 		}
 	}
@@ -668,7 +705,7 @@ func (c *Controller) saveLocked() error {
 	saved := make([]savedService, 0, len(c.services))
 	for _, id := range slices.Sorted(maps.Keys(c.services)) {
 		s := c.services[id]
-		saved = append(saved, savedService{ID: s.id, Key: s.key, Type: s.typ, Points: s.points, BuildLeft: s.buildLeft})
+		saved = append(saved, savedService{ID: s.id, Key: s.key, Type: s.typ, Points: s.points, QoS: s.qos, BuildLeft: s.buildLeft})
 	}
 	b, err := json.Marshal(saved)
 	if err != nil {

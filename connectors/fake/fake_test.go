@@ -72,6 +72,14 @@ func harness(accountConfig map[string]any) conformance.Harness {
 			fake.ControllerFor(cfg.URL).SetCredentials("u", "the-right-one")
 			return build(t, cfg)
 		},
+		Honours: connectortest.Honours(fake.Type, fake.Register),
+		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+			cfg := newConfig(t, accountConfig)
+			return build(t, cfg), func(id string) connectors.QoS {
+				q, _ := fake.ControllerFor(cfg.URL).QoS(id)
+				return q
+			}
+		},
 	}
 }
 
@@ -425,7 +433,8 @@ func TestStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := []connectors.ConnectionPoint{{ServiceEndpointID: "a", Encapsulation: connectors.EncapNone}, {ServiceEndpointID: "b", Encapsulation: connectors.EncapNone}}
-	id, _, err := c.CreateService(t.Context(), "key-1", connectors.ServiceELINE, pts)
+	qos := connectors.QoS{BandwidthMbps: 100, LatencyMs: 5}
+	id, _, err := connectors.Create(t.Context(), c, "key-1", connectors.ServiceELINE, pts, qos)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +447,10 @@ func TestStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := c2.CreateService(t.Context(), "key-1", connectors.ServiceELINE, pts)
+	if got, _ := fake.ControllerFor(second.URL).QoS(id); got != qos {
+		t.Fatalf("the reloaded controller holds QoS %+v, want %+v", got, qos)
+	}
+	again, _, err := connectors.Create(t.Context(), c2, "key-1", connectors.ServiceELINE, pts, qos)
 	if err != nil || again != id {
 		t.Fatalf("the reloaded controller made %q, want to adopt %q (%v)", again, id, err)
 	}

@@ -76,6 +76,13 @@
 // The osm dialect does not use default_mtu, location_flavor and
 // send_frame_delivery (they are still checked).
 //
+// # QoS
+//
+// A create's bandwidth (connectors.QoS) is each attachment's
+// service/svc-bandwidth (if-feature input-bw: the server must enable it):
+// input-bw and output-bw entries of type bw-per-port, cir in bit/s and
+// cbs the same. The osm dialect refuses it; latency is not honoured.
+//
 // # Idempotency
 //
 // The client chooses every id: the vpn-id is "wimro-" + the service key
@@ -174,6 +181,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro"
@@ -209,7 +217,7 @@ const (
 var elanTypes = []string{"ldp-l2tp-vpls", "bgp-vpls", "pbb-evpn"}
 
 // Register adds the ietfl2vpn connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
 
 type settings struct {
 	dialect       string
@@ -410,7 +418,7 @@ func (c *connector) serviceBody(id string, t connectors.ServiceType, eps []endpo
 }
 
 // accessBody is the site-network-access entry of one point.
-func (c *connector) accessBody(vpnID string, a attachment, ep endpoint) map[string]any {
+func (c *connector) accessBody(vpnID string, a attachment, ep endpoint, bandwidthMbps int) map[string]any {
 	if c.set.dialect == DialectOSM {
 		return osmAccessBody(vpnID, a, ep)
 	}
@@ -429,7 +437,7 @@ func (c *connector) accessBody(vpnID string, a attachment, ep endpoint) map[stri
 		"network-access-id": a.id,
 		"connection":        conn,
 		"vpn-attachment":    map[string]any{"vpn-id": vpnID, "site-role": qualified("any-to-any-role")},
-		"service":           map[string]any{"svc-mtu": c.set.mtu},
+		"service":           accessService(c.set.mtu, bandwidthMbps),
 	}
 	if c.set.flavor == FlavorDevice {
 		m["device-reference"] = ep.device
@@ -455,8 +463,41 @@ func (c *connector) serviceEntry(id string, body map[string]any) entry {
 	return entry{"vpn-service " + id, basePath + "/vpn-services", servicePath(id), "vpn-service", body}
 }
 
-func (c *connector) accessEntry(vpnID string, a attachment, ep endpoint) entry {
-	return entry{"site-network-access " + a.String(), accessListPath(a.site), accessPath(a), "site-network-access", c.accessBody(vpnID, a, ep)}
+func (c *connector) accessEntry(vpnID string, a attachment, ep endpoint, bandwidthMbps int) entry {
+	return entry{"site-network-access " + a.String(), accessListPath(a.site), accessPath(a), "site-network-access", c.accessBody(vpnID, a, ep, bandwidthMbps)}
+}
+
+// accessService is the service container of an attachment: its svc-mtu
+// and, when a bandwidth is asked, svc-bandwidth (if-feature input-bw)
+// with one bw-per-port entry per direction. cir is in bit/s as the model
+// wants; cbs, mandatory too, is one second of traffic at cir (the model
+// gives its unit as bps as well).
+func accessService(mtu, bandwidthMbps int) map[string]any {
+	m := map[string]any{"svc-mtu": mtu}
+	if bandwidthMbps == 0 {
+		return m
+	}
+	bps := strconv.FormatUint(uint64(bandwidthMbps)*1_000_000, 10) // uint64: a string in RFC 7951
+	entries := make([]any, 0, 2)
+	for _, dir := range []string{"input-bw", "output-bw"} {
+		entries = append(entries, map[string]any{"direction": qualified(dir), "type": qualified("bw-per-port"), "cir": bps, "cbs": bps})
+	}
+	m["svc-bandwidth"] = map[string]any{"bandwidth": entries}
+	return m
+}
+
+// bandwidthOf reads the bandwidth (Mbit/s) a connInfo records; 0 for none.
+func bandwidthOf(connInfo map[string]any) int {
+	switch v := connInfo["bandwidth"].(type) {
+	case int:
+		return v
+	case float64:
+		return int(v)
+	case json.Number:
+		n, _ := strconv.Atoi(v.String())
+		return n
+	}
+	return 0
 }
 
 // write creates or replaces one entry: PUT, or POST when the server
@@ -785,8 +826,22 @@ func (c *connector) checkMapping(ctx context.Context, m wimro.PortMapping, sid s
 }
 
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
+}
+
+// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth is
+// each attachment's svc-bandwidth. An existing attachment is replaced
+// (PUT), so an adopted service gets q; where PUT is refused, a 409 adopts
+// only an attachment that holds the same bandwidth.
+func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: a service key is required", Type)
+	}
+	if q.LatencyMs != 0 {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: latency cannot be honoured: L2SM keeps latency in per-class QoS profiles wimro does not write", Type)
+	}
+	if q.BandwidthMbps != 0 && c.set.dialect == DialectOSM {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: bandwidth cannot be honoured in the osm dialect: OSM's bodies carry no svc-bandwidth", Type)
 	}
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return "", nil, err
@@ -809,7 +864,7 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 	for i, ep := range eps {
 		a := attachment{ep.site, accessID(id, i)}
 		wanted = append(wanted, a)
-		if err = c.write(ctx, c.accessEntry(id, a, ep)); err != nil {
+		if err = c.write(ctx, c.accessEntry(id, a, ep, q.BandwidthMbps)); err != nil {
 			break
 		}
 	}
@@ -821,7 +876,7 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		return "", nil, err
 	}
 	c.log.Debug("ietfl2vpn service created", "service_id", id, "service_key", key, "points", len(eps))
-	return id, newConnInfo(id, t, eps), nil
+	return id, newConnInfo(id, t, eps, q.BandwidthMbps), nil
 }
 
 // compensate removes what a failed create wrote. With ctx done it does
@@ -839,7 +894,7 @@ func (c *connector) compensate(ctx context.Context, id string, made []attachment
 }
 
 // newConnInfo records the service type and the attachments.
-func newConnInfo(id string, t connectors.ServiceType, eps []endpoint) map[string]any {
+func newConnInfo(id string, t connectors.ServiceType, eps []endpoint, bandwidthMbps int) map[string]any {
 	accesses := make([]any, len(eps))
 	for i, ep := range eps {
 		a := map[string]any{"site-id": ep.site, "network-access-id": accessID(id, i), "service-endpoint-id": ep.id, "encapsulation": string(ep.encap)}
@@ -848,7 +903,11 @@ func newConnInfo(id string, t connectors.ServiceType, eps []endpoint) map[string
 		}
 		accesses[i] = a
 	}
-	return map[string]any{"vpn-id": id, "service-type": string(t), "site-network-accesses": accesses}
+	m := map[string]any{"vpn-id": id, "service-type": string(t), "site-network-accesses": accesses}
+	if bandwidthMbps != 0 {
+		m["bandwidth"] = bandwidthMbps // Mbit/s: an edit keeps it
+	}
+	return m
 }
 
 // attachmentsOf reads the attachments of a connInfo; nil when it has none
@@ -1029,12 +1088,12 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 		return nil, err
 	}
 	for i, ep := range eps {
-		if err := c.write(ctx, c.accessEntry(id, wanted[i], ep)); err != nil {
+		if err := c.write(ctx, c.accessEntry(id, wanted[i], ep, bandwidthOf(connInfo))); err != nil {
 			return nil, err
 		}
 	}
 	c.log.Debug("ietfl2vpn service edited", "service_id", id, "points", len(eps))
-	return newConnInfo(id, t, eps), nil
+	return newConnInfo(id, t, eps, bandwidthOf(connInfo)), nil
 }
 
 func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {
@@ -1129,4 +1188,7 @@ func (c *connector) ClearAll(ctx context.Context) error {
 	return nil
 }
 
-var _ connectors.Connector = (*connector)(nil)
+var (
+	_ connectors.Connector  = (*connector)(nil)
+	_ connectors.QoSCreator = (*connector)(nil)
+)

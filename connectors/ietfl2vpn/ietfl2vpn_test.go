@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,11 @@ func TestConformance(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			account := map[string]any{"dialect": dialect}
+			// The osm dialect refuses a bandwidth (OSM's bodies carry none).
+			honours := connectortest.Honours(ietfl2vpn.Type, ietfl2vpn.Register)
+			if dialect == ietfl2vpn.DialectOSM {
+				honours = nil
+			}
 			conformance.Run(t, conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
 					c, _ := setup(t, emu.Options{BuildPolls: 2, Dialect: dialect}, account)
@@ -136,9 +142,46 @@ func TestConformance(t *testing.T) {
 					_, srv := server(t, emu.Options{User: user, Password: password, Dialect: dialect})
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password, AccountConfig: account})
 				},
+				Honours: honours,
+				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+					c, e := setup(t, emu.Options{Dialect: dialect, Features: append([]string{"input-bw"}, emu.DefaultFeatures...)}, account)
+					return c, func(id string) connectors.QoS { return storedQoS(t, e, id) }
+				},
 			})
 		})
 	}
+}
+
+// storedQoS is the bandwidth the attachments of vpn-service id carry in
+// svc-bandwidth (cir, bit/s); every direction of every attachment must
+// agree, else the test fails.
+func storedQoS(t *testing.T, e *emu.Emulator, id string) connectors.QoS {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, ref := range e.Accesses() {
+		if ref.VPNID != id {
+			continue
+		}
+		a, _ := e.Access(ref.Site, ref.ID)
+		svc, _ := a["service"].(map[string]any)
+		bw, _ := svc["svc-bandwidth"].(map[string]any)
+		list, _ := bw["bandwidth"].([]any)
+		if len(list) == 0 {
+			seen[""] = true
+		}
+		for _, x := range list {
+			cir, _ := x.(map[string]any)["cir"].(string)
+			seen[cir] = true
+		}
+	}
+	if len(seen) != 1 {
+		t.Fatalf("the attachments of %s carry different bandwidths: %v", id, seen)
+	}
+	for cir := range seen {
+		bps, _ := strconv.Atoi(cir)
+		return connectors.QoS{BandwidthMbps: bps / 1_000_000}
+	}
+	return connectors.QoS{}
 }
 
 // body decodes a logged request body.

@@ -115,3 +115,38 @@ func TestYanglint(t *testing.T) {
 		})
 	}
 }
+
+// TestYanglintSvcBandwidth creates a service asking a bandwidth and has
+// yanglint validate the datastore with feature input-bw (svc-bandwidth is
+// behind it): cir and cbs in bit/s as uint64 strings, the identities of
+// the module. Without the feature yanglint refuses svc-bandwidth, and so
+// does the emulator, whose refusal is Permanent.
+func TestYanglintSvcBandwidth(t *testing.T) {
+	t.Parallel()
+	yanglint(t)
+	features := append([]string{"input-bw"}, emu.DefaultFeatures...)
+	c, e := setup(t, emu.Options{Features: features}, nil)
+	points := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-b", 100)}
+	if _, _, err := connectors.Create(t.Context(), c, "bw", connectors.ServiceELINE, points, connectors.QoS{BandwidthMbps: 250}); err != nil {
+		t.Fatal(err)
+	}
+	doc := e.Dump()
+	if !strings.Contains(string(doc), `"cir": "250000000"`) {
+		t.Fatalf("the datastore holds no cir of 250 Mbit/s:\n%s", doc)
+	}
+	if out, ok := lint(t, doc, features); !ok {
+		t.Fatalf("yanglint refused the datastore:\n%s\ndocument:\n%s", out, doc)
+	}
+	if out, ok := lint(t, doc, emu.DefaultFeatures); ok || !strings.Contains(out, "svc-bandwidth") {
+		t.Fatalf("yanglint accepted svc-bandwidth without feature input-bw (ok=%v):\n%s", ok, out)
+	}
+
+	c, e = setup(t, emu.Options{}, nil)
+	_, _, err := connectors.Create(t.Context(), c, "bw", connectors.ServiceELINE, points, connectors.QoS{BandwidthMbps: 250})
+	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "svc-bandwidth") {
+		t.Fatalf("create asking a bandwidth of a server without input-bw: %v, want Permanent naming svc-bandwidth", err)
+	}
+	if n := len(e.Accesses()); n != 0 {
+		t.Fatalf("%d attachments left after the refused create", n)
+	}
+}

@@ -24,7 +24,13 @@
 // MULTIPOINT_CONNECTIVITY only when the setting multipoint is true
 // (whether a controller can realise it is implementation-specific);
 // otherwise it is refused. requested-capacity is capacity_value
-// capacity_unit (1 GBPS, as OSM), the value a string (uint64 in RFC 7951).
+// capacity_unit (1 GBPS, as OSM), the value a string (uint64 in RFC 7951);
+// a create's bandwidth (connectors.QoS, Mbit/s) replaces it with
+// value/MBPS, and adopting a service whose requested-capacity differs is
+// then Permanent (a configured capacity is not compared: servers may
+// rewrite it, and it is no promise made to the NFVO). A photonic pair refuses a bandwidth (a media channel's
+// capacity is its spectrum, not a rate). Latency is not honoured: wimro
+// writes no TAPI latency characteristic.
 // Each end-point carries local-id (the service endpoint id, suffixed with
 // ".<vlan>" when one endpoint appears twice), the SIP uuid, and the SIP's
 // layer-protocol-name and first supported layer-protocol-qualifier (OSM's
@@ -182,7 +188,7 @@ import (
 const Type = "tapi"
 
 // Register adds the tapi connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
 
 // Values of the create_mode and delete_mode settings.
 const (
@@ -459,14 +465,30 @@ func (c *connector) describe(ctx context.Context, services ...[]endPoint) error 
 }
 
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
+}
+
+// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth is the
+// requested-capacity, in MBPS.
+func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: a service key is required")
+	}
+	if q.LatencyMs != 0 {
+		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: latency cannot be honoured: wimro writes no TAPI latency characteristic")
 	}
 	serviceType, ends, err := c.plan(t, points)
 	if err != nil {
 		return "", nil, err
 	}
+	requested := &c.capacity
+	if q.BandwidthMbps != 0 {
+		requested = &capacity{TotalSize: totalSize{Value: strconv.Itoa(q.BandwidthMbps), Unit: "MBPS"}}
+	}
 	if ends[0].photonic() {
+		if q.BandwidthMbps != 0 {
+			return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: bandwidth cannot be honoured between photonic end-points (a media channel's capacity is its spectrum)")
+		}
 		return c.createPair(ctx, key, ends[0], ends[1])
 	}
 	eps := make([]endPoint, len(ends))
@@ -481,7 +503,8 @@ func (c *connector) CreateService(ctx context.Context, key string, t connectors.
 		EndPoint:              eps,
 		ConnectivityDirection: directionBoth,
 		ServiceType:           serviceType,
-		RequestedCapacity:     &c.capacity,
+		RequestedCapacity:     requested,
+		capacityAsked:         q.BandwidthMbps != 0,
 	}
 	id, err := c.create(ctx, key, ServiceUUID(key), want)
 	if err != nil {
@@ -513,7 +536,35 @@ func adoptable(have, want service, key string) error {
 	if h, w := have.sips(), want.sips(); !slices.Equal(h, w) {
 		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with other end-points (SIPs %s, want %s); delete it first", have.UUID, strings.Join(h, ", "), strings.Join(w, ", "))
 	}
+	if want.capacityAsked && !sameCapacity(have.RequestedCapacity, want.RequestedCapacity) {
+		return connectors.Errorf(connectors.KindPermanent, "tapi create: service %s exists with requested-capacity %s, want %s; delete it first",
+			have.UUID, have.RequestedCapacity, want.RequestedCapacity)
+	}
 	return nil
+}
+
+// rates are the capacity units that are rates, in bit/s.
+var rates = map[string]float64{"KBPS": 1e3, "MBPS": 1e6, "GBPS": 1e9, "TBPS": 1e12}
+
+// sameCapacity reports whether an existing service's requested-capacity
+// is the one wanted: equal rates in any unit (1 GBPS is 1000 MBPS), else
+// equal value and unit. A server that does not echo the capacity is
+// taken at its word.
+func sameCapacity(have, want *capacity) bool {
+	if have == nil || want == nil {
+		return true
+	}
+	hv, hok := have.number()
+	wv, wok := want.number()
+	if !hok || !wok {
+		return fmt.Sprint(have.TotalSize.Value) == fmt.Sprint(want.TotalSize.Value) && have.TotalSize.Unit == want.TotalSize.Unit
+	}
+	hr, hRate := rates[have.TotalSize.Unit]
+	wr, wRate := rates[want.TotalSize.Unit]
+	if hRate && wRate {
+		return hv*hr == wv*wr
+	}
+	return hv == wv && have.TotalSize.Unit == want.TotalSize.Unit
 }
 
 func (c *connector) createData(ctx context.Context, key string, want service) (string, error) {
@@ -729,4 +780,7 @@ func (c *connector) ClearAll(ctx context.Context) error {
 	return nil
 }
 
-var _ connectors.Connector = (*connector)(nil)
+var (
+	_ connectors.Connector  = (*connector)(nil)
+	_ connectors.QoSCreator = (*connector)(nil)
+)

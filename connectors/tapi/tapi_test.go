@@ -128,6 +128,11 @@ func TestConformance(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
+			// A photonic pair refuses a bandwidth: the suite checks that.
+			honours := connectortest.Honours(tapi.Type, tapi.Register)
+			if v.elan == nil {
+				honours = nil
+			}
 			conformance.Run(t, conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
 					opts := v.opts
@@ -146,9 +151,25 @@ func TestConformance(t *testing.T) {
 					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password}))
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password})
 				},
+				Honours: honours,
+				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
+					c, e := setup(t, v.opts, v.account)
+					return c, func(id string) connectors.QoS { return storedQoS(e, id) }
+				},
 			})
 		})
 	}
+}
+
+// storedQoS is the bandwidth service id's requested-capacity asks, when
+// it is in MBPS (what a QoS create sends).
+func storedQoS(e *emu.Emulator, id string) connectors.QoS {
+	s, _ := e.Service(id)
+	if s.CapacityUnit != "MBPS" {
+		return connectors.QoS{}
+	}
+	n, _ := strconv.Atoi(s.CapacityValue)
+	return connectors.QoS{BandwidthMbps: n}
 }
 
 // decodeJSON turns a JSON text into plain values for comparison.
@@ -1056,6 +1077,53 @@ func TestOSMMockCompat(t *testing.T) {
 			}
 			if _, err := c.GetServiceStatus(t.Context(), id, connInfo); !connectors.IsNotFound(err) {
 				t.Fatalf("status after delete = %v, want NotFound", err)
+			}
+		})
+	}
+}
+
+// A create asking a bandwidth adopts the service of its key only when the
+// service's requested-capacity is that rate, in whatever unit; otherwise
+// it is Permanent and the service is left alone.
+func TestQoSAdoptCompareCapacity(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		value, unit string // seeded requested-capacity; "" none
+		asked       int    // Mbit/s; 0: no QoS, the configured capacity is not compared
+		adopt       bool
+	}{
+		{"same rate in GBPS", "1", "GBPS", 1000, true},
+		{"same rate in MBPS", "1000", "MBPS", 1000, true},
+		{"same rate in KBPS", "1000000", "KBPS", 1000, true},
+		{"capacity not echoed", "", "", 1000, true},
+		{"other rate", "500", "MBPS", 1000, false},
+		{"not a rate", "1000", "MB", 1000, false},
+		{"no QoS asked", "500", "MBPS", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, e := setup(t, emu.Options{}, nil)
+			key := uuid.NewString()
+			s := emu.Service{UUID: key, ServiceType: "POINT_TO_POINT_CONNECTIVITY", ConnectivityDirection: "BIDIRECTIONAL",
+				Names: []emu.Name{{ValueName: tapi.KeyName, Value: key}}, CapacityValue: tt.value, CapacityUnit: tt.unit}
+			for i, sip := range []string{"R1-eth0.100", "R2-eth0.100"} {
+				s.EndPoints = append(s.EndPoints, emu.EndPoint{LocalID: "ep" + strconv.Itoa(i), LayerProtocolName: "DSR", SIP: sip})
+			}
+			if err := e.AddService(s); err != nil {
+				t.Fatal(err)
+			}
+			id, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), connectors.QoS{BandwidthMbps: tt.asked})
+			if tt.adopt {
+				if err != nil || id != key {
+					t.Fatalf("create = %q, %v, want service %s adopted", id, err, key)
+				}
+			} else if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "requested-capacity") {
+				t.Fatalf("create = %q, %v, want a Permanent error naming requested-capacity", id, err)
+			}
+			if got, _ := e.Service(key); got.CapacityValue != tt.value || got.CapacityUnit != tt.unit || e.Count() != 1 {
+				t.Fatalf("the controller holds %d services, capacity %q %q, want the seeded one unchanged", e.Count(), got.CapacityValue, got.CapacityUnit)
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package tapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
@@ -44,6 +46,27 @@ type capacity struct {
 	TotalSize totalSize `json:"total-size"`
 }
 
+// number is the capacity's value as a number (a string or a number on
+// the wire).
+func (c *capacity) number() (float64, bool) {
+	switch v := c.TotalSize.Value.(type) {
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// String is the capacity as a message shows it, e.g. "100 MBPS".
+func (c *capacity) String() string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%v %s", c.TotalSize.Value, c.TotalSize.Unit)
+}
+
 type service struct {
 	UUID                  string      `json:"uuid,omitempty"`
 	Name                  []nameValue `json:"name,omitempty"`
@@ -54,6 +77,10 @@ type service struct {
 	AdministrativeState   string      `json:"administrative-state,omitempty"`
 	OperationalState      string      `json:"operational-state,omitempty"`
 	LifecycleState        string      `json:"lifecycle-state,omitempty"`
+
+	// capacityAsked marks a wanted service whose requested-capacity is a
+	// QoS bandwidth: adopting a service with another one is refused.
+	capacityAsked bool
 }
 
 // key returns the wimro service key the service is named with, or "".

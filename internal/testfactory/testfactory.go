@@ -69,6 +69,7 @@ func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	builtin.Register(r)
 	eng := engine.New(db, box, nil)
 	eng.SetTypeCheck(r.CheckType)
+	eng.SetQoSSupport(r.HonouredQoS)
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
 }
 

@@ -534,3 +534,77 @@ func TestDelayEndsWhenClientGivesUp(t *testing.T) {
 		t.Fatalf("request log = %+v, want one 499", reqs)
 	}
 }
+
+// svc-bandwidth (if-feature input-bw): a list keyed by direction and
+// type, uint64 leaves encoded as strings, cir and cbs mandatory.
+func TestSvcBandwidthValidation(t *testing.T) {
+	t.Parallel()
+	entry := func(dir, typ string) map[string]any {
+		return map[string]any{"direction": dir, "type": typ, "cir": "100000000", "cbs": "100000000"}
+	}
+	withBW := func(entries ...map[string]any) func(m map[string]any) {
+		return func(m map[string]any) {
+			list := make([]any, len(entries))
+			for i, e := range entries {
+				list[i] = e
+			}
+			m["service"] = map[string]any{"svc-mtu": 1500, "svc-bandwidth": map[string]any{"bandwidth": list}}
+		}
+	}
+	in, out := entry("input-bw", "bw-per-port"), entry("ietf-l2vpn-svc:output-bw", "bw-per-port")
+	cirNumber := entry("input-bw", "bw-per-port")
+	cirNumber["cir"] = 100000000
+	noCBS := entry("input-bw", "bw-per-port")
+	delete(noCBS, "cbs")
+	cosOnPort := entry("input-bw", "bw-per-port")
+	cosOnPort["cos-id"] = 1
+	cos := entry("input-bw", "bw-per-cos")
+	cos["cos-id"] = 1
+	tests := []struct {
+		name     string
+		features []string
+		body     string
+		tag      string // "" accepted
+		contains string
+	}{
+		{"both directions", nil, access("v1-0", "dc-a-pe", withBW(in, out)), "", ""},
+		{"one direction per cos", nil, access("v1-0", "dc-a-pe", withBW(cos)), "", ""},
+		{"same direction, two types", nil, access("v1-0", "dc-a-pe", withBW(in, cos)), "", ""},
+		{"duplicate key", nil, access("v1-0", "dc-a-pe", withBW(in, entry("input-bw", "bw-per-port"))), "invalid-value", "duplicate"},
+		{"cir as a number", nil, access("v1-0", "dc-a-pe", withBW(cirNumber)), "invalid-value", "uint64"},
+		{"no cbs", nil, access("v1-0", "dc-a-pe", withBW(noCBS)), "missing-element", "cbs"},
+		{"no type", nil, access("v1-0", "dc-a-pe", withBW(map[string]any{"direction": "input-bw", "cir": "1", "cbs": "1"})), "missing-element", "type"},
+		{"unknown direction", nil, access("v1-0", "dc-a-pe", withBW(entry("sideways", "bw-per-port"))), "invalid-value", "bw-direction"},
+		{"cos-id on a per-port entry", nil, access("v1-0", "dc-a-pe", withBW(cosOnPort)), "invalid-value", "when condition"},
+		{"without feature input-bw", DefaultFeatures, access("v1-0", "dc-a-pe", withBW(in)), "unknown-element", "svc-bandwidth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			features := tt.features
+			if features == nil {
+				features = append([]string{"input-bw"}, DefaultFeatures...)
+			}
+			e := setup(t, Options{Features: features})
+			r := do(t, e, http.MethodPost, Root+"/sites/site=dc-a/site-network-accesses", tt.body)
+			if tt.tag == "" {
+				if r.status != 201 {
+					t.Fatalf("POST = %d %s, want 201", r.status, r.body)
+				}
+				a, _ := e.Access("dc-a", "v1-0")
+				svc, _ := a["service"].(map[string]any)
+				if _, ok := svc["svc-bandwidth"].(map[string]any); !ok {
+					t.Fatalf("stored access %v has no svc-bandwidth", a)
+				}
+				return
+			}
+			if r.status != 400 {
+				t.Fatalf("POST = %d %s, want 400", r.status, r.body)
+			}
+			tag, path, msg := rcErr(t, r)
+			if tag != tt.tag || !strings.Contains(msg+" "+path, tt.contains) {
+				t.Fatalf("error %s %q at %q, want %s mentioning %q", tag, msg, path, tt.tag, tt.contains)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ const (
 	stringType leafType = iota + 1
 	boolType
 	uintType
+	uint64Type // RFC 7951 encodes uint64 as a string
 	identityType
 )
 
@@ -45,7 +46,7 @@ type node struct {
 	mandatory bool
 	feature   string // if-feature
 	when      *condition
-	key       string // list key
+	key       string // list key; several leaves are separated by spaces
 	children  map[string]*node
 }
 
@@ -64,6 +65,7 @@ func str() *node                         { return &node{kind: leafNode, typ: str
 func boolean() *node                     { return &node{kind: leafNode, typ: boolType} }
 func identity(base string) *node         { return &node{kind: leafNode, typ: identityType, base: base} }
 func uintRange(lo, hi int64) *node       { return &node{kind: leafNode, typ: uintType, min: lo, max: hi} }
+func uint64Leaf() *node                  { return &node{kind: leafNode, typ: uint64Type} }
 func (n *node) must() *node              { n.mandatory = true; return n }
 func (n *node) ifFeature(f string) *node { n.feature = f; return n }
 func (n *node) onlyWhen(c *condition) *node {
@@ -87,6 +89,8 @@ var identities = map[string][]string{
 	"tag-type":                     {"c-vlan", "s-vlan", "c-s-vlan"},
 	"site-role":                    {"any-to-any-role", "spoke-role", "hub-role"},
 	"management":                   {"co-managed", "customer-managed", "provider-managed"},
+	"bw-direction":                 {"input-bw", "output-bw"},
+	"bw-type":                      {"bw-per-cos", "bw-per-port", "bw-per-site", "bw-per-svc"},
 }
 
 // identityName returns the identity named by an RFC 7951 identityref value
@@ -172,7 +176,21 @@ var accessSchema = list("network-access-id", fields{
 		"site-role":     identity("site-role"),
 		"vpn-policy-id": str(),
 	}),
-	"service": container(fields{"svc-mtu": uintRange(0, math.MaxUint16).must()}),
+	"service": container(fields{
+		"svc-mtu": uintRange(0, math.MaxUint16).must(),
+		"svc-bandwidth": container(fields{"bandwidth": list("direction type", fields{
+			"direction": identity("bw-direction"),
+			"type":      identity("bw-type"),
+			"cos-id":    uintRange(0, math.MaxUint8).onlyWhen(identityIs("type", "", "bw-per-cos")),
+			"vpn-id":    str().onlyWhen(identityIs("type", "", "bw-per-svc")),
+			"cir":       uint64Leaf().must(),
+			"cbs":       uint64Leaf().must(),
+			"eir":       uint64Leaf(),
+			"ebs":       uint64Leaf(),
+			"pir":       uint64Leaf(),
+			"pbs":       uint64Leaf(),
+		})}).ifFeature("input-bw"),
+	}),
 })
 
 // validator applies the rule table with a set of enabled features. It
@@ -220,28 +238,41 @@ func (v validator) list(n *node, val any, path string) *rcError {
 		if !ok {
 			return invalid(path, "a list entry is encoded as a JSON object")
 		}
-		if _, ok := obj[n.key]; !ok {
-			return &rcError{status: 400, tag: "missing-element", path: path + "/" + n.key, msg: "list key " + n.key + " is missing"}
+		for _, k := range strings.Fields(n.key) {
+			if _, ok := obj[k]; !ok {
+				return &rcError{status: 400, tag: "missing-element", path: path + "/" + k, msg: "list key " + k + " is missing"}
+			}
 		}
 		if err := v.members(n, obj, path); err != nil {
 			return err
 		}
-		key, _ := obj[n.key].(string)
+		key := keyOf(n, obj)
 		if seen[key] {
-			return invalid(entryPath(path, n.key, key), "duplicate list entry")
+			return invalid(entryPath(path, firstKey(n), key), "duplicate list entry")
 		}
 		seen[key] = true
 	}
 	return nil
 }
 
+// keyOf is the key of a list entry: its key leaves' values, joined.
+func keyOf(n *node, obj map[string]any) string {
+	var parts []string
+	for _, k := range strings.Fields(n.key) {
+		parts = append(parts, fmt.Sprint(obj[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func firstKey(n *node) string { return strings.Fields(n.key)[0] }
+
 // members checks the members of a container or list entry: every member
 // is known (and its feature enabled, and its when true), and every
 // mandatory child that applies is present.
 func (v validator) members(n *node, obj map[string]any, path string) *rcError {
 	if n.kind == listNode {
-		if key, ok := obj[n.key].(string); ok {
-			path = entryPath(path, n.key, key)
+		if key, ok := obj[firstKey(n)].(string); ok {
+			path = entryPath(path, firstKey(n), key)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
@@ -321,6 +352,11 @@ func (v validator) leaf(n *node, val any, path string) (any, *rcError) {
 		i, err := strconv.ParseInt(num.String(), 10, 64)
 		if err != nil || i < n.min || i > n.max {
 			return nil, invalid(path, fmt.Sprintf("value %s is out of range %d..%d", num, n.min, n.max))
+		}
+	case uint64Type:
+		str, ok := val.(string)
+		if _, err := strconv.ParseUint(str, 10, 64); !ok || err != nil {
+			return nil, invalid(path, fmt.Sprintf("a uint64 is encoded as a JSON string of decimal digits, got %s", jsonText(val)))
 		}
 	case identityType:
 		s, ok := val.(string)
