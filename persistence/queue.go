@@ -138,6 +138,16 @@ func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Out
 	return done[0], nil
 }
 
+// leaseHeld holds for an action a of the batch o while its account's
+// lease is held as o names it. A scalar subquery, one primary-key probe
+// per action: written as EXISTS, PostgreSQL planned it as a semi-join on
+// (owner, epoch), which every lease of the process matches, and probed
+// the actions once per (outcome, owned account) pair: 100 times the work
+// at 100 accounts.
+const leaseHeld = `COALESCE((
+			SELECT l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now()
+			FROM wim_account_leases l WHERE l.account_id = a.wim_account_id), false)`
+
 // finishSQL writes a batch of outcomes in one statement, so in one round
 // trip and one implicit transaction: the arrays are one outcome per index.
 // An action is written only while it is still held under its claim and its
@@ -158,9 +168,7 @@ const finishSQL = `
 		SELECT a.instance_action_id, a.task_index
 		FROM vim_wim_actions a
 		JOIN o ON a.instance_action_id = o.id AND a.task_index = o.idx AND a.claimed_by = o.claim
-		WHERE EXISTS (
-			SELECT 1 FROM wim_account_leases l
-			WHERE l.account_id = a.wim_account_id AND l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now())
+		WHERE ` + leaseHeld + `
 		ORDER BY a.instance_action_id, a.task_index
 		FOR UPDATE OF a),
 	done AS (
