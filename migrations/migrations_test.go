@@ -158,6 +158,15 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{5, func(t *testing.T) {
+			var lease, seqKey, triggers int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vim_wim_actions_lease_idx'`).Scan(&lease)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'vim_wim_actions_seq_key'`).Scan(&seqKey)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgname IN ('vim_wim_actions_touch', 'instance_wim_nets_touch')`).Scan(&triggers)
+			if lease != 1 || seqKey != 1 || triggers != 2 {
+				t.Errorf("version 5: lease index %d, seq key %d, touch triggers %d (want 1, 1, 2)", lease, seqKey, triggers)
+			}
+		}},
 		{4, func(t *testing.T) {
 			var cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'wim_accounts' AND column_name IN ('status','status_msg','checked_at')`).Scan(&cols)

@@ -102,20 +102,34 @@ const claimSQL = `
 		WHERE a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
 		ORDER BY c.run_after, c.seq
 		LIMIT $6
-		FOR UPDATE OF a SKIP LOCKED)
-	UPDATE vim_wim_actions AS a
-	SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1
-	FROM picked p
-	WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
-	RETURNING p.epoch AS lease_epoch, ` + actionCols
+		FOR UPDATE OF a SKIP LOCKED),
+	claimed AS (
+		UPDATE vim_wim_actions AS a
+		SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1, modified_at = now()
+		FROM picked p
+		WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
+		RETURNING p.epoch AS lease_epoch, ` + actionCols + `),
+	stash AS (
+		SELECT set_config('` + claimedLinksSetting + `', $7 || E'\n' || COALESCE(string_agg(item_id::text, ','), ''), true) FROM claimed)
+	SELECT c.* FROM claimed c, stash`
+
+// claimedLinksSetting is where the claim statement leaves, for the reads
+// that follow it in the same round trip and transaction, its name and the
+// uuids of the links it claimed ("<claim>\n<uuid>,<uuid>..."; set local:
+// gone at commit). The reads used to find the claimed actions by
+// claimed_by through an index of the claims; since schema version 8 no
+// index covers claimed_by, so that a claim is a HOT update.
+const claimedLinksSetting = "wimro.claimed_links"
 
 // The statements after the claim, in the same round trip: what the
-// claimed actions need, found by the claim's name among the live claims.
-// The live claims are few (what runs now) and the lease index holds just
-// them: "claimed_by = $1" alone is planned as a scan of the whole queue
-// and its history.
+// claimed actions need. claimedNow is the links the claim named $1 left in
+// claimedLinksSetting; the name guards against a stale value of an earlier
+// claim in the same transaction (a claim that takes nothing may not set it).
 const (
-	claimedNow      = `WITH claimedNow AS (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1 AND claim_expires_at > now()) `
+	claimedNow = `WITH claimedNow AS (
+		SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid AS item_id
+		FROM (SELECT current_setting('` + claimedLinksSetting + `', true) AS v) s
+		WHERE starts_with(v, $1 || E'\n')) `
 	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
 	claimedNetsSQL = claimedNow + `SELECT ` + netCols + ` FROM instance_nets n

@@ -303,7 +303,7 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 	if len(linkIDs) == 0 {
 		return 0, nil
 	}
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now()
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now(), modified_at = now()
 		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
 		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
 }
@@ -313,7 +313,7 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 // accounts keeps their history. Unfinished actions keep their account:
 // the RESTRICT foreign key then refuses the delete.
 func (s *Store) detachFinishedActions(ctx context.Context, accounts string, arg any) error {
-	_, err := s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions a SET wim_account_id = NULL
+	_, err := s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions a SET wim_account_id = NULL, modified_at = now()
 		WHERE a.wim_account_id IN (`+accounts+`) AND NOT `+unfinishedSQL, arg)
 	return err
 }

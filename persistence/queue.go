@@ -43,7 +43,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1
+		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1, modified_at = now()
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
@@ -54,6 +54,12 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 // what makes it unique: "<owner>#<tag>". ReleaseClaims(owner) finds every
 // claim named so.
 func ClaimName(owner, tag string) string { return owner + "#" + tag }
+
+// inFlight selects the unfinished actions, the only ones that can be
+// claimed: no index covers claimed_by (a claim is a HOT update), so every
+// statement that looks for claims reads them through the claim index's
+// predicate.
+const inFlight = `status IN ('SCHEDULED', 'BUILD')`
 
 // claimedByOwner matches the claims of owner ($1) under any ClaimName.
 const claimedByOwner = `(claimed_by = $1 OR starts_with(claimed_by, $1 || '#'))`
@@ -176,7 +182,7 @@ const finishSQL = `
 		SET status = o.status, error_msg = o.error_msg, wim_internal_id = COALESCE(o.wim_internal_id, a.wim_internal_id),
 		    extra = CASE WHEN o.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || o.extra::jsonb END,
 		    run_after = o.run_after, attempts = CASE WHEN o.reset THEN 0 ELSE a.attempts END,
-		    claimed_by = NULL, claim_expires_at = NULL
+		    claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
 		WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
 		RETURNING ` + actionCols + `),
@@ -185,7 +191,8 @@ const finishSQL = `
 			status = COALESCE(o.link_status, l.status),
 			error_msg = CASE WHEN o.link_clear THEN NULL ELSE COALESCE(o.link_error, l.error_msg) END,
 			wim_internal_id = COALESCE(o.link_svc, l.wim_internal_id),
-			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END
+			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END,
+			modified_at = now()
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.has_link AND l.uuid = d.item_id),
 	progress AS (
@@ -346,7 +353,8 @@ const updateLinkSQL = `
 		status = COALESCE($2, status),
 		error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
 		wim_internal_id = COALESCE($5, wim_internal_id),
-		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END
+		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END,
+		modified_at = now()
 	WHERE uuid = $1`
 
 // SweepExpiredClaims returns actions whose claim lease ran out (their
@@ -357,11 +365,11 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 	err := s.q.QueryRow(ctx, `
 		WITH expired AS (
 			SELECT instance_action_id, task_index FROM vim_wim_actions
-			WHERE claimed_by IS NOT NULL AND claim_expires_at < now()
+			WHERE `+inFlight+` AND claimed_by IS NOT NULL AND claim_expires_at < now()
 			ORDER BY instance_action_id, task_index
 			FOR UPDATE SKIP LOCKED),
 		swept AS (
-			UPDATE vim_wim_actions a SET claimed_by = NULL, claim_expires_at = NULL
+			UPDATE vim_wim_actions a SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 			FROM expired e WHERE a.instance_action_id = e.instance_action_id AND a.task_index = e.task_index
 			  AND a.claim_expires_at < now()
 			RETURNING a.wim_account_id),
@@ -379,8 +387,8 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 // ReleaseClaims returns every action claimed by owner (under any of its
 // ClaimName names) to the queue: a clean stop, once nothing runs.
 func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
-		WHERE `+claimedByOwner, owner)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
+		WHERE `+inFlight+` AND `+claimedByOwner, owner)
 }
 
 // ReleaseClaimsOf returns exactly the named claims to the queue (an
@@ -391,7 +399,7 @@ func (s *Store) ReleaseClaimsOf(ctx context.Context, keys []ClaimKey) (int64, er
 	}
 	ids, idx, by := claimArrays(keys)
 	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
-		UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL
+		UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by)
 }
 
@@ -449,7 +457,7 @@ func (s *Store) ExtendClaims(ctx context.Context, keys []ClaimKey, lease time.Du
 	}
 	ids, idx, by := claimArrays(keys)
 	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
-		UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval
+		UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval, modified_at = now()
 		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by, lease)
 }
 
@@ -471,7 +479,7 @@ const lockClaimsSQL = `locked AS (
 // with the claims the process knows it runs.
 func (s *Store) ClaimsHeldBy(ctx context.Context, owner string) ([]ClaimKey, error) {
 	rows, err := s.q.Query(ctx, `SELECT instance_action_id::text, task_index, claimed_by FROM vim_wim_actions
-		WHERE `+claimedByOwner+` AND claim_expires_at > now()`, owner)
+		WHERE `+inFlight+` AND `+claimedByOwner+` AND claim_expires_at > now()`, owner)
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: claims of %s: %w", owner, err))
 	}
