@@ -169,7 +169,14 @@ func (s *Store) GetWANLink(ctx context.Context, id string) (wimro.WANLink, error
 		`SELECT `+linkCols+` FROM instance_wim_nets l WHERE l.uuid = $1`, id)
 }
 
-const instanceActionCols = `ia.uuid, ia.tenant_id, ia.instance_id, ia.description, ia.number_tasks, ia.number_done, ia.number_failed, ia.created_at, ia.modified_at`
+// instanceActionCols reads an instance action ia; its counters are the
+// row's own plus the increments the outcome batches appended (finishSQL),
+// and it was modified when the newest of them was.
+const instanceActionCols = `ia.uuid, ia.tenant_id, ia.instance_id, ia.description, ia.number_tasks,
+	ia.number_done + (SELECT COALESCE(sum(p.n_done), 0) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)::int AS number_done,
+	ia.number_failed + (SELECT COALESCE(sum(p.n_failed), 0) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)::int AS number_failed,
+	ia.created_at,
+	greatest(ia.modified_at, (SELECT max(p.created_at) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)) AS modified_at`
 
 // CreateInstanceAction inserts an instance action; an empty UUID gets a
 // new one.

@@ -160,9 +160,10 @@ const leaseHeld = `COALESCE((
 // account's lease is held as given; the rows are locked in primary-key
 // order first, as every multi-row writer locks them. Only the actions
 // written (done) update their WAN links (a missing link is ignored) and
-// add to their instance action's counters, whose rows are locked in uuid
-// order too, so concurrent batches never deadlock on them. Data-modifying
-// WITH parts always run, referenced or not.
+// append one increment per instance action to instance_action_progress:
+// an insert, so two batches with actions of the same instance action never
+// wait for each other (they queued on its counter row when they updated
+// it). Data-modifying WITH parts always run, referenced or not.
 const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -196,19 +197,13 @@ const finishSQL = `
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.has_link AND l.uuid = d.item_id),
 	progress AS (
-		SELECT d.instance_action_id AS id, sum(o.n_done) AS n_done, sum(o.n_failed) AS n_failed
+		SELECT d.instance_action_id AS id, sum(o.n_done)::int AS n_done, sum(o.n_failed)::int AS n_failed
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.n_done <> 0 OR o.n_failed <> 0
 		GROUP BY d.instance_action_id),
-	counted AS (
-		SELECT ia.uuid FROM instance_actions ia
-		WHERE ia.uuid IN (SELECT id FROM progress)
-		ORDER BY ia.uuid
-		FOR UPDATE),
 	counters AS (
-		UPDATE instance_actions ia SET number_done = ia.number_done + p.n_done, number_failed = ia.number_failed + p.n_failed
-		FROM counted k JOIN progress p ON p.id = k.uuid
-		WHERE ia.uuid = k.uuid)
+		INSERT INTO instance_action_progress (instance_action_id, n_done, n_failed)
+		SELECT id, n_done, n_failed FROM progress)
 	SELECT d.* FROM done d`
 
 // FinishActions writes the outcomes of claimed actions and releases their

@@ -23,6 +23,15 @@
 --   every statement that updates them sets modified_at = now() itself
 --   (persistence is the only writer). The management tables keep theirs:
 --   they are rarely written.
+-- - The progress of an instance action is no longer one counter row that
+--   every outcome batch updates: two batches in flight with actions of the
+--   same instance action queued on its row lock. A batch appends its
+--   increments to instance_action_progress (an insert takes no lock that
+--   another insert waits for) and a read adds them to the row's own
+--   counters (instance_actions.number_done / number_failed keep what was
+--   counted before this version, and what AddProgress adds), and its
+--   modified_at moves with the newest increment, as the trigger moved it.
+--   The rows go with their instance action.
 
 -- +goose Up
 DROP INDEX vim_wim_actions_lease_idx;
@@ -36,8 +45,21 @@ ALTER TABLE vim_wim_actions SET (fillfactor = 70);
 ALTER TABLE instance_wim_nets SET (fillfactor = 70);
 DROP TRIGGER vim_wim_actions_touch ON vim_wim_actions;
 DROP TRIGGER instance_wim_nets_touch ON instance_wim_nets;
+CREATE TABLE instance_action_progress (
+    instance_action_id uuid NOT NULL REFERENCES instance_actions (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
+    n_done             integer NOT NULL,
+    n_failed           integer NOT NULL,
+    created_at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX instance_action_progress_idx ON instance_action_progress (instance_action_id);
 
 -- +goose Down
+UPDATE instance_actions ia SET number_done = ia.number_done + p.n_done, number_failed = ia.number_failed + p.n_failed,
+    modified_at = greatest(ia.modified_at, p.modified_at)
+FROM (SELECT instance_action_id, sum(n_done) AS n_done, sum(n_failed) AS n_failed, max(created_at) AS modified_at
+      FROM instance_action_progress GROUP BY instance_action_id) p
+WHERE ia.uuid = p.instance_action_id;
+DROP TABLE instance_action_progress;
 CREATE TRIGGER instance_wim_nets_touch BEFORE UPDATE ON instance_wim_nets FOR EACH ROW EXECUTE FUNCTION wimro_touch_modified_at();
 CREATE TRIGGER vim_wim_actions_touch BEFORE UPDATE ON vim_wim_actions FOR EACH ROW EXECUTE FUNCTION wimro_touch_modified_at();
 ALTER TABLE instance_wim_nets RESET (fillfactor);
