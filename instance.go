@@ -83,8 +83,11 @@ type WANLink struct {
 	Multipoint    bool           `json:"multipoint" db:"multipoint"`
 	Created       bool           `json:"created" db:"created"`
 	Related       *string        `json:"related" db:"related"`
-	CreatedAt     time.Time      `json:"created_at" db:"created_at"`
-	ModifiedAt    time.Time      `json:"modified_at" db:"modified_at"`
+	// StatusSince is when Status last changed (monitoring shows how long
+	// a link has been DOWN).
+	StatusSince time.Time `json:"status_since" db:"status_since"`
+	CreatedAt   time.Time `json:"created_at" db:"created_at"`
+	ModifiedAt  time.Time `json:"modified_at" db:"modified_at"`
 }
 
 // InstanceAction groups the tasks of one user operation and counts their

@@ -166,17 +166,25 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		{5, func(t *testing.T) {
+		{6, func(t *testing.T) {
 			var lease, seqKey, triggers, progress int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_progress'`).Scan(&progress)
 			if progress != 0 {
-				t.Errorf("version 5: instance_action_progress still there")
+				t.Errorf("version 6: instance_action_progress still there")
 			}
 			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vim_wim_actions_lease_idx'`).Scan(&lease)
 			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'vim_wim_actions_seq_key'`).Scan(&seqKey)
 			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgname IN ('vim_wim_actions_touch', 'instance_wim_nets_touch')`).Scan(&triggers)
 			if lease != 1 || seqKey != 1 || triggers != 2 {
-				t.Errorf("version 5: lease index %d, seq key %d, touch triggers %d (want 1, 1, 2)", lease, seqKey, triggers)
+				t.Errorf("version 6: lease index %d, seq key %d, touch triggers %d (want 1, 1, 2)", lease, seqKey, triggers)
+			}
+		}},
+		{5, func(t *testing.T) {
+			var tables, cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_events'`).Scan(&tables)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_wim_nets' AND column_name = 'status_since'`).Scan(&cols)
+			if tables != 0 || cols != 0 {
+				t.Errorf("version 5: events table %d, status_since %d; want both gone", tables, cols)
 			}
 		}},
 		{4, func(t *testing.T) {

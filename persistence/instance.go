@@ -135,7 +135,7 @@ func (s *Store) UpdateInstanceNet(ctx context.Context, n wimro.InstanceNet) (wim
 }
 
 const linkCols = `l.uuid, l.wim_internal_id, l.instance_scenario_id, l.sce_net_id, l.wim_id, l.wim_account_id, l.status,
-	l.error_msg, l.wim_info, l.multipoint, l.created, l.related, l.created_at, l.modified_at`
+	l.error_msg, l.wim_info, l.multipoint, l.created, l.related, l.status_since, l.created_at, l.modified_at`
 
 // CreateWANLinks inserts WAN links in one round trip.
 func (s *Store) CreateWANLinks(ctx context.Context, links []wimro.WANLink) ([]wimro.WANLink, error) {
@@ -215,11 +215,19 @@ const actionCols = `a.instance_action_id, a.task_index, a.seq, a.wim_account_id,
 	a.status, a.extra, a.error_msg, a.attempts, a.run_after, a.claimed_by, a.claim_expires_at, a.created_at, a.modified_at`
 
 // CreateActions inserts tasks in one round trip, in order: seq follows the
-// slice, so the actions of one WAN link run in the order given.
+// slice, so the actions of one WAN link run in the order given. Each task
+// gets its first event (its status and its link's) in the same statement.
 func (s *Store) CreateActions(ctx context.Context, actions []wimro.Action) ([]wimro.Action, error) {
 	return batchOne[wimro.Action](ctx, s, "vim_wim_actions", actions,
-		`INSERT INTO vim_wim_actions AS a (instance_action_id, task_index, wim_account_id, wim_internal_id, action, item, item_id, status, extra)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+actionCols,
+		`WITH a AS (
+			INSERT INTO vim_wim_actions AS a (instance_action_id, task_index, wim_account_id, wim_internal_id, action, item, item_id, status, extra)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+actionCols+`),
+		 ev AS (
+			INSERT INTO instance_action_events (instance_action_id, task_index, action, status, wan_link_id, link_status, error_msg)
+			SELECT a.instance_action_id, a.task_index, a.action, a.status, a.item_id,
+			       (SELECT l.status FROM instance_wim_nets l WHERE l.uuid = a.item_id), a.error_msg
+			FROM a)
+		 SELECT * FROM a`,
 		func(a wimro.Action) []any {
 			status, item := a.Status, a.Item
 			if status == "" {

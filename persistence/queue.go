@@ -163,7 +163,11 @@ const leaseHeld = `COALESCE((
 // append one increment per instance action to instance_action_progress:
 // an insert, so two batches with actions of the same instance action never
 // wait for each other (they queued on its counter row when they updated
-// it). Data-modifying WITH parts always run, referenced or not.
+// it). An action whose status, or whose link's status, changes gets an
+// event in the same statement (migrations/sql/00006_events.sql); "before"
+// reads the links as the statement's snapshot has them, so the change is
+// judged against the status the outcome was computed from. Data-modifying
+// WITH parts always run, referenced or not.
 const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -172,7 +176,7 @@ const finishSQL = `
 			AS o(id, idx, claim, status, error_msg, wim_internal_id, extra, run_after, reset, owner, epoch,
 			     has_link, link_status, link_error, link_clear, link_svc, link_info, n_done, n_failed)),
 	locked AS (
-		SELECT a.instance_action_id, a.task_index
+		SELECT a.instance_action_id, a.task_index, a.status AS old_status
 		FROM vim_wim_actions a
 		JOIN o ON a.instance_action_id = o.id AND a.task_index = o.idx AND a.claimed_by = o.claim
 		WHERE ` + leaseHeld + `
@@ -187,15 +191,31 @@ const finishSQL = `
 		FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
 		WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
 		RETURNING ` + actionCols + `),
+	before AS (
+		SELECT l.uuid, l.status FROM instance_wim_nets l
+		WHERE l.uuid IN (SELECT d.item_id FROM done d)),
 	links AS (
 		UPDATE instance_wim_nets l SET
 			status = COALESCE(o.link_status, l.status),
+			status_since = CASE WHEN COALESCE(o.link_status, l.status) IS DISTINCT FROM l.status THEN now() ELSE l.status_since END,
 			error_msg = CASE WHEN o.link_clear THEN NULL ELSE COALESCE(o.link_error, l.error_msg) END,
 			wim_internal_id = COALESCE(o.link_svc, l.wim_internal_id),
 			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END,
 			modified_at = now()
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.has_link AND l.uuid = d.item_id),
+	events AS (
+		INSERT INTO instance_action_events (instance_action_id, task_index, action, status, wan_link_id, link_status, error_msg)
+		SELECT d.instance_action_id, d.task_index, d.action, d.status, d.item_id,
+		       CASE WHEN b.uuid IS NULL THEN NULL WHEN o.has_link THEN COALESCE(o.link_status, b.status) ELSE b.status END,
+		       COALESCE(d.error_msg, CASE WHEN o.has_link THEN o.link_error END)
+		FROM done d
+		JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
+		JOIN locked k ON k.instance_action_id = d.instance_action_id AND k.task_index = d.task_index
+		LEFT JOIN before b ON b.uuid = d.item_id
+		WHERE d.status IS DISTINCT FROM k.old_status
+		   OR (o.has_link AND b.uuid IS NOT NULL AND o.link_status IS NOT NULL AND o.link_status IS DISTINCT FROM b.status)
+		ORDER BY d.instance_action_id, d.task_index),
 	progress AS (
 		SELECT d.instance_action_id AS id, sum(o.n_done)::int AS n_done, sum(o.n_failed)::int AS n_failed
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
@@ -346,6 +366,7 @@ func (s *Store) UpdateWANLink(ctx context.Context, id string, u LinkUpdate) erro
 const updateLinkSQL = `
 	UPDATE instance_wim_nets SET
 		status = COALESCE($2, status),
+		status_since = CASE WHEN COALESCE($2, status) IS DISTINCT FROM status THEN now() ELSE status_since END,
 		error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
 		wim_internal_id = COALESCE($5, wim_internal_id),
 		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END,

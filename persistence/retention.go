@@ -39,11 +39,12 @@ const purgeActionsSQL = `
 
 // purgeInstanceActionsSQL deletes up to $2 instance actions older than $1
 // (their row and their newest progress increment) that have no action
-// left and whose instance is gone; their increments go with them. Locking the row
-// (SKIP LOCKED) keeps it from a transaction adding an action to it.
+// left and whose instance is gone, with their events; their increments go
+// with them (cascade). Locking the row (SKIP LOCKED) keeps it from a
+// transaction adding an action to it.
 const purgeInstanceActionsSQL = `
 	WITH doomed AS (
-		SELECT ia.ctid
+		SELECT ia.ctid, ia.uuid
 		FROM instance_actions ia
 		WHERE ia.modified_at < now() - $1::interval
 		  AND NOT EXISTS (SELECT 1 FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid AND p.created_at >= now() - $1::interval)
@@ -51,7 +52,9 @@ const purgeInstanceActionsSQL = `
 		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
-	)
+	),
+	events AS (
+		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM doomed))
 	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // PurgeFinishedActions deletes one batch of history: at most batch

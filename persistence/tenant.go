@@ -32,7 +32,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 
 // DeleteTenant deletes a tenant with its finished history: the finished
 // tasks of its instance actions, then the instance actions left without
-// tasks (explicitly: nothing cascades into the work rows). Its WIM and
+// tasks and their events (explicitly: nothing cascades into the work rows). Its WIM and
 // datacenter associations go with it. Instances still owned by it, or
 // unfinished actions of its instance actions, make the delete a conflict
 // (ConstraintInstanceActionTenant for the actions). Run it inside DB.Tx
@@ -42,8 +42,11 @@ func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 		WHERE a.instance_action_id = ia.uuid AND ia.tenant_id = $1 AND NOT `+unfinishedSQL, id); err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, "instance_actions", `DELETE FROM instance_actions ia WHERE ia.tenant_id = $1
-		AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)`, id); err != nil {
+	if _, err := s.exec(ctx, "instance_actions", `WITH gone AS (
+			DELETE FROM instance_actions ia WHERE ia.tenant_id = $1
+			AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
+			RETURNING ia.uuid)
+		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM gone)`, id); err != nil {
 		return err
 	}
 	n, err := s.exec(ctx, "nfvo_tenants", `DELETE FROM nfvo_tenants WHERE uuid = $1`, id)

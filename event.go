@@ -1,0 +1,57 @@
+package wimro
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one change in an instance action: a task created or changing
+// status, or its WAN link changing status (an outcome, or monitoring
+// finding an ACTIVE link DOWN and back). Events are written with the
+// change itself, so a reader sees the same sequence whichever process made
+// the changes.
+type Event struct {
+	// Cursor says where the event is in its instance action's sequence;
+	// the event stream sends it as the SSE id, and a client resumes after
+	// it with Last-Event-ID.
+	Cursor     EventCursor `json:"-"`
+	TaskIndex  *int        `json:"task_index"`
+	Action     *string     `json:"action"`
+	Status     *string     `json:"status"`
+	WANLinkID  *string     `json:"wan_link_id"`
+	LinkStatus *string     `json:"link_status"`
+	ErrorMsg   *string     `json:"error_msg"`
+	At         time.Time   `json:"at"`
+}
+
+// EventCursor is the position of an event: the writing transaction's id,
+// then the event's id. Events are read in that order (see
+// migrations/sql/00006_events.sql for why the transaction comes first).
+// The zero cursor is before every event.
+type EventCursor struct {
+	XID uint64
+	ID  int64
+}
+
+// String gives the cursor as "xid-id", the form ParseEventCursor reads.
+func (c EventCursor) String() string { return fmt.Sprintf("%d-%d", c.XID, c.ID) }
+
+// ParseEventCursor reads a cursor written by String. An empty string is
+// the zero cursor. Anything else is EINVALID naming field (the caller's
+// name for where the text came from, e.g. "Last-Event-ID").
+func ParseEventCursor(field, s string) (EventCursor, error) {
+	if s == "" {
+		return EventCursor{}, nil
+	}
+	x, i, ok := strings.Cut(s, "-")
+	if ok {
+		xid, err1 := strconv.ParseUint(x, 10, 64)
+		id, err2 := strconv.ParseInt(i, 10, 64)
+		if err1 == nil && err2 == nil && id >= 0 && xid <= 1<<63-1 {
+			return EventCursor{XID: xid, ID: id}, nil
+		}
+	}
+	return EventCursor{}, Errorf(EINVALID, "%s: %q is not an event id of this stream (they look like 1234-56)", field, CleanText(s, 64))
+}

@@ -1,0 +1,260 @@
+package persistence_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/persistence"
+)
+
+// eventLine renders an event for comparison: task, action, status, link
+// status (the link is named by the caller's names).
+func eventLine(e wimro.Event, names map[string]string) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	task := "-"
+	if e.TaskIndex != nil {
+		task = fmt.Sprint(*e.TaskIndex)
+	}
+	link := "-"
+	if e.WANLinkID != nil {
+		link = names[*e.WANLinkID]
+	}
+	return strings.Join([]string{task, s(e.Action), s(e.Status), link, s(e.LinkStatus)}, " ")
+}
+
+// readN reads the events after a cursor once at least n of them can be
+// read: the tests share their server, and the events of a transaction are
+// held back while any older transaction on it is still open.
+func readN(t *testing.T, b *bundle, ia string, after wimro.EventCursor, n int) persistence.EventPage {
+	t.Helper()
+	var page persistence.EventPage
+	eventually.Until(t, 10*time.Second, fmt.Sprintf("%d events", n), func() (bool, string) {
+		var err error
+		if page, err = b.db.ReadEvents(b.ctx, ia, after, 0); err != nil {
+			t.Fatalf("read events: %v", err)
+		}
+		return len(page.Events) >= n, fmt.Sprintf("%d events", len(page.Events))
+	})
+	return page
+}
+
+func lines(page persistence.EventPage, names map[string]string) []string {
+	var out []string
+	for _, e := range page.Events {
+		out = append(out, eventLine(e, names))
+	}
+	return out
+}
+
+func TestEventsFollowTheChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, link1, link2, ia := queue(t, b)
+	names := map[string]string{link1: "l1", link2: "l2"}
+	la := lease(t, b, acct, "P")
+
+	first := readN(t, b, ia.UUID, wimro.EventCursor{}, 3)
+	want := []string{"0 CREATE SCHEDULED l1 BUILD", "1 DELETE SCHEDULED l1 BUILD", "2 CREATE SCHEDULED l2 BUILD"}
+	if got := lines(first, names); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("created: %q, want %q", got, want)
+	}
+	if first.Settled {
+		t.Fatal("settled with every task scheduled")
+	}
+	before, _ := b.db.GetWANLink(b.ctx, link1)
+
+	got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	create1, create2 := got[0], got[1]
+	if create1.ItemID != link1 {
+		create1, create2 = create2, create1
+	}
+	build, active, failed := wimro.LinkBuild, wimro.LinkActive, wimro.LinkError
+	msg := "no port"
+	later := time.Now().Add(time.Hour)
+	// link1: the service is made (task BUILD, link stays BUILD: one event);
+	// link2 fails (task FAILED, link ERROR: one event with the message).
+	_, errs, err := b.db.FinishActions(b.ctx, []persistence.Finished{
+		{Action: create1, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later, Done: 1, Link: &persistence.LinkUpdate{Status: &build}}},
+		{Action: create2, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg, Failed: 1, Link: &persistence.LinkUpdate{Status: &failed, ErrorMsg: &msg}}},
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("finish = %v %v", err, errs)
+	}
+	last := first.Events[len(first.Events)-1].Cursor
+	second := readN(t, b, ia.UUID, last, 2)
+	want = []string{"0 CREATE BUILD l1 BUILD", "2 CREATE FAILED l2 ERROR"}
+	if got := lines(second, names); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("after the outcomes: %q, want %q", got, want)
+	}
+	if e := second.Events[1]; e.ErrorMsg == nil || *e.ErrorMsg != msg {
+		t.Fatalf("failure event without its message: %+v", e)
+	}
+	if l, _ := b.db.GetWANLink(b.ctx, link1); !l.StatusSince.Equal(before.StatusSince) {
+		t.Fatalf("status_since moved without a status change: %v -> %v", before.StatusSince, l.StatusSince)
+	}
+	if l, _ := b.db.GetWANLink(b.ctx, link2); !l.StatusSince.After(before.StatusSince) {
+		t.Fatalf("status_since of the failed link did not move: %v", l.StatusSince)
+	}
+
+	// A refresh that changes nothing writes no event; the one that finds
+	// the link ACTIVE does.
+	refresh := func(status string, link *string) {
+		t.Helper()
+		if _, err := b.db.Pool().Exec(b.ctx, `UPDATE vim_wim_actions SET run_after = now() WHERE item_id = $1`, link1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
+		if err != nil || len(got) != 1 || got[0].ItemID != link1 {
+			t.Fatalf("claim the refresh = %+v, %v", got, err)
+		}
+		if _, err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: status, RunAfter: &later, Link: &persistence.LinkUpdate{Status: link}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// (An event of the first refresh would come before the second's.)
+	refresh(wimro.ActionBuild, &build)
+	refresh(wimro.ActionDone, &active)
+	third := readN(t, b, ia.UUID, second.Events[1].Cursor, 1)
+	if got := lines(third, names); strings.Join(got, "|") != "0 CREATE DONE l1 ACTIVE" {
+		t.Fatalf("after a refresh without change and one to ACTIVE: %q, want only the second", got)
+	}
+	// The DELETE of link1 is still queued: not settled.
+	if third.Settled {
+		t.Fatal("settled with a DELETE queued")
+	}
+
+	// Everything, from the start, is the same sequence in the same order.
+	n := len(first.Events) + len(second.Events) + len(third.Events)
+	all := readN(t, b, ia.UUID, wimro.EventCursor{}, n)
+	if len(all.Events) != n {
+		t.Fatalf("replay has %d events, want %d", len(all.Events), n)
+	}
+	for i := 1; i < len(all.Events); i++ {
+		p, c := all.Events[i-1].Cursor, all.Events[i].Cursor
+		if c.XID < p.XID || (c.XID == p.XID && c.ID <= p.ID) {
+			t.Fatalf("cursor %v after %v", c, p)
+		}
+	}
+}
+
+func TestEventsSettle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, link1, _, ia := queue(t, b)
+	la := lease(t, b, acct, "P")
+	later := time.Now().Add(time.Hour)
+	for round := 0; round < 2; round++ {
+		got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range got {
+			if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, RunAfter: &later, Done: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if l, _ := b.db.ListActionsOfItem(b.ctx, link1); l[1].Status != wimro.ActionDone {
+		t.Fatalf("the DELETE did not run: %+v", l[1])
+	}
+	var page persistence.EventPage
+	eventually.Until(t, 10*time.Second, "settled", func() (bool, string) {
+		var err error
+		if page, err = b.db.ReadEvents(b.ctx, ia.UUID, wimro.EventCursor{}, 0); err != nil {
+			t.Fatal(err)
+		}
+		return page.Settled, fmt.Sprintf("settled = %v with %d events", page.Settled, len(page.Events))
+	})
+	if len(page.Events) != 6 {
+		t.Fatalf("settled with %d events, want 6", len(page.Events))
+	}
+	// A page cut short by its limit is not the end.
+	short, err := b.db.ReadEvents(b.ctx, ia.UUID, wimro.EventCursor{}, 2)
+	if err != nil || short.Settled || len(short.Events) != 2 {
+		t.Fatalf("limit 2: settled = %v, %d events, %v", short.Settled, len(short.Events), err)
+	}
+	// An instance action with no event at all (or unknown) is settled
+	// with nothing to read: the caller checks that it exists.
+	eventually.Until(t, 10*time.Second, "an unknown instance action settled", func() (bool, string) {
+		empty, err := b.db.ReadEvents(b.ctx, "00000000-0000-0000-0000-000000000000", wimro.EventCursor{}, 0)
+		return err == nil && empty.Settled && len(empty.Events) == 0, fmt.Sprintf("%+v, %v", empty, err)
+	})
+}
+
+// An event whose transaction began before another's, and commits after it,
+// is neither skipped nor delivered out of order: nothing newer is read
+// while an older transaction is open, and the cursor orders by transaction.
+func TestEventsOfAnOlderOpenTransactionAreNotSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, _, _, ia := queue(t, b)
+	start := readN(t, b, ia.UUID, wimro.EventCursor{}, 3)
+	cur := start.Events[len(start.Events)-1].Cursor
+
+	insert := `INSERT INTO instance_action_events (instance_action_id, task_index, action, status) VALUES ($1, $2, 'CREATE', $3)`
+	older, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Rollback(b.ctx) //nolint:errcheck // committed below; a failed test leaves it open otherwise
+	if _, err := older.Exec(b.ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	// A younger transaction writes and commits first.
+	if _, err := b.db.Pool().Exec(b.ctx, insert, ia.UUID, 7, "YOUNGER"); err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.db.ReadEvents(b.ctx, ia.UUID, cur, 0)
+	if err != nil || len(held.Events) != 0 || held.Settled {
+		t.Fatalf("read %q (settled %v) while an older transaction is open", lines(held, nil), held.Settled)
+	}
+	// The older one writes later (a larger id) and commits.
+	if _, err := older.Exec(b.ctx, insert, ia.UUID, 8, "OLDER"); err != nil {
+		t.Fatal(err)
+	}
+	if err := older.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	page := readN(t, b, ia.UUID, cur, 2)
+	if got := lines(page, nil); strings.Join(got, "|") != "8 CREATE OLDER - -|7 CREATE YOUNGER - -" {
+		t.Fatalf("after both committed: %q", got)
+	}
+}
+
+func TestParseEventCursor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want wimro.EventCursor
+		ok   bool
+	}{
+		{"", wimro.EventCursor{}, true},
+		{"12-34", wimro.EventCursor{XID: 12, ID: 34}, true},
+		{wimro.EventCursor{XID: 1 << 40, ID: 9}.String(), wimro.EventCursor{XID: 1 << 40, ID: 9}, true},
+		{"12", wimro.EventCursor{}, false},
+		{"12--3", wimro.EventCursor{}, false},
+		{"a-b", wimro.EventCursor{}, false},
+		{"99999999999999999999-1", wimro.EventCursor{}, false},
+		{"\x00\xff-1", wimro.EventCursor{}, false},
+	} {
+		got, err := wimro.ParseEventCursor("Last-Event-ID", tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%q: %v, %v", tc.in, got, err)
+		}
+		if err != nil && (wimro.ErrorCode(err) != wimro.EINVALID || !strings.Contains(err.Error(), "Last-Event-ID")) {
+			t.Errorf("%q: error %v does not name the field as invalid", tc.in, err)
+		}
+	}
+}
