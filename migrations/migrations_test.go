@@ -120,6 +120,8 @@ func actionCheck(t *testing.T, db *sql.DB) string {
 	return def
 }
 
+const progressKey = "instance_action_progress_instance_action_id_fkey"
+
 var workKeys = []string{"instance_actions_tenant_id_fkey", "vim_wim_actions_instance_action_id_fkey", "vim_wim_actions_wim_account_id_fkey"}
 
 // Nothing cascades into the work rows (issue 12): every foreign key into
@@ -132,6 +134,12 @@ func TestNoCascadeIntoActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := deleteRules(t, db)
+	// An instance action's progress increments (schema 8) are bookkeeping
+	// of the instance action, not work: they go with it.
+	if rules[progressKey] != "c" {
+		t.Errorf("%s: ON DELETE rule %q, want c (CASCADE)", progressKey, rules[progressKey])
+	}
+	delete(rules, progressKey)
 	if len(rules) != len(workKeys) {
 		t.Errorf("foreign keys of the work rows = %v, want %v", rules, workKeys)
 	}
@@ -158,6 +166,19 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{7, func(t *testing.T) {
+			var lease, seqKey, triggers, progress int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_progress'`).Scan(&progress)
+			if progress != 0 {
+				t.Errorf("version 7: instance_action_progress still there")
+			}
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'vim_wim_actions_lease_idx'`).Scan(&lease)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'vim_wim_actions_seq_key'`).Scan(&seqKey)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgname IN ('vim_wim_actions_touch', 'instance_wim_nets_touch')`).Scan(&triggers)
+			if lease != 1 || seqKey != 1 || triggers != 2 {
+				t.Errorf("version 7: lease index %d, seq key %d, touch triggers %d (want 1, 1, 2)", lease, seqKey, triggers)
+			}
+		}},
 		{6, func(t *testing.T) {
 			var cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_wim_nets' AND column_name IN ('bandwidth_mbps','latency_ms')`).Scan(&cols)

@@ -57,13 +57,13 @@ type ClaimResult struct {
 // linkHead holds for an action a that is the head of its link's queue:
 // no earlier action of the link is unfinished and none of the link is
 // claimed. Every claim and next-due query runs a link's actions strictly
-// in order through it.
+// in order through it. One probe of the link's few actions (item_type_id):
+// as two NOT EXISTS, the "none claimed" half was planned over every live
+// claim of the database, materialised and compared with each candidate.
 const linkHead = `NOT EXISTS (
 		SELECT 1 FROM vim_wim_actions b
-		WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))
-	  AND NOT EXISTS (
-		SELECT 1 FROM vim_wim_actions c
-		WHERE c.item = a.item AND c.item_id = a.item_id AND c.claimed_by IS NOT NULL)`
+		WHERE b.item = a.item AND b.item_id = a.item_id
+		  AND (b.claimed_by IS NOT NULL OR (b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))))`
 
 // claimSQL claims, in one statement, the due actions of every account
 // whose lease $1 holds: per account at most its free slots (the arrays
@@ -102,20 +102,34 @@ const claimSQL = `
 		WHERE a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
 		ORDER BY c.run_after, c.seq
 		LIMIT $6
-		FOR UPDATE OF a SKIP LOCKED)
-	UPDATE vim_wim_actions AS a
-	SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1
-	FROM picked p
-	WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
-	RETURNING p.epoch AS lease_epoch, ` + actionCols
+		FOR UPDATE OF a SKIP LOCKED),
+	claimed AS (
+		UPDATE vim_wim_actions AS a
+		SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1, modified_at = now()
+		FROM picked p
+		WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
+		RETURNING p.epoch AS lease_epoch, ` + actionCols + `),
+	stash AS (
+		SELECT set_config('` + claimedLinksSetting + `', $7 || E'\n' || COALESCE(string_agg(item_id::text, ','), ''), true) FROM claimed)
+	SELECT c.* FROM claimed c, stash`
+
+// claimedLinksSetting is where the claim statement leaves, for the reads
+// that follow it in the same round trip and transaction, its name and the
+// uuids of the links it claimed ("<claim>\n<uuid>,<uuid>..."; set local:
+// gone at commit). The reads used to find the claimed actions by
+// claimed_by through an index of the claims; since schema version 8 no
+// index covers claimed_by, so that a claim is a HOT update.
+const claimedLinksSetting = "wimro.claimed_links"
 
 // The statements after the claim, in the same round trip: what the
-// claimed actions need, found by the claim's name among the live claims.
-// The live claims are few (what runs now) and the lease index holds just
-// them: "claimed_by = $1" alone is planned as a scan of the whole queue
-// and its history.
+// claimed actions need. claimedNow is the links the claim named $1 left in
+// claimedLinksSetting; the name guards against a stale value of an earlier
+// claim in the same transaction (a claim that takes nothing may not set it).
 const (
-	claimedNow      = `WITH claimedNow AS (SELECT item_id FROM vim_wim_actions WHERE claimed_by = $1 AND claim_expires_at > now()) `
+	claimedNow = `WITH claimedNow AS (
+		SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid AS item_id
+		FROM (SELECT current_setting('` + claimedLinksSetting + `', true) AS v) s
+		WHERE starts_with(v, $1 || E'\n')) `
 	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
 	claimedNetsSQL = claimedNow + `SELECT ` + netCols + ` FROM instance_nets n

@@ -170,7 +170,14 @@ func (s *Store) GetWANLink(ctx context.Context, id string) (wimro.WANLink, error
 		`SELECT `+linkCols+` FROM instance_wim_nets l WHERE l.uuid = $1`, id)
 }
 
-const instanceActionCols = `ia.uuid, ia.tenant_id, ia.instance_id, ia.description, ia.number_tasks, ia.number_done, ia.number_failed, ia.created_at, ia.modified_at`
+// instanceActionCols reads an instance action ia; its counters are the
+// row's own plus the increments the outcome batches appended (finishSQL),
+// and it was modified when the newest of them was.
+const instanceActionCols = `ia.uuid, ia.tenant_id, ia.instance_id, ia.description, ia.number_tasks,
+	ia.number_done + (SELECT COALESCE(sum(p.n_done), 0) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)::int AS number_done,
+	ia.number_failed + (SELECT COALESCE(sum(p.n_failed), 0) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)::int AS number_failed,
+	ia.created_at,
+	greatest(ia.modified_at, (SELECT max(p.created_at) FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid)) AS modified_at`
 
 // CreateInstanceAction inserts an instance action; an empty UUID gets a
 // new one.
@@ -312,7 +319,7 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 	if len(linkIDs) == 0 {
 		return 0, nil
 	}
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now()
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now(), modified_at = now()
 		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
 		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
 }
@@ -322,7 +329,7 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 // accounts keeps their history. Unfinished actions keep their account:
 // the RESTRICT foreign key then refuses the delete.
 func (s *Store) detachFinishedActions(ctx context.Context, accounts string, arg any) error {
-	_, err := s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions a SET wim_account_id = NULL
+	_, err := s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions a SET wim_account_id = NULL, modified_at = now()
 		WHERE a.wim_account_id IN (`+accounts+`) AND NOT `+unfinishedSQL, arg)
 	return err
 }

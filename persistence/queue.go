@@ -43,7 +43,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1
+		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1, modified_at = now()
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
@@ -54,6 +54,12 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 // what makes it unique: "<owner>#<tag>". ReleaseClaims(owner) finds every
 // claim named so.
 func ClaimName(owner, tag string) string { return owner + "#" + tag }
+
+// inFlight selects the unfinished actions, the only ones that can be
+// claimed: no index covers claimed_by (a claim is a HOT update), so every
+// statement that looks for claims reads them through the claim index's
+// predicate.
+const inFlight = `status IN ('SCHEDULED', 'BUILD')`
 
 // claimedByOwner matches the claims of owner ($1) under any ClaimName.
 const claimedByOwner = `(claimed_by = $1 OR starts_with(claimed_by, $1 || '#'))`
@@ -138,19 +144,30 @@ func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Out
 	return done[0], nil
 }
 
+// leaseHeld holds for an action a of the batch o while its account's
+// lease is held as o names it. A scalar subquery, one primary-key probe
+// per action: written as EXISTS, PostgreSQL planned it as a semi-join on
+// (owner, epoch), which every lease of the process matches, and probed
+// the actions once per (outcome, owned account) pair: 100 times the work
+// at 100 accounts.
+const leaseHeld = `COALESCE((
+			SELECT l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now()
+			FROM wim_account_leases l WHERE l.account_id = a.wim_account_id), false)`
+
 // finishSQL writes a batch of outcomes in one statement, so in one round
 // trip and one implicit transaction: the arrays are one outcome per index.
 // An action is written only while it is still held under its claim and its
 // account's lease is held as given; the rows are locked in primary-key
 // order first, as every multi-row writer locks them. Only the actions
 // written (done) update their WAN links (a missing link is ignored) and
-// add to their instance action's counters, whose rows are locked in uuid
-// order too, so concurrent batches never deadlock on them. An action whose
-// status, or whose link's status, changes gets an event in the same
-// statement (migrations/sql/00006_events.sql); "before" reads the links as
-// the statement's snapshot has them, so the change is judged against the
-// status the outcome was computed from. Data-modifying WITH parts always
-// run, referenced or not.
+// append one increment per instance action to instance_action_progress:
+// an insert, so two batches with actions of the same instance action never
+// wait for each other (they queued on its counter row when they updated
+// it). An action whose status, or whose link's status, changes gets an
+// event in the same statement (migrations/sql/00006_events.sql); "before"
+// reads the links as the statement's snapshot has them, so the change is
+// judged against the status the outcome was computed from. Data-modifying
+// WITH parts always run, referenced or not.
 const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -162,9 +179,7 @@ const finishSQL = `
 		SELECT a.instance_action_id, a.task_index, a.status AS old_status
 		FROM vim_wim_actions a
 		JOIN o ON a.instance_action_id = o.id AND a.task_index = o.idx AND a.claimed_by = o.claim
-		WHERE EXISTS (
-			SELECT 1 FROM wim_account_leases l
-			WHERE l.account_id = a.wim_account_id AND l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now())
+		WHERE ` + leaseHeld + `
 		ORDER BY a.instance_action_id, a.task_index
 		FOR UPDATE OF a),
 	done AS (
@@ -172,7 +187,7 @@ const finishSQL = `
 		SET status = o.status, error_msg = o.error_msg, wim_internal_id = COALESCE(o.wim_internal_id, a.wim_internal_id),
 		    extra = CASE WHEN o.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || o.extra::jsonb END,
 		    run_after = o.run_after, attempts = CASE WHEN o.reset THEN 0 ELSE a.attempts END,
-		    claimed_by = NULL, claim_expires_at = NULL
+		    claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked k JOIN o ON o.id = k.instance_action_id AND o.idx = k.task_index
 		WHERE a.instance_action_id = k.instance_action_id AND a.task_index = k.task_index
 		RETURNING ` + actionCols + `),
@@ -185,7 +200,8 @@ const finishSQL = `
 			status_since = CASE WHEN COALESCE(o.link_status, l.status) IS DISTINCT FROM l.status THEN now() ELSE l.status_since END,
 			error_msg = CASE WHEN o.link_clear THEN NULL ELSE COALESCE(o.link_error, l.error_msg) END,
 			wim_internal_id = COALESCE(o.link_svc, l.wim_internal_id),
-			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END
+			wim_info = CASE WHEN o.link_info IS NULL THEN l.wim_info ELSE COALESCE(l.wim_info, '{}'::jsonb) || o.link_info::jsonb END,
+			modified_at = now()
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.has_link AND l.uuid = d.item_id),
 	events AS (
@@ -201,19 +217,13 @@ const finishSQL = `
 		   OR (o.has_link AND b.uuid IS NOT NULL AND o.link_status IS NOT NULL AND o.link_status IS DISTINCT FROM b.status)
 		ORDER BY d.instance_action_id, d.task_index),
 	progress AS (
-		SELECT d.instance_action_id AS id, sum(o.n_done) AS n_done, sum(o.n_failed) AS n_failed
+		SELECT d.instance_action_id AS id, sum(o.n_done)::int AS n_done, sum(o.n_failed)::int AS n_failed
 		FROM done d JOIN o ON o.id = d.instance_action_id AND o.idx = d.task_index
 		WHERE o.n_done <> 0 OR o.n_failed <> 0
 		GROUP BY d.instance_action_id),
-	counted AS (
-		SELECT ia.uuid FROM instance_actions ia
-		WHERE ia.uuid IN (SELECT id FROM progress)
-		ORDER BY ia.uuid
-		FOR UPDATE),
 	counters AS (
-		UPDATE instance_actions ia SET number_done = ia.number_done + p.n_done, number_failed = ia.number_failed + p.n_failed
-		FROM counted k JOIN progress p ON p.id = k.uuid
-		WHERE ia.uuid = k.uuid)
+		INSERT INTO instance_action_progress (instance_action_id, n_done, n_failed)
+		SELECT id, n_done, n_failed FROM progress)
 	SELECT d.* FROM done d`
 
 // FinishActions writes the outcomes of claimed actions and releases their
@@ -359,7 +369,8 @@ const updateLinkSQL = `
 		status_since = CASE WHEN COALESCE($2, status) IS DISTINCT FROM status THEN now() ELSE status_since END,
 		error_msg = CASE WHEN $4 THEN NULL ELSE COALESCE($3, error_msg) END,
 		wim_internal_id = COALESCE($5, wim_internal_id),
-		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END
+		wim_info = CASE WHEN $6::jsonb IS NULL THEN wim_info ELSE COALESCE(wim_info, '{}'::jsonb) || $6::jsonb END,
+		modified_at = now()
 	WHERE uuid = $1`
 
 // SweepExpiredClaims returns actions whose claim lease ran out (their
@@ -370,11 +381,11 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 	err := s.q.QueryRow(ctx, `
 		WITH expired AS (
 			SELECT instance_action_id, task_index FROM vim_wim_actions
-			WHERE claimed_by IS NOT NULL AND claim_expires_at < now()
+			WHERE `+inFlight+` AND claimed_by IS NOT NULL AND claim_expires_at < now()
 			ORDER BY instance_action_id, task_index
 			FOR UPDATE SKIP LOCKED),
 		swept AS (
-			UPDATE vim_wim_actions a SET claimed_by = NULL, claim_expires_at = NULL
+			UPDATE vim_wim_actions a SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 			FROM expired e WHERE a.instance_action_id = e.instance_action_id AND a.task_index = e.task_index
 			  AND a.claim_expires_at < now()
 			RETURNING a.wim_account_id),
@@ -392,8 +403,8 @@ func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 // ReleaseClaims returns every action claimed by owner (under any of its
 // ClaimName names) to the queue: a clean stop, once nothing runs.
 func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL
-		WHERE `+claimedByOwner, owner)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
+		WHERE `+inFlight+` AND `+claimedByOwner, owner)
 }
 
 // ReleaseClaimsOf returns exactly the named claims to the queue (an
@@ -404,7 +415,7 @@ func (s *Store) ReleaseClaimsOf(ctx context.Context, keys []ClaimKey) (int64, er
 	}
 	ids, idx, by := claimArrays(keys)
 	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
-		UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL
+		UPDATE vim_wim_actions AS a SET claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by)
 }
 
@@ -462,7 +473,7 @@ func (s *Store) ExtendClaims(ctx context.Context, keys []ClaimKey, lease time.Du
 	}
 	ids, idx, by := claimArrays(keys)
 	return s.exec(ctx, "vim_wim_actions", `WITH `+lockClaimsSQL+`
-		UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval
+		UPDATE vim_wim_actions AS a SET claim_expires_at = now() + $4::interval, modified_at = now()
 		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by, lease)
 }
 
@@ -484,7 +495,7 @@ const lockClaimsSQL = `locked AS (
 // with the claims the process knows it runs.
 func (s *Store) ClaimsHeldBy(ctx context.Context, owner string) ([]ClaimKey, error) {
 	rows, err := s.q.Query(ctx, `SELECT instance_action_id::text, task_index, claimed_by FROM vim_wim_actions
-		WHERE `+claimedByOwner+` AND claim_expires_at > now()`, owner)
+		WHERE `+inFlight+` AND `+claimedByOwner+` AND claim_expires_at > now()`, owner)
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: claims of %s: %w", owner, err))
 	}

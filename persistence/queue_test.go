@@ -360,7 +360,8 @@ func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
 // FinishActions is atomic without a transaction around it (the completer
 // calls it so): when the counter increment fails, the action row is not
 // written either and stays claimed, so the outcome can be written again.
-// A trigger of this test's own database makes the counter update fail.
+// A trigger of this test's own database makes the counter increment (an
+// insert into instance_action_progress since schema 8) fail.
 func TestFinishActionsIsAtomicAlone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -373,7 +374,7 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 	if _, err := b.db.Pool().Exec(b.ctx, `
 		CREATE FUNCTION refuse_counters() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RAISE EXCEPTION 'counters refused by the test'; END $$;
-		CREATE TRIGGER refuse_counters BEFORE UPDATE ON instance_actions FOR EACH ROW EXECUTE FUNCTION refuse_counters()`); err != nil {
+		CREATE TRIGGER refuse_counters BEFORE INSERT ON instance_action_progress FOR EACH ROW EXECUTE FUNCTION refuse_counters()`); err != nil {
 		t.Fatal(err)
 	}
 	st := wimro.LinkActive

@@ -38,14 +38,16 @@ const purgeActionsSQL = `
 	DELETE FROM vim_wim_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // purgeInstanceActionsSQL deletes up to $2 instance actions older than $1
-// that have no action left and whose instance is gone, with their events.
-// Locking the row (SKIP LOCKED) keeps it from a transaction adding an
-// action to it.
+// (their row and their newest progress increment) that have no action
+// left and whose instance is gone, with their events; their increments go
+// with them (cascade). Locking the row (SKIP LOCKED) keeps it from a
+// transaction adding an action to it.
 const purgeInstanceActionsSQL = `
 	WITH doomed AS (
 		SELECT ia.ctid, ia.uuid
 		FROM instance_actions ia
 		WHERE ia.modified_at < now() - $1::interval
+		  AND NOT EXISTS (SELECT 1 FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid AND p.created_at >= now() - $1::interval)
 		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
 		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
 		LIMIT $2

@@ -19,9 +19,9 @@ type QueueStat struct {
 // QueueStats returns the queue of every account that has actions to run,
 // in one statement (the metrics read it at each scrape).
 func (s *Store) QueueStats(ctx context.Context) ([]QueueStat, error) {
-	// Unclaimed and claimed actions are read apart so that each half can
-	// use its partial index (vim_wim_actions_claim_idx, _lease_idx) rather
-	// than scanning the history of finished actions.
+	// Both halves read the unfinished actions through the claim index
+	// (vim_wim_actions_claim_idx), never the history of finished ones;
+	// they were apart when each half had a partial index of its own.
 	rows, err := s.q.Query(ctx, `SELECT wim_account_id::text, count(*),
 			coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE run_after <= now())), 0)::float8
 		FROM (

@@ -21,9 +21,9 @@
 //     batches: whatever has accumulated, up to a fixed size, in one
 //     transaction (persistence.FinishActions), with at most two batches
 //     in flight while the next accumulates. The instance-action counters
-//     get one increment per instance action per batch, in sorted order;
-//     with one completer per process, the batches of one process no
-//     longer queue on each other for a counter row.
+//     get one increment per instance action per batch, appended as a row
+//     of its own (schema 8), so no batch, of this process or another,
+//     waits for another's counter row.
 //
 // What the process keeps per account is a map entry, not a goroutine: the
 // lease, the count of actions in flight, and the account's connector

@@ -48,7 +48,7 @@ func BenchmarkThroughputLocal(b *testing.B) {
 				deadline := time.Now().Add(5 * time.Minute)
 				for {
 					var n int
-					if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT coalesce(sum(number_done + number_failed), 0) FROM instance_actions WHERE description = 'CREATE'`).Scan(&n); err != nil {
+					if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT coalesce(sum(done + failed), 0) FROM (`+createProgress+`) p`).Scan(&n); err != nil {
 						b.Fatal(err)
 					}
 					if n >= total {
