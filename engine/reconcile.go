@@ -247,7 +247,7 @@ type ReconcileOptions struct {
 func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport, error) {
 	rep := DriftReport{Fix: o.Fix, Accounts: []AccountDrift{}}
 	if e.build == nil {
-		return rep, wimro.Errorf(wimro.EINTERNAL, "reconcile: no connector builder installed")
+		return rep, wimro.Errorf(wimro.EUNAVAILABLE, "reconcile is not available in this process (no connectors)")
 	}
 	accounts, err := e.db.ListAccounts(ctx)
 	if err != nil {
