@@ -28,7 +28,6 @@ import (
 	"github.com/wimro/wimro/internal/wimdtest"
 )
 
-
 // driftCase is one listing connector and its controller for the drift
 // tests: the WIM it registers, the mapping info of each datacenter's
 // endpoint (VLANs 100+dc and 110+dc for the instance, 120+dc for the
