@@ -127,14 +127,14 @@ type driftBundle struct {
 	c    driftCase
 }
 
-func setupDrift(t *testing.T, c driftCase) *driftBundle {
+func setupDrift(t *testing.T, c driftCase, serveArgs ...string) *driftBundle {
 	t.Helper()
 	b := setup(t)
 	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
 	b.env["WIMRO_SECRET_KEY"] = testSecretKey
 	b.env["WIMRO_DEV_CONNECTORS"] = "true"
 	b.env["WIMRO_DATA_DIR"] = t.TempDir()
-	addr, stop := b.serve(t, "--status-refresh", "100ms", "--reconcile-interval", "0")
+	addr, stop := b.serve(t, append([]string{"--status-refresh", "100ms", "--reconcile-interval", "0"}, serveArgs...)...)
 	t.Cleanup(func() {
 		if code := stop(); code != 0 {
 			t.Errorf("wimd exit %d", code)
@@ -415,5 +415,43 @@ func TestReconcileBinaries(t *testing.T) {
 	}
 	if code, _, errs := run(bins[1], om, "reconcile", "--account", "nobody"); code != 1 || !strings.Contains(errs, "nobody") {
 		t.Errorf("openmano reconcile --account nobody: exit %d, want 1 naming the account\n%s", code, errs)
+	}
+}
+
+// TestReconcileMismatchAndPeriodic: a service edited behind wimd's back
+// is a mismatch, which the periodic run reports (WARN with account_id,
+// the metrics) and --fix leaves alone (exit 3, the endpoints shown).
+func TestReconcileMismatchAndPeriodic(t *testing.T) {
+	t.Parallel()
+	url := "http://fake-" + uuid.NewString()
+	t.Cleanup(fake.ControllerFor(url).Reset)
+	d := setupDrift(t, driftCase{name: "fake", wimType: "fake", url: url,
+		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} }}, "--reconcile-interval", "200ms")
+	inst, _ := d.api.activeInstance("t0", 1)
+	l := d.links(inst)[0]
+	if _, err := d.conn.EditService(t.Context(), l["wim_internal_id"].(string), nil, d.points(120)); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Until(t, 30*time.Second, "the periodic run reports the mismatch", func() (bool, string) {
+		_, text := d.api.send("GET", "/metrics", nil)
+		n, _ := sample(text, "wimro_reconcile_drift", "kind", "mismatch")
+		runs, _ := sample(text, "wimro_reconcile_runs_total", "result", "drift")
+		return n == 1 && runs >= 1, fmt.Sprintf("mismatch gauge %v, runs with drift %v", n, runs)
+	})
+	log := d.stderr.String()
+	if !strings.Contains(log, "level=WARN msg=\"drift between the database and the controller\"") || !strings.Contains(log, "kind=mismatch") ||
+		!strings.Contains(log, "account_id=") || !strings.Contains(log, "wan_link_id="+l["uuid"].(string)) {
+		t.Errorf("no WARN line for the mismatch with account_id and wan_link_id in the log:\n%s", lastLines(log, 20))
+	}
+	code, rep := d.reconcile(t, "--fix")
+	drift := driftOf(rep)
+	if code != exitDrift || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || drift[0].Fixed {
+		t.Fatalf("wimd reconcile --fix with a mismatch: exit %d, drift %+v; want %d and one unfixed mismatch", code, drift, exitDrift)
+	}
+	if want, have := []string{"ep-0/vlan=100", "ep-1/vlan=101"}, []string{"ep-0/vlan=120", "ep-1/vlan=121"}; !slices.Equal(drift[0].Want, want) || !slices.Equal(drift[0].Have, have) {
+		t.Errorf("mismatch endpoints want %v have %v, expected %v and %v", drift[0].Want, drift[0].Have, want, have)
+	}
+	if st := d.links(inst)[0]["status"]; st != "ACTIVE" {
+		t.Errorf("--fix touched the mismatched link: status %v", st)
 	}
 }
