@@ -296,6 +296,25 @@ func TestReconcile(t *testing.T) {
 			if code, rep := d.reconcile(t); code != 0 || len(driftOf(rep)) != 0 {
 				t.Errorf("after --fix: exit %d, drift %+v; want 0 and none", code, driftOf(rep))
 			}
+
+			// The other link's service replaced behind wimd's back by one of
+			// the same key on other VLANs: a mismatch, which the
+			// connector's listing shows, and --fix leaves alone.
+			other := d.links(inst)[1]
+			if err := d.conn.DeleteService(t.Context(), other["wim_internal_id"].(string), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := d.conn.CreateService(t.Context(), other["uuid"].(string), connectors.ServiceELINE, d.points(120)); err != nil {
+				t.Fatal(err)
+			}
+			code, rep = d.reconcile(t, "--fix")
+			drift := driftOf(rep)
+			if code != exitDrift || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || drift[0].WANLinkID != other["uuid"] || drift[0].Fixed {
+				t.Fatalf("a replaced service: exit %d, drift %+v; want %d and one unfixed mismatch of %s", code, drift, exitDrift, other["uuid"])
+			}
+			if have := []string{"ep-0/vlan=120", "ep-1/vlan=121"}; !slices.Equal(drift[0].Have, have) || len(drift[0].Want) != 2 {
+				t.Errorf("mismatch: want %v, have %v; the controller has %v", drift[0].Want, drift[0].Have, have)
+			}
 		})
 	}
 }
