@@ -273,9 +273,11 @@ func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport
 			if o.Account != "" {
 				return rep, err
 			}
+			// The report may go to an API client: an internal error's
+			// detail goes to the log only.
 			ad.Error = wimro.ErrorMessage(err)
 			if wimro.ErrorCode(err) == wimro.EINTERNAL {
-				ad.Error = err.Error()
+				e.logger.Warn("reconcile failed for an account", slog.String("account_id", a.UUID), slog.Any("error", err))
 			}
 		}
 		rep.Accounts = append(rep.Accounts, ad)
@@ -309,11 +311,9 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix b
 		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
 			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, pl.PartialListing())}
 	}
-	// Read the database first: a link made between the two reads is then
-	// listed by the controller but unknown here, which only an orphan
-	// report could get wrong, and a service with a key of a link that is
-	// busy or live is never an orphan. So list second, then re-read the
-	// links' ownership for the orphans (see below).
+	// The database first, the controller second: a service listed is then
+	// either in the snapshot or made after it, and only the latter (a link
+	// created meanwhile) can look orphaned; the re-read below clears it.
 	st, err := e.db.DriftStateOf(ctx, a.UUID)
 	if err != nil {
 		return ad, err
@@ -330,8 +330,8 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix b
 	drift, checked := CompareDrift(links, st.Busy, services)
 	ad.Links = checked
 	if len(drift) > 0 {
-		// A link created after the first read and listed by the controller
-		// looks orphaned: read again and keep only what both reads agree on.
+		// Keep only what a second read agrees on: a link created, or
+		// given work, since the first is not drift.
 		again, err := e.db.DriftStateOf(ctx, a.UUID)
 		if err != nil {
 			return ad, err
