@@ -102,7 +102,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 		return fmt.Errorf("check the secret key: %w", err)
 	}
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
-	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version)))
+	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version), db))
 	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix})
 	if err != nil {
 		return err

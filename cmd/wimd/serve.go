@@ -130,7 +130,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)
-	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)))
+	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID), db))
 	defer stopPart(logger, "account checks", eng.StopChecks)
 	// One LISTEN connection for the process: the workers follow account
 	// changes, the coordinator the account list.
