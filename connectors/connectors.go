@@ -20,6 +20,8 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 )
 
 // Encapsulation is how traffic of a connection point is tagged on the WAN
@@ -94,6 +96,34 @@ type Service struct {
 	Key string
 	// Info is a JSON-serialisable description (type, endpoints, ...).
 	Info map[string]any
+	// Endpoints are the service's ends in the port mappings' terms, as
+	// EndpointsOf writes them for the points of a create, sorted; nil when
+	// the connector cannot tell (the controller keeps nothing that leads
+	// back to a port mapping). Drift reconcile compares them with the
+	// points of the service's WAN link.
+	Endpoints []string
+}
+
+// EndpointsOf names the ends of a service made of points the way
+// Service.Endpoints does: the wan_service_endpoint_id, followed by
+// "/vlan=<VLAN>" for a dot1q point, sorted. Both sides of a comparison
+// then speak the same words whatever the controller.
+func EndpointsOf(points []ConnectionPoint) []string {
+	out := make([]string, len(points))
+	for i, p := range points {
+		out[i] = EndpointName(p.ServiceEndpointID, p.VLAN)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EndpointName is one entry of Service.Endpoints: the service endpoint id,
+// with its VLAN when there is one (0: untagged).
+func EndpointName(serviceEndpointID string, vlan int) string {
+	if vlan == 0 {
+		return serviceEndpointID
+	}
+	return serviceEndpointID + "/vlan=" + strconv.Itoa(vlan)
 }
 
 // Connector talks to one WIM account's controller. Every method takes ctx
@@ -158,6 +188,15 @@ type Connector interface {
 // failing the WAN links that reach it.
 type MappingChecker interface {
 	CheckMapping(endpointID string, info map[string]any) error
+}
+
+// PartialLister is implemented by connectors whose ListServices cannot see
+// everything on the controller that is wimro's (DynPaC has no list route:
+// its connector lists only what this process created). Drift reconcile
+// refuses them, with the reason PartialListing gives: from a partial list,
+// every link would look missing and no orphan could be found.
+type PartialLister interface {
+	PartialListing() string
 }
 
 // MultipointNotSupported is the message of the error for an ELINE with more

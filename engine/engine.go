@@ -37,6 +37,8 @@ type Engine struct {
 	checks                  sync.WaitGroup // checks running in the background
 	checkCtx                context.Context
 	stopChecks              context.CancelFunc
+	// build makes connectors for drift reconcile.
+	build ConnectorBuilder
 }
 
 // New returns an engine over db. box seals account passwords at rest.

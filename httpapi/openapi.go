@@ -133,6 +133,8 @@ var queryParams = map[string]map[string]any{
 		"schema": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": toAny(engine.WIMListFields)}}},
 	"limit":   {"description": "At most this many rows (default 100).", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
 	"dry_run": {"description": "true: only plan the WAN links, write nothing; the answer is the plan.", "schema": map[string]any{"type": "boolean"}},
+	"account": {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
+	"fix":     {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches are only reported.", "schema": map[string]any{"type": "boolean"}},
 }
 
 func toAny(list []string) []any {

@@ -32,6 +32,7 @@ const usage = `wimd - the wimro WAN Infrastructure Manager daemon
 Usage:
   wimd serve   [flags]                       serve the REST API and run the workers
   wimd migrate up|down|status|version [flags] manage the database schema (goose)
+  wimd reconcile [--account X] [--fix] [-o json] compare the controllers with the database
   wimd version                               print the version
 
 Run "wimd <command> --help" for the flags of a command. Every flag has an
@@ -53,6 +54,8 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		err = a.serve(ctx, args[1:])
 	case "migrate":
 		err = a.migrate(ctx, args[1:])
+	case "reconcile":
+		err = a.reconcile(ctx, args[1:])
 	case "version", "--version":
 		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
 			fmt.Fprint(a.Stdout, "Usage: wimd version\n\nPrints the version of this wimd build.\n")
@@ -72,6 +75,8 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errDrift):
+		return exitDrift
 	}
 	fmt.Fprintf(a.Stderr, "wimd: %v\n", err)
 	return 1

@@ -108,6 +108,7 @@ type serveConfig struct {
 	refresh       time.Duration
 	retention     time.Duration
 	monitor       time.Duration
+	reconcile     time.Duration
 	instanceID    string
 	coordinator   string
 	consul        consulFlags
@@ -145,6 +146,8 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
 	fs.DurationVar(&c.monitor, "monitor-interval", a.envDuration("WIMRO_MONITOR_INTERVAL", 5*time.Minute),
 		"how often the credentials of each WIM account are checked with its controller (status ACTIVE or ERROR in the account's answers) and each created WAN link is re-read from it (ACTIVE, DOWN, ERROR, INACTIVE); 0 checks credentials only when an account is written and never re-reads links (env WIMRO_MONITOR_INTERVAL)")
+	fs.DurationVar(&c.reconcile, "reconcile-interval", a.envDuration("WIMRO_RECONCILE_INTERVAL", time.Hour),
+		"how often the leader (every process without a cluster) compares each account's controller with the database and logs drift, report only (wimd reconcile --fix repairs); 0 turns it off (env WIMRO_RECONCILE_INTERVAL)")
 	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
 		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
 	fs.StringVar(&c.coordinator, "coordinator", a.env("WIMRO_COORDINATOR", "none"),
@@ -177,6 +180,9 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	}
 	if c.retention < 0 {
 		return nil, fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.reconcile < 0 {
+		return nil, fmt.Errorf("--reconcile-interval must not be negative (got %s)", c.reconcile)
 	}
 	if c.dbMaxConns < 0 {
 		return nil, fmt.Errorf("--db-max-conns must not be negative (got %d)", c.dbMaxConns)

@@ -41,7 +41,23 @@ func connectorCheck(r *connectors.Registry) engine.ConnectorCheck {
 // engine). A type no connector handles, or settings the factory refuses,
 // is the account's ERROR.
 func credentialsCheck(r *connectors.Registry, logger *slog.Logger, userAgent string) engine.CredentialsCheck {
+	build := connectorBuilder(r, logger, userAgent, nil)
 	return func(ctx context.Context, w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) error {
+		c, err := build(w, a, password, mappings)
+		if err != nil {
+			return err
+		}
+		return c.CheckCredentials(ctx)
+	}
+}
+
+// connectorBuilder builds an account's connector as the workers do
+// (secrets opened by the engine), for the credentials check and drift
+// reconcile. locker, when set, is the workers' shared mutation lock: a
+// reconcile that deletes an orphan changes the controller, and must not
+// interleave with another process's read-modify-write there.
+func connectorBuilder(r *connectors.Registry, logger *slog.Logger, userAgent string, locker connectors.Locker) engine.ConnectorBuilder {
+	return func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error) {
 		if mappings == nil {
 			mappings = []wimro.PortMapping{}
 		}
@@ -52,14 +68,10 @@ func credentialsCheck(r *connectors.Registry, logger *slog.Logger, userAgent str
 		if a.Name != nil {
 			name = *a.Name
 		}
-		c, err := r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
+		return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
 			AccountID: a.UUID, AccountName: name, User: user, Password: password, AccountConfig: a.Config,
-			PortMappings: mappings, UserAgent: userAgent,
+			PortMappings: mappings, UserAgent: userAgent, Locker: locker,
 			Logger: logger.With(slog.String("account_id", a.UUID), slog.String("connector", w.Type))})
-		if err != nil {
-			return err
-		}
-		return c.CheckCredentials(ctx)
 	}
 }
 

@@ -131,6 +131,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)
+	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID), db))
 	defer stopPart(logger, "account checks", eng.StopChecks)
 	// One LISTEN connection for the process: the workers follow account
 	// changes, the coordinator the account list.
@@ -162,9 +163,14 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err := metrics.reg.Register(wimthread.NewSupervisorCollector(sup)); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	reconciler, err := newReconcileChore(eng, logger, c.reconcile, metrics.reg)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	chores := []coordinator.Chore{
 		wimthread.NewRescuer(db, logger, c.claimLease/3),
 		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
+		reconciler,
 	}
 	var coord coordinator.Coordinator
 	switch c.coordinator {

@@ -84,6 +84,12 @@ type Harness struct {
 	// controller holds for a service id (what the controller received,
 	// in connectors.QoS terms). Required when Honours is not empty.
 	QoS func(t *testing.T) (connectors.Connector, func(id string) connectors.QoS)
+
+	// ListsEndpoints says ListServices fills Service.Endpoints: the suite
+	// then requires them, after a create and after an edit, to name the
+	// points the service was given (drift reconcile relies on it). Without
+	// it, listed Endpoints must be nil or right.
+	ListsEndpoints bool
 }
 
 // Run runs the suite as subtests of t.
@@ -209,6 +215,19 @@ func (s *suite) createThenActive(t *testing.T) {
 	}
 	if !s.h.ServerChosenIDs && svc.Key != key {
 		t.Errorf("listed service %s has key %q, want %q", id, svc.Key, key)
+	}
+	s.checkEndpoints(t, svc, s.h.Points(0))
+}
+
+// checkEndpoints checks the listed endpoints of svc against the points it
+// was made of.
+func (s *suite) checkEndpoints(t *testing.T, svc connectors.Service, points []connectors.ConnectionPoint) {
+	t.Helper()
+	if svc.Endpoints == nil && !s.h.ListsEndpoints {
+		return
+	}
+	if want := connectors.EndpointsOf(points); !slices.Equal(svc.Endpoints, want) {
+		t.Errorf("listed service %s has endpoints %q, want %q", svc.ID, svc.Endpoints, want)
 	}
 }
 
@@ -345,9 +364,11 @@ func (s *suite) edit(t *testing.T) {
 	}
 	s.waitActive(t, c, id, connInfo)
 	services := s.list(t, c)
-	if _, ok := find(services, id); !ok || len(services) != 1 {
+	svc, ok := find(services, id)
+	if !ok || len(services) != 1 {
 		t.Fatalf("after an edit ListServices = %+v, want only %s", services, id)
 	}
+	s.checkEndpoints(t, svc, s.h.Points(1))
 
 	_, err = c.EditService(t.Context(), uuid.NewString(), nil, s.h.Points(2))
 	if !connectors.IsNotFound(err) {

@@ -462,6 +462,12 @@ func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]a
 	return nil
 }
 
+// PartialListing implements connectors.PartialLister: drift reconcile
+// cannot trust this connector's list.
+func (c *connector) PartialListing() string {
+	return "DynPaC has no route that lists its services: the dynpac connector lists only the services this wimd process created since it started, so every other link would look missing and no orphan could be found"
+}
+
 // ListServices lists the services this process created on the controller
 // that still exist there (DynPaC has no list route). It probes the
 // controller first, so an unreachable controller is an error even when

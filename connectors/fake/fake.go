@@ -391,7 +391,7 @@ func (c *Controller) listLocked() []connectors.Service {
 	out := make([]connectors.Service, 0, len(c.services))
 	for _, id := range slices.Sorted(maps.Keys(c.services)) {
 		s := c.services[id]
-		out = append(out, connectors.Service{ID: s.id, Key: s.key, Info: s.info()})
+		out = append(out, connectors.Service{ID: s.id, Key: s.key, Info: s.info(), Endpoints: connectors.EndpointsOf(s.points)})
 	}
 	return out
 }

@@ -55,8 +55,9 @@ var build = connectortest.Builder(fake.Type, fake.Register)
 
 func harness(accountConfig map[string]any) conformance.Harness {
 	return conformance.Harness{
-		New:    func(t *testing.T) connectors.Connector { return build(t, newConfig(t, accountConfig)) },
-		Points: points,
+		New:            func(t *testing.T) connectors.Connector { return build(t, newConfig(t, accountConfig)) },
+		Points:         points,
+		ListsEndpoints: true,
 		ELANPoints: func(i int) []connectors.ConnectionPoint {
 			third := points(i)[0]
 			third.VLAN += 50

@@ -658,38 +658,81 @@ type siteDoc struct {
 			Attachment struct {
 				VPNID string `json:"vpn-id"`
 			} `json:"vpn-attachment"`
+			// Read for ListServices' Endpoints (accessDetail).
+			Device   string `json:"device-reference"`
+			Location string `json:"location-reference"`
+			Bearer   struct {
+				Reference string `json:"bearer-reference"`
+			} `json:"bearer"`
+			Connection struct {
+				Tagged struct {
+					Dot1Q struct {
+						CVLAN int `json:"cvlan-id"`
+					} `json:"dot1q-vlan-tagged"`
+				} `json:"tagged-interface"`
+			} `json:"connection"`
 		} `json:"site-network-access"`
 	} `json:"site-network-accesses"`
 }
 
+// accessDetail is what an attachment says of its endpoint, for
+// ListServices' Endpoints.
+type accessDetail struct {
+	place string // placeOf: site, device or location, bearer
+	vlan  int    // cvlan-id, 0 untagged
+}
+
+// placeOf names where an endpoint attaches, in the terms an attachment
+// keeps: its site, the device or location its flavor references (none in
+// the osm dialect), and its bearer.
+func (c *connector) placeOf(site, device, location, bearer string) string {
+	ref := ""
+	if c.set.dialect == DialectRFC8466 {
+		ref = "device " + device
+		if c.set.flavor != FlavorDevice {
+			ref = "location " + location
+		}
+	}
+	return site + "|" + ref + "|" + bearer
+}
+
 // scan reads every site and returns the attachments by vpn-id.
 func (c *connector) scan(ctx context.Context) (map[string][]attachment, error) {
+	found, _, err := c.scanDetailed(ctx)
+	return found, err
+}
+
+// scanDetailed is scan with what each attachment says of its endpoint.
+func (c *connector) scanDetailed(ctx context.Context) (map[string][]attachment, map[attachment]accessDetail, error) {
 	const op = "list sites"
 	r, err := c.get(ctx, op, basePath+"/sites")
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case empty(r), c.set.dialect == DialectOSM && r.Status == http.StatusNotFound:
 		// osm dialect: TeraFlowSDN has no sites to read.
-		return nil, nil
+		return nil, nil, nil
 	case !r.OK():
-		return nil, c.fail(op, r)
+		return nil, nil, c.fail(op, r)
 	}
 	var sites struct {
 		Site []siteDoc `json:"site"`
 	}
 	if err := c.member(op, r, "sites", &sites); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make(map[string][]attachment)
+	details := make(map[attachment]accessDetail)
 	for _, s := range sites.Site {
 		for _, a := range s.Accesses.Access {
 			if v := a.Attachment.VPNID; v != "" {
-				out[v] = append(out[v], attachment{s.ID, a.ID})
+				at := attachment{s.ID, a.ID}
+				out[v] = append(out[v], at)
+				details[at] = accessDetail{place: c.placeOf(s.ID, a.Device, a.Location, a.Bearer.Reference), vlan: a.Connection.Tagged.Dot1Q.CVLAN}
 			}
 		}
 	}
-	return out, nil
+	return out, details, nil
 }
 
 // prune deletes the attachments of vpn-id id that are not wanted.
@@ -1115,43 +1158,54 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 // inventory returns wimro's vpn-services (sorted by id) and the
 // attachments by vpn-id.
 func (c *connector) inventory(ctx context.Context) ([]map[string]any, map[string][]attachment, error) {
+	ours, found, _, err := c.inventoryDetailed(ctx)
+	return ours, found, err
+}
+
+// inventoryDetailed is inventory with what each attachment says of its
+// endpoint.
+func (c *connector) inventoryDetailed(ctx context.Context) ([]map[string]any, map[string][]attachment, map[attachment]accessDetail, error) {
 	const op = "list vpn-services"
 	r, err := c.get(ctx, op, basePath+"/vpn-services")
 	switch {
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, nil, err
 	case empty(r), c.set.dialect == DialectOSM && r.OK() && string(bytes.TrimSpace(r.Body)) == "{}":
 		// osm dialect: TeraFlowSDN answers {}, whatever it holds.
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	case !r.OK():
-		return nil, nil, c.fail(op, r)
+		return nil, nil, nil, c.fail(op, r)
 	}
 	var doc struct {
 		Service []map[string]any `json:"vpn-service"`
 	}
 	if err := c.member(op, r, "vpn-services", &doc); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ours := slices.DeleteFunc(doc.Service, func(s map[string]any) bool {
 		id, _ := s["vpn-id"].(string)
 		return !strings.HasPrefix(id, IDPrefix)
 	})
 	if len(ours) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	slices.SortFunc(ours, func(a, b map[string]any) int { return strings.Compare(a["vpn-id"].(string), b["vpn-id"].(string)) })
-	found, err := c.scan(ctx)
+	found, details, err := c.scanDetailed(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ours, found, nil
+	return ours, found, details, nil
 }
 
+// ListServices lists wimro's vpn-services; Endpoints reads each one's
+// attachments back (site, device or location, bearer, cvlan-id) through
+// the port mappings, nil when one matches no mapping, or two.
 func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
-	ours, found, err := c.inventory(ctx)
+	ours, found, details, err := c.inventoryDetailed(ctx)
 	if err != nil {
 		return nil, err
 	}
+	places := c.places()
 	out := make([]connectors.Service, 0, len(ours))
 	for _, s := range ours {
 		id := s["vpn-id"].(string)
@@ -1160,9 +1214,47 @@ func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, err
 			names = append(names, a.site+"/"+a.id)
 		}
 		info := map[string]any{"vpn-svc-type": s["vpn-svc-type"], "customer-name": s["customer-name"], "site-network-accesses": names}
-		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info})
+		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: endpointsOf(found[id], details, places)})
 	}
 	return out, nil
+}
+
+// places maps where each port mapping's endpoint attaches (placeOf) to its
+// endpoint id, "" when two mappings attach at one place.
+func (c *connector) places() map[string]string {
+	out := map[string]string{}
+	for _, m := range c.cfg.PortMappings {
+		ep, err := c.endpoint(m.WANServiceEndpointID, m.WANServiceMappingInfo)
+		if err != nil {
+			continue
+		}
+		p := c.placeOf(ep.site, ep.device, ep.location, ep.bearer)
+		if prev, ok := out[p]; ok && prev != ep.id {
+			out[p] = ""
+			continue
+		}
+		out[p] = ep.id
+	}
+	return out
+}
+
+// endpointsOf reads a service's attachments back as endpoints; nil when
+// one cannot be.
+func endpointsOf(list []attachment, details map[attachment]accessDetail, places map[string]string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		d, ok := details[a]
+		id := places[d.place]
+		if !ok || id == "" {
+			return nil
+		}
+		out = append(out, connectors.EndpointName(id, d.vlan))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ClearAll deletes wimro's services (vpn-id prefix "wimro-") and their

@@ -129,9 +129,16 @@ func TestConformance(t *testing.T) {
 			}
 			conformance.Run(t, conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
-					c, _ := setup(t, emu.Options{BuildPolls: 2, Dialect: dialect}, account)
-					return c
+					// The WIM's port mappings name the three sites, so
+					// listed services read back as endpoints.
+					_, srv := server(t, emu.Options{BuildPolls: 2, Dialect: dialect, User: user, Password: password})
+					var mappings []wimro.PortMapping
+					for _, p := range elanPoints(0) {
+						mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
+					}
+					return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings})
 				},
+				ListsEndpoints: dialect == ietfl2vpn.DialectRFC8466,
 				Points:         points,
 				ELANPoints:     elanPoints,
 				MaxStatusPolls: 5,

@@ -96,6 +96,8 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
@@ -140,7 +142,11 @@ type connector struct {
 	encap    string
 	mappings connectors.MappingIndex
 	lockName string
-	log      *slog.Logger
+	// portNames maps a port subject (of:<dpid>/<port>) to the endpoint
+	// id of the port mapping that names it, "" when two do: ListServices
+	// reads a VPLS's interfaces back as endpoints through it.
+	portNames map[string]string
+	log       *slog.Logger
 }
 
 // Factory builds an onos connector. It contacts nothing; invalid settings
@@ -164,13 +170,26 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if !encapsulations[encap] {
 		return nil, connectors.Errorf(connectors.KindPermanent, "onos: config \"encapsulation\" must be NONE, VLAN or MPLS, got %q", encap)
 	}
+	portNames := map[string]string{}
+	for _, m := range cfg.PortMappings {
+		port, err := portSubject(m.WANServiceMappingInfo)
+		if err != nil {
+			continue // not an ONOS port: it names nothing here
+		}
+		if prev, ok := portNames[port]; ok && prev != m.WANServiceEndpointID {
+			portNames[port] = ""
+			continue
+		}
+		portNames[port] = m.WANServiceEndpointID
+	}
 	return &connector{
-		cfg:      cfg,
-		rest:     client,
-		encap:    encap,
-		mappings: cfg.Mappings(),
-		lockName: "onos-vpls:" + client.Controller(),
-		log:      cfg.Log(),
+		cfg:       cfg,
+		rest:      client,
+		encap:     encap,
+		mappings:  cfg.Mappings(),
+		lockName:  "onos-vpls:" + client.Controller(),
+		portNames: portNames,
+		log:       cfg.Log(),
 	}, nil
 }
 
@@ -275,20 +294,75 @@ func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]a
 	return nil
 }
 
+// ListServices lists wimro's VPLSs; Endpoints reads each one's interfaces
+// back, from the ports they are configured on, through the port mappings
+// (nil when an interface is configured on no port, on several, or on a
+// port no single mapping names).
 func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
 	doc, err := c.readVPLS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []connectors.Service
+	var (
+		out   []connectors.Service
+		where map[string][]place
+	)
 	for _, e := range doc.entries() {
 		key, ok := keyOf(e.Name)
 		if !ok {
 			continue
 		}
-		out = append(out, connectors.Service{ID: key, Key: key, Info: e.info()})
+		if where == nil {
+			p, err := c.readPorts(ctx)
+			if err != nil {
+				return nil, err
+			}
+			where = places(p)
+		}
+		out = append(out, connectors.Service{ID: key, Key: key, Info: e.info(), Endpoints: c.endpoints(e, where)})
 	}
 	return out, nil
+}
+
+// place is where an interface is configured: a port and its VLAN text.
+type place struct{ port, vlan string }
+
+// places indexes the configured interfaces by name.
+func places(p ports) map[string][]place {
+	out := make(map[string][]place)
+	for port, list := range p {
+		for _, raw := range list {
+			h := headOf(raw)
+			out[h.Name] = append(out[h.Name], place{port, vlanOf(h.VLAN)})
+		}
+	}
+	return out
+}
+
+// endpoints reads a VPLS's interfaces back as endpoints; nil when one
+// cannot be read.
+func (c *connector) endpoints(e vplsEntry, where map[string][]place) []string {
+	out := make([]string, 0, len(e.Interfaces))
+	for _, name := range e.Interfaces {
+		ps := where[name]
+		if len(ps) != 1 {
+			return nil
+		}
+		id := c.portNames[ps[0].port]
+		vlan := 0
+		if ps[0].vlan != "" {
+			var err error
+			if vlan, err = strconv.Atoi(ps[0].vlan); err != nil {
+				return nil
+			}
+		}
+		if id == "" {
+			return nil
+		}
+		out = append(out, connectors.EndpointName(id, vlan))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ClearAll removes every VPLS named wimro-<key> and the interfaces of

@@ -98,9 +98,17 @@ func (c elan) CreateService(ctx context.Context, key string, t connectors.Servic
 func harness(pts func(int) []connectors.ConnectionPoint, wrap func(connectors.Connector) connectors.Connector) conformance.Harness {
 	return conformance.Harness{
 		New: func(t *testing.T) connectors.Connector {
-			return wrap(setup(t, emu.Options{}, nil).c)
+			// The WIM's port mappings name the three ports, so listed
+			// VPLSs read back as endpoints.
+			e := setup(t, emu.Options{}, nil)
+			var mappings []wimro.PortMapping
+			for _, p := range elanPoints(0) {
+				mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
+			}
+			return wrap(build(t, connectors.Config{URL: e.srv.URL, User: user, Password: password, PortMappings: mappings}))
 		},
 		Points:         pts,
+		ListsEndpoints: true,
 		ELANPoints:     elanPoints,
 		MaxStatusPolls: 2,
 		Unreachable: func(t *testing.T) connectors.Connector {

@@ -99,7 +99,9 @@
 // GetServiceStatus and DeleteService also take an id without a comma
 // along with such a connInfo (a pair OSM made: its "…00**" id and its
 // conn_info). Delete deletes az, then za, each 404 being success.
-// ListServices lists a pair once, under its id and key, with Info
+// ListServices gives a bidirectional service's Endpoints by reading its
+// SIPs back through the port mappings (nil when a SIP is named by none or
+// by two, and for photonic pairs). It lists a pair once, under its id and key, with Info
 // {"bidirectional": false, "az": {…}, "za": {…}}; a half whose partner
 // is gone is listed alone, its id with the other side empty ("<az uuid>,"
 // or ",<za uuid>"), which status and delete take too, so ClearAll deletes
@@ -180,6 +182,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/rest"
 )
@@ -239,7 +242,11 @@ type connector struct {
 	multipoint bool
 	mappings   connectors.MappingIndex
 	ordered    []string // endpoint ids of mappings, sorted
-	log        *slog.Logger
+	// sipNames reads a listed service's SIPs back as endpoints
+	// (connectors.EndpointName of the mapping and VLAN that name the SIP);
+	// "" marks a SIP that two mappings name.
+	sipNames map[string]string
+	log      *slog.Logger
 }
 
 // Factory builds a tapi connector. It contacts nothing; invalid settings
@@ -287,7 +294,60 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		c.ordered = append(c.ordered, m.WANServiceEndpointID)
 	}
 	slices.Sort(c.ordered)
+	c.sipNames = sipNames(cfg.PortMappings)
 	return c, nil
+}
+
+// sipNames maps each SIP the port mappings name to the endpoint it
+// stands for, as endFor resolves a point: a per-VLAN SIP to its endpoint
+// and VLAN, "sip" to its endpoint and "vlan", a photonic pair's SIPs to
+// their endpoint, and, for a mapping naming no SIP, the endpoint id itself
+// (OSM's rule). A mapping that does not parse names nothing.
+func sipNames(mappings []wimro.PortMapping) map[string]string {
+	out := map[string]string{}
+	add := func(sip, name string) {
+		if prev, ok := out[sip]; ok && prev != name {
+			out[sip] = "" // two mappings: the listing cannot tell which
+			return
+		}
+		out[sip] = name
+	}
+	for _, m := range mappings {
+		pm, err := parseMapping(m.WANServiceMappingInfo)
+		if err != nil {
+			continue
+		}
+		id := m.WANServiceEndpointID
+		for vlan, sip := range pm.sips {
+			add(sip, connectors.EndpointName(id, vlan))
+		}
+		if pm.sip != "" {
+			add(pm.sip, connectors.EndpointName(id, pm.sipVLAN))
+		}
+		if pm.sipInput != "" {
+			add(pm.sipInput, connectors.EndpointName(id, 0))
+			add(pm.sipOutput, connectors.EndpointName(id, 0))
+		}
+		if pm.sip == "" && pm.sips == nil && pm.sipInput == "" {
+			add(id, connectors.EndpointName(id, 0))
+		}
+	}
+	return out
+}
+
+// endpoints reads a service's SIPs back as endpoints; nil when one of them
+// is named by no port mapping, or by two.
+func (c *connector) endpoints(sips []string) []string {
+	out := make([]string, 0, len(sips))
+	for _, sip := range sips {
+		name := c.sipNames[sip]
+		if name == "" {
+			return nil
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // oneOf reads a string setting that must be one of allowed (the first is
@@ -758,7 +818,7 @@ func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, err
 		case s.half() != "":
 			halves = append(halves, s)
 		default:
-			out = append(out, connectors.Service{ID: s.UUID, Key: key, Info: s.info()})
+			out = append(out, connectors.Service{ID: s.UUID, Key: key, Info: s.info(), Endpoints: c.endpoints(s.sips())})
 		}
 	}
 	out = append(out, pairs(halves)...)

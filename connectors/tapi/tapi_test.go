@@ -85,6 +85,13 @@ func setup(t *testing.T, opts emu.Options, account map[string]any) (connectors.C
 // when wrap is set.
 func setupWrapped(t *testing.T, opts emu.Options, account map[string]any, wrap func(*emu.Emulator) http.Handler) (connectors.Connector, *emu.Emulator) {
 	t.Helper()
+	return setupMapped(t, opts, account, wrap, nil)
+}
+
+// setupMapped is setupWrapped with the WIM's port mappings in the
+// connector's config.
+func setupMapped(t *testing.T, opts emu.Options, account map[string]any, wrap func(*emu.Emulator) http.Handler, mappings []wimro.PortMapping) (connectors.Connector, *emu.Emulator) {
+	t.Helper()
 	if opts.SIPs == nil {
 		opts.SIPs = seededSIPs()
 	}
@@ -95,7 +102,7 @@ func setupWrapped(t *testing.T, opts emu.Options, account map[string]any, wrap f
 		h = wrap(e)
 	}
 	srv := serve(t, h)
-	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account}), e
+	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings}), e
 }
 
 // paths returns "METHOD path" of the emulator's requests.
@@ -118,12 +125,15 @@ func TestConformance(t *testing.T) {
 		account map[string]any
 		points  func(i int) []connectors.ConnectionPoint
 		elan    func(i int) []connectors.ConnectionPoint // nil: no ELAN
+		// endpoints: the WIM's port mappings name dc1 and dc2, so a
+		// listed service's SIPs read back as endpoints.
+		endpoints bool
 	}{
-		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}, points, elan},
-		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}, points, elan},
-		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}, points, elan},
-		{"photonic pairs, data create, uuid delete", emu.Options{Version: emu.Version24}, nil, photonicPoints, nil},
-		{"photonic pairs, rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}, photonicPoints, nil},
+		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}, points, elan, true},
+		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}, points, elan, true},
+		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}, points, elan, true},
+		{"photonic pairs, data create, uuid delete", emu.Options{Version: emu.Version24}, nil, photonicPoints, nil, false},
+		{"photonic pairs, rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}, photonicPoints, nil, false},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -137,9 +147,17 @@ func TestConformance(t *testing.T) {
 				New: func(t *testing.T) connectors.Connector {
 					opts := v.opts
 					opts.BuildPolls = 2
-					c, _ := setup(t, opts, v.account)
+					var mappings []wimro.PortMapping
+					if v.endpoints {
+						mappings = []wimro.PortMapping{
+							{WANServiceEndpointID: "dc1", WANServiceMappingInfo: vlanMapping(portA)},
+							{WANServiceEndpointID: "dc2", WANServiceMappingInfo: vlanMapping(portB)},
+						}
+					}
+					c, _ := setupMapped(t, opts, v.account, nil, mappings)
 					return c
 				},
+				ListsEndpoints:  v.endpoints,
 				Points:          v.points,
 				ELANPoints:      v.elan,
 				EditUnsupported: true,

@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/persistence"
+)
+
+// Drift reconcile compares what the database says an account's controller
+// holds with what the controller lists (connectors.Connector.ListServices,
+// which lists only services carrying wimro's key). Three kinds of drift:
+//
+//   - orphan: a service with wimro's key that belongs to no WAN link of the
+//     account (a crash between create and record, a link deleted while the
+//     controller was away, a copy of the database restored). --fix deletes
+//     it through the connector.
+//   - missing: a link the database holds as made (a service id recorded,
+//     status ACTIVE, INACTIVE, DOWN or ERROR) that the controller does not
+//     list. --fix re-queues it as a CREATE action in an instance action
+//     "reconcile" and marks it BUILD; the workers make it as they make any
+//     link.
+//   - mismatch: the service exists but its endpoints (Service.Endpoints)
+//     differ from the link's connection points. Reported only: the fix is
+//     to delete and re-create the instance's links (a DELETE and a CREATE
+//     through the instance). A CREATE re-queued on the same key would have
+//     the connector bring the service in line or fail the link, depending
+//     on the connector; reconcile does not take that gamble unasked.
+//
+// A link with a SCHEDULED or BUILD action is never drift (a CREATE or
+// DELETE in flight is work, not drift), and neither is a service whose
+// key is such a link, including one whose row is already gone with its
+// instance. A service without wimro's key is never listed, so never
+// touched.
+
+// Drift kinds.
+const (
+	DriftOrphan   = "orphan"
+	DriftMissing  = "missing"
+	DriftMismatch = "mismatch"
+)
+
+// DriftKinds lists the kinds, for metrics and reports.
+var DriftKinds = []string{DriftOrphan, DriftMissing, DriftMismatch}
+
+// Drift is one difference between the database and the controller.
+type Drift struct {
+	Kind string `json:"kind"`
+	// WANLinkID is the link concerned (orphan: the service's key).
+	WANLinkID string `json:"wan_link_id,omitempty"`
+	// InstanceID is the link's instance (missing, mismatch).
+	InstanceID string `json:"instance_id,omitempty"`
+	// ServiceID is the controller's id of the service (orphan, mismatch),
+	// or the id the database recorded (missing).
+	ServiceID string `json:"service_id,omitempty"`
+	// LinkStatus is the link's status in the database (missing, mismatch).
+	LinkStatus string `json:"link_status,omitempty"`
+	// Want and Have are the endpoints of the link and of the service
+	// (mismatch).
+	Want []string `json:"want_endpoints,omitempty"`
+	Have []string `json:"have_endpoints,omitempty"`
+	// Detail says what differs and what fixes it.
+	Detail string `json:"detail"`
+	// Fixed is true when --fix repaired it (orphan deleted, link
+	// re-queued: ActionID is then its instance action); FixError says why
+	// a fix failed.
+	Fixed    bool   `json:"fixed"`
+	ActionID string `json:"action_id,omitempty"`
+	FixError string `json:"fix_error,omitempty"`
+}
+
+// AccountDrift is the reconcile of one WIM account.
+type AccountDrift struct {
+	AccountID   string `json:"account_id"`
+	AccountName string `json:"account_name"`
+	WIMID       string `json:"wim_id"`
+	WIMName     string `json:"wim_name"`
+	WIMType     string `json:"wim_type"`
+	// Links is how many links were compared; Services how many services
+	// with wimro's key the controller listed.
+	Links    int     `json:"links"`
+	Services int     `json:"services"`
+	Drift    []Drift `json:"drift"`
+	// Error is why the account could not be reconciled (controller
+	// unreachable, connector that cannot list): it is not drift.
+	Error string `json:"error,omitempty"`
+}
+
+// DriftReport is the outcome of one reconcile.
+type DriftReport struct {
+	Fix      bool           `json:"fix"`
+	Accounts []AccountDrift `json:"accounts"`
+}
+
+// Count returns how many drift items of each kind the report holds.
+func (r DriftReport) Count() map[string]int {
+	out := make(map[string]int, len(DriftKinds))
+	for _, k := range DriftKinds {
+		out[k] = 0
+	}
+	for _, a := range r.Accounts {
+		for _, d := range a.Drift {
+			out[d.Kind]++
+		}
+	}
+	return out
+}
+
+// Total returns the number of drift items.
+func (r DriftReport) Total() int {
+	n := 0
+	for _, a := range r.Accounts {
+		n += len(a.Drift)
+	}
+	return n
+}
+
+// Failed returns how many accounts could not be reconciled.
+func (r DriftReport) Failed() int {
+	n := 0
+	for _, a := range r.Accounts {
+		if a.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// DriftLink is one WAN link as the comparison sees it.
+type DriftLink struct {
+	Link wimro.WANLink
+	// Endpoints are the link's connection points as
+	// connectors.EndpointsOf names them; nil when they cannot be computed
+	// (the endpoints are then not compared).
+	Endpoints []string
+}
+
+// checkedStatuses are the link statuses whose service should exist on
+// the controller. BUILD and WIM_ERROR links have a refresh in flight;
+// DELETED ones should have none.
+var checkedStatuses = map[string]bool{wimro.LinkActive: true, wimro.LinkInactive: true, wimro.LinkDown: true, wimro.LinkError: true}
+
+// CompareDrift is the comparison, pure: links are the account's WAN links
+// (any status), busy the ids of the links with a SCHEDULED or BUILD action,
+// services the controller's listing. It returns the drift, orphans first,
+// each kind in a stable order, and how many links it compared.
+func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors.Service) ([]Drift, int) {
+	owned := make(map[string]bool, len(links)) // keys that name a live link
+	for _, l := range links {
+		if l.Link.Status != wimro.LinkDeleted {
+			owned[l.Link.UUID] = true
+		}
+	}
+	byKey := make(map[string]connectors.Service, len(services))
+	byID := make(map[string]connectors.Service, len(services))
+	var out []Drift
+	for _, s := range services {
+		byID[s.ID] = s
+		switch {
+		case s.Key == "":
+			continue // the controller keeps no key: it cannot be told wimro's
+		case owned[s.Key] || busy[s.Key]:
+			if _, dup := byKey[s.Key]; !dup {
+				byKey[s.Key] = s
+			}
+		default:
+			out = append(out, Drift{Kind: DriftOrphan, WANLinkID: s.Key, ServiceID: s.ID, Have: s.Endpoints,
+				Detail: "the controller holds a service with wimro's key that belongs to no WAN link of this account; --fix deletes it"})
+		}
+	}
+	checked := 0
+	var missing, mismatched []Drift
+	for _, l := range links {
+		link := l.Link
+		made := link.Created || (link.WIMInternalID != nil && *link.WIMInternalID != "")
+		if !made || !checkedStatuses[link.Status] || busy[link.UUID] {
+			continue
+		}
+		checked++
+		d := Drift{WANLinkID: link.UUID, LinkStatus: link.Status}
+		if link.InstanceID != nil {
+			d.InstanceID = *link.InstanceID
+		}
+		s, ok := byKey[link.UUID]
+		if !ok && link.WIMInternalID != nil {
+			s, ok = byID[*link.WIMInternalID]
+		}
+		if !ok {
+			d.Kind = DriftMissing
+			if link.WIMInternalID != nil {
+				d.ServiceID = *link.WIMInternalID
+			}
+			d.Want = l.Endpoints
+			d.Detail = fmt.Sprintf("the database holds the link %s but the controller has no service for it; --fix re-queues it as a CREATE", link.Status)
+			missing = append(missing, d)
+			continue
+		}
+		if l.Endpoints == nil || s.Endpoints == nil || slices.Equal(sorted(l.Endpoints), sorted(s.Endpoints)) {
+			continue
+		}
+		d.Kind, d.ServiceID, d.Want, d.Have = DriftMismatch, s.ID, l.Endpoints, s.Endpoints
+		d.Detail = fmt.Sprintf("the service's endpoints differ from the link's: want %s, the controller has %s; reconcile reports it only: delete and re-create the instance (a DELETE and a CREATE) to bring it in line",
+			strings.Join(l.Endpoints, " "), strings.Join(s.Endpoints, " "))
+		mismatched = append(mismatched, d)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ServiceID < out[j].ServiceID })
+	out = append(out, missing...)
+	return append(out, mismatched...), checked
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// ConnectorBuilder builds the connector of account a of WIM w, their
+// secrets opened, with the WIM's port mappings, as the workers build
+// theirs. wimd makes it from its connector registry.
+type ConnectorBuilder func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error)
+
+// SetConnectorBuilder installs what Reconcile builds connectors with.
+// Call it before serving requests.
+func (e *Engine) SetConnectorBuilder(b ConnectorBuilder) { e.build = b }
+
+// ReconcileOptions choose what Reconcile does.
+type ReconcileOptions struct {
+	// Account is an account's uuid or name; "" reconciles every account.
+	Account string
+	// Fix deletes orphans and re-queues missing links.
+	Fix bool
+}
+
+// Reconcile compares the chosen accounts' WAN links with their
+// controllers and, with Fix, repairs what it can (see the drift kinds).
+// Controller calls happen outside any database transaction. An account
+// that cannot be reconciled (controller away, a connector that cannot
+// list) is reported with its Error; naming such an account alone is an
+// error, as is naming one that does not exist.
+func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport, error) {
+	rep := DriftReport{Fix: o.Fix, Accounts: []AccountDrift{}}
+	if e.build == nil {
+		return rep, wimro.Errorf(wimro.EUNAVAILABLE, "reconcile is not available in this process (no connectors)")
+	}
+	accounts, err := e.db.ListAccounts(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if o.Account != "" {
+		accounts = slices.DeleteFunc(accounts, func(a wimro.WIMAccount) bool {
+			return a.UUID != o.Account && (a.Name == nil || *a.Name != o.Account)
+		})
+		switch {
+		case len(accounts) == 0:
+			return rep, &wimro.Error{Code: wimro.ENOTFOUND, Field: "account", Message: fmt.Sprintf("account: no WIM account has the uuid or name %q", o.Account)}
+		case len(accounts) > 1:
+			return rep, wimro.FieldErrorf("account", "account: %d WIM accounts are named %q; give the uuid", len(accounts), o.Account)
+		}
+	}
+	for _, a := range accounts {
+		ad, err := e.reconcileAccount(ctx, a, o.Fix)
+		if err != nil {
+			if ctx.Err() != nil {
+				return rep, fmt.Errorf("reconcile: %w", ctx.Err())
+			}
+			if o.Account != "" {
+				return rep, err
+			}
+			// The report may go to an API client: an internal error's
+			// detail goes to the log only.
+			ad.Error = wimro.ErrorMessage(err)
+			if wimro.ErrorCode(err) == wimro.EINTERNAL {
+				e.logger.Warn("reconcile failed for an account", slog.String("account_id", a.UUID), slog.Any("error", err))
+			}
+		}
+		rep.Accounts = append(rep.Accounts, ad)
+	}
+	return rep, nil
+}
+
+func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix bool) (AccountDrift, error) {
+	ad := AccountDrift{AccountID: a.UUID, AccountName: accountName(a), WIMID: a.WIMID, Drift: []Drift{}}
+	w, err := e.db.GetWIM(ctx, a.WIMID)
+	if err != nil {
+		return ad, err
+	}
+	ad.WIMName, ad.WIMType = w.Name, w.Type
+	password, err := e.AccountPassword(a)
+	if err != nil {
+		return ad, err
+	}
+	if w, a.Config, err = e.openSecrets(w, a.Config); err != nil {
+		return ad, err
+	}
+	mappings, err := e.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}})
+	if err != nil {
+		return ad, err
+	}
+	c, err := e.build(w, a, password, mappings)
+	if err != nil {
+		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, err)
+	}
+	if pl, ok := c.(connectors.PartialLister); ok {
+		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
+			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, pl.PartialListing())}
+	}
+	// The database first, the controller second: a service listed is then
+	// either in the snapshot or made after it, and only the latter (a link
+	// created meanwhile) can look orphaned; the re-read below clears it.
+	st, err := e.db.DriftStateOf(ctx, a.UUID)
+	if err != nil {
+		return ad, err
+	}
+	services, err := c.ListServices(ctx)
+	if err != nil {
+		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: the controller did not list its services: %v", ad.AccountName, err)
+	}
+	ad.Services = len(services)
+	links := make([]DriftLink, len(st.Links))
+	for i, l := range st.Links {
+		links[i] = DriftLink{Link: l, Endpoints: endpointsOf(a.UUID, l, st, mappings)}
+	}
+	drift, checked := CompareDrift(links, st.Busy, services)
+	ad.Links = checked
+	if len(drift) > 0 {
+		// Keep only what a second read agrees on: a link created, or
+		// given work, since the first is not drift.
+		again, err := e.db.DriftStateOf(ctx, a.UUID)
+		if err != nil {
+			return ad, err
+		}
+		live := map[string]bool{}
+		for _, l := range again.Links {
+			live[l.UUID] = l.Status != wimro.LinkDeleted
+		}
+		drift = slices.DeleteFunc(drift, func(d Drift) bool {
+			return (d.Kind == DriftOrphan && (live[d.WANLinkID] || again.Busy[d.WANLinkID])) || (d.Kind != DriftOrphan && again.Busy[d.WANLinkID])
+		})
+	}
+	ad.Drift = append(ad.Drift, drift...)
+	if fix {
+		e.fixDrift(ctx, c, a.UUID, &ad)
+	}
+	return ad, nil
+}
+
+// endpointsOf computes a link's endpoints as the CREATE would ask for
+// them; nil when they cannot be computed (they are then not compared).
+func endpointsOf(accountID string, l wimro.WANLink, st persistence.DriftState, mappings []wimro.PortMapping) []string {
+	if l.InstanceID == nil || l.SceNetID == nil {
+		return nil
+	}
+	var nets []wimro.InstanceNet
+	for _, n := range st.Nets {
+		if n.InstanceID == *l.InstanceID && n.SceNetID != nil && *n.SceNetID == *l.SceNetID {
+			nets = append(nets, n)
+		}
+	}
+	points, err := actions.ConnectionPoints(accountID, nets, st.Datacenters, mappings)
+	if err != nil || len(points) == 0 {
+		return nil
+	}
+	return connectors.EndpointsOf(points)
+}
+
+// fixDrift deletes the orphans through the connector and re-queues the
+// missing links, recording in ad what was fixed.
+func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID string, ad *AccountDrift) {
+	log := e.logger.With(slog.String("account_id", accountID), slog.String("connector", ad.WIMType))
+	var missing []string
+	for i := range ad.Drift {
+		d := &ad.Drift[i]
+		switch d.Kind {
+		case DriftOrphan:
+			if err := c.DeleteService(ctx, d.ServiceID, nil); err != nil && !connectors.IsNotFound(err) {
+				d.FixError = err.Error()
+				continue
+			}
+			d.Fixed = true
+			log.Info("reconcile deleted an orphan service", slog.String("service_id", d.ServiceID), slog.String("wan_link_id", d.WANLinkID))
+		case DriftMissing:
+			missing = append(missing, d.WANLinkID)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	queued, err := e.requeue(ctx, accountID, missing)
+	for i := range ad.Drift {
+		d := &ad.Drift[i]
+		if d.Kind != DriftMissing {
+			continue
+		}
+		switch id, ok := queued[d.WANLinkID]; {
+		case err != nil:
+			d.FixError = wimro.ErrorMessage(err)
+		case !ok:
+			d.FixError = "the link changed meanwhile (deleted, or given an action): not re-queued"
+		default:
+			d.Fixed, d.ActionID = true, id
+			log.Info("reconcile re-queued a missing link", slog.String("wan_link_id", d.WANLinkID), slog.String("action_id", id))
+		}
+	}
+}
+
+// requeue queues a CREATE for each link of ids that is still idle, one
+// instance action "reconcile" per instance, marks the links BUILD and
+// wakes the account's owner, in one transaction. It returns the instance
+// action of each link queued.
+func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (map[string]string, error) {
+	queued := map[string]string{}
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		clear(queued)
+		links, tenants, err := s.LockIdleLinks(ctx, accountID, ids)
+		if err != nil || len(links) == 0 {
+			return err
+		}
+		byInstance := map[string][]wimro.WANLink{}
+		var order []string
+		for _, l := range links {
+			if _, ok := byInstance[*l.InstanceID]; !ok {
+				order = append(order, *l.InstanceID)
+			}
+			byInstance[*l.InstanceID] = append(byInstance[*l.InstanceID], l)
+		}
+		build := wimro.LinkBuild
+		msg := "re-queued by reconcile: the controller had no service for this link"
+		for _, inst := range order {
+			group := byInstance[inst]
+			ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: tenants[inst], InstanceID: &inst, Description: "reconcile", Tasks: len(group)})
+			if err != nil {
+				return err
+			}
+			acts := make([]wimro.Action, len(group))
+			for i, l := range group {
+				acct := accountID
+				acts[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
+				if err := s.UpdateWANLink(ctx, l.UUID, persistence.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
+					return err
+				}
+				queued[l.UUID] = ia.UUID
+			}
+			if _, err := s.CreateActions(ctx, acts); err != nil {
+				return err
+			}
+		}
+		return s.NotifyAccounts(ctx, accountID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return queued, nil
+}
