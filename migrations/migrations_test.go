@@ -120,12 +120,14 @@ func actionCheck(t *testing.T, db *sql.DB) string {
 	return def
 }
 
-const progressKey = "instance_action_progress_instance_action_id_fkey"
-
-var workKeys = []string{"instance_actions_tenant_id_fkey", "vim_wim_actions_instance_action_id_fkey", "vim_wim_actions_wim_account_id_fkey"}
+// The progress increments of an instance action (schema 8) are its
+// counters: a cascade could drop the progress of work still running.
+var workKeys = []string{"instance_actions_tenant_id_fkey", "vim_wim_actions_instance_action_id_fkey", "vim_wim_actions_wim_account_id_fkey",
+	"instance_action_progress_instance_action_id_fkey"}
 
 // Nothing cascades into the work rows (issue 12): every foreign key into
-// or out of instance_actions and vim_wim_actions refuses a delete that
+// or out of instance_actions and vim_wim_actions, and into the counters,
+// refuses a delete that
 // would take work with it, and FIND is no longer an action.
 func TestNoCascadeIntoActions(t *testing.T) {
 	t.Parallel()
@@ -134,12 +136,6 @@ func TestNoCascadeIntoActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := deleteRules(t, db)
-	// An instance action's progress increments (schema 8) are bookkeeping
-	// of the instance action, not work: they go with it.
-	if rules[progressKey] != "c" {
-		t.Errorf("%s: ON DELETE rule %q, want c (CASCADE)", progressKey, rules[progressKey])
-	}
-	delete(rules, progressKey)
 	if len(rules) != len(workKeys) {
 		t.Errorf("foreign keys of the work rows = %v, want %v", rules, workKeys)
 	}
@@ -210,7 +206,7 @@ func TestDownOneStep(t *testing.T) {
 		}},
 		{2, func(t *testing.T) {
 			rules := deleteRules(t, db)
-			for _, name := range workKeys {
+			for _, name := range workKeys[:3] { // the progress key came with version 8
 				if rules[name] != "c" {
 					t.Errorf("version 2: %s has ON DELETE rule %q, want c (CASCADE)", name, rules[name])
 				}

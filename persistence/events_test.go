@@ -187,6 +187,26 @@ func TestEventsSettle(t *testing.T) {
 	}
 	// An instance action with no event at all (or unknown) is settled
 	// with nothing to read: the caller checks that it exists.
+	// Once its instance is gone, the retention purge takes the instance
+	// action with its events and progress increments (the counters' key
+	// refuses a delete that leaves them: nothing cascades into them).
+	if err := b.db.DeleteInstance(b.ctx, *ia.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	var purged int64
+	eventually.Until(t, 10*time.Second, "the instance action purged", func() (bool, string) {
+		_, n, err := b.db.PurgeFinishedActions(b.ctx, 0, 100)
+		if err != nil {
+			t.Fatalf("purge: %v", err)
+		}
+		purged += n
+		return purged == 1, fmt.Sprintf("%d instance actions purged", purged)
+	})
+	var events, progress int
+	if err := b.db.Pool().QueryRow(b.ctx, `SELECT (SELECT count(*) FROM instance_action_events WHERE instance_action_id = $1),
+		(SELECT count(*) FROM instance_action_progress WHERE instance_action_id = $1)`, ia.UUID).Scan(&events, &progress); err != nil || events != 0 || progress != 0 {
+		t.Fatalf("left after the purge: %d events, %d progress rows (%v)", events, progress, err)
+	}
 	eventually.Until(t, 10*time.Second, "an unknown instance action settled", func() (bool, string) {
 		empty, err := b.db.ReadEvents(b.ctx, "00000000-0000-0000-0000-000000000000", wimro.EventCursor{}, 0)
 		return err == nil && empty.Settled && len(empty.Events) == 0, fmt.Sprintf("%+v, %v", empty, err)

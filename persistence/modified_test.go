@@ -94,6 +94,17 @@ func TestEveryWriterMovesModifiedAt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, nil, []string{link2}},
+		{"RecordLinkStatus", func(t *testing.T) {
+			// The link's CREATE finished (written here without touching
+			// modified_at): monitoring may now record what it finds.
+			if _, err := b.db.Pool().Exec(b.ctx, `UPDATE vim_wim_actions SET status = 'DONE' WHERE item_id = $1`, link2); err != nil {
+				t.Fatal(err)
+			}
+			ok, err := b.db.RecordLinkStatus(b.ctx, la, persistence.LinkStatus{LinkID: link2, From: wimro.LinkActive, ActionSeq: 1 << 62, Status: wimro.LinkDown, ErrorMsg: ptr("gone")})
+			if err != nil || !ok {
+				t.Fatalf("record = %v, %v", ok, err)
+			}
+		}, nil, []string{link2}},
 	}
 	for _, s := range steps {
 		if _, err := b.db.Pool().Exec(b.ctx, `UPDATE vim_wim_actions SET modified_at = '2000-01-01Z';

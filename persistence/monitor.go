@@ -121,7 +121,8 @@ const recordLinkStatusSQL = `
 		UPDATE instance_wim_nets l SET
 			status = $6,
 			error_msg = $7,
-			status_since = CASE WHEN $6 IS DISTINCT FROM k.status THEN now() ELSE l.status_since END
+			status_since = CASE WHEN $6 IS DISTINCT FROM k.status THEN now() ELSE l.status_since END,
+			modified_at = now()
 		FROM link k WHERE l.uuid = k.uuid
 		RETURNING l.uuid, k.status AS old_status),
 	latest AS (

@@ -54,7 +54,9 @@ const purgeInstanceActionsSQL = `
 		FOR UPDATE SKIP LOCKED
 	),
 	events AS (
-		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM doomed))
+		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM doomed)),
+	progress AS (
+		DELETE FROM instance_action_progress p WHERE p.instance_action_id IN (SELECT uuid FROM doomed))
 	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // PurgeFinishedActions deletes one batch of history: at most batch

@@ -32,7 +32,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 
 // DeleteTenant deletes a tenant with its finished history: the finished
 // tasks of its instance actions, then the instance actions left without
-// tasks and their events (explicitly: nothing cascades into the work rows). Its WIM and
+// tasks with their progress and events (explicitly: nothing cascades into the work rows). Its WIM and
 // datacenter associations go with it. Instances still owned by it, or
 // unfinished actions of its instance actions, make the delete a conflict
 // (ConstraintInstanceActionTenant for the actions). Run it inside DB.Tx
@@ -40,6 +40,11 @@ func (s *Store) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 	if _, err := s.exec(ctx, "vim_wim_actions", `DELETE FROM vim_wim_actions a USING instance_actions ia
 		WHERE a.instance_action_id = ia.uuid AND ia.tenant_id = $1 AND NOT `+unfinishedSQL, id); err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, "instance_action_progress", `DELETE FROM instance_action_progress p USING instance_actions ia
+		WHERE p.instance_action_id = ia.uuid AND ia.tenant_id = $1
+		AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)`, id); err != nil {
 		return err
 	}
 	if _, err := s.exec(ctx, "instance_actions", `WITH gone AS (

@@ -31,7 +31,10 @@
 --   counters (instance_actions.number_done / number_failed keep what was
 --   counted before this version, and what AddProgress adds), and its
 --   modified_at moves with the newest increment, as the trigger moved it.
---   The rows go with their instance action.
+--   Nothing cascades into them (a cascade into counters could lose the
+--   progress of work still running): the key is RESTRICT, and the
+--   retention purge and a tenant delete remove them explicitly with their
+--   instance action.
 
 -- +goose Up
 DROP INDEX vim_wim_actions_lease_idx;
@@ -46,7 +49,7 @@ ALTER TABLE instance_wim_nets SET (fillfactor = 70);
 DROP TRIGGER vim_wim_actions_touch ON vim_wim_actions;
 DROP TRIGGER instance_wim_nets_touch ON instance_wim_nets;
 CREATE TABLE instance_action_progress (
-    instance_action_id uuid NOT NULL REFERENCES instance_actions (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
+    instance_action_id uuid NOT NULL REFERENCES instance_actions (uuid) ON DELETE RESTRICT ON UPDATE CASCADE,
     n_done             integer NOT NULL,
     n_failed           integer NOT NULL,
     created_at         timestamptz NOT NULL DEFAULT now()
