@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -134,12 +135,14 @@ type linkState struct {
 // watcher keeps the state of the tasks and links an instance action's
 // events describe, and prints it.
 type watcher struct {
+	mu       sync.Mutex // the events and the terminal's clock both print
 	out      io.Writer
 	terminal bool // one progress line rewritten in place
 	start    time.Time
 	tasks    map[int]*taskState
 	links    map[string]*linkState
-	lastLen  int // length of the progress line on the terminal
+	lastLen  int  // length of the progress line on the terminal
+	ended    bool // the last line is printed: the clock prints no more
 }
 
 func newWatcher(out io.Writer) *watcher {
@@ -164,7 +167,19 @@ func deref(p *string) string {
 	return *p
 }
 
+// tick rewrites the progress line so that its elapsed time moves while
+// nothing happens (a link BUILD for minutes).
+func (w *watcher) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.progress()
+	}
+}
+
 func (w *watcher) change(e wireEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if e.TaskIndex != nil {
 		t := w.tasks[*e.TaskIndex]
 		if t == nil {
@@ -255,6 +270,9 @@ func (w *watcher) progress() {
 // the final state. It returns the verdict: nil when every link is where
 // the action was to leave it.
 func (w *watcher) finish(sum wireSummary) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
 	// The summary is read after settling: it has the last word on links.
 	for _, l := range sum.WANLinks {
 		st := w.links[l.ID]
@@ -325,6 +343,21 @@ func (s *session) wait(ctx context.Context, out io.Writer, tenant, instance, act
 	// bounded by --timeout instead.
 	client := *s.client
 	client.Timeout = 0
+	if w.terminal {
+		clock := time.NewTicker(time.Second)
+		stopClock := make(chan struct{})
+		defer func() { clock.Stop(); close(stopClock) }()
+		go func() {
+			for {
+				select {
+				case <-stopClock:
+					return
+				case <-clock.C:
+					w.tick()
+				}
+			}
+		}()
+	}
 	var (
 		last     string
 		failures int
@@ -336,6 +369,9 @@ func (s *session) wait(ctx context.Context, out io.Writer, tenant, instance, act
 		}
 		if ctx.Err() != nil {
 			if errors.Is(context.Cause(ctx), errWaitTimeout) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.ended = true
 				if w.terminal {
 					fmt.Fprintln(w.out)
 				}
