@@ -50,20 +50,9 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 // GetInstanceAction returns one instance action with its tasks and
 // progress counters.
 func (e *Engine) GetInstanceAction(ctx context.Context, tenantRef, instanceID, actionID string) (InstanceActionView, error) {
-	t, err := e.db.GetTenant(ctx, tenantRef)
+	ia, err := e.instanceAction(ctx, tenantRef, instanceID, actionID)
 	if err != nil {
 		return InstanceActionView{}, err
-	}
-	id, err := e.instanceID(ctx, t, instanceID)
-	if err != nil {
-		return InstanceActionView{}, err
-	}
-	ia, err := e.db.GetInstanceAction(ctx, id, actionID)
-	if err != nil {
-		return InstanceActionView{}, err
-	}
-	if ia.TenantID != t.UUID {
-		return InstanceActionView{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instance_actions - `uuid=%s`", actionID)
 	}
 	tasks, err := e.db.ListActionsOfInstanceAction(ctx, ia.UUID)
 	if err != nil {
@@ -73,6 +62,27 @@ func (e *Engine) GetInstanceAction(ctx context.Context, tenantRef, instanceID, a
 		tasks = []wimro.Action{}
 	}
 	return InstanceActionView{InstanceAction: ia, WIMActions: tasks, VimActions: tasks}, nil
+}
+
+// instanceAction reads an instance action of an instance of the tenant:
+// not found, whether unknown or another tenant's.
+func (e *Engine) instanceAction(ctx context.Context, tenantRef, instanceID, actionID string) (wimro.InstanceAction, error) {
+	t, err := e.db.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return wimro.InstanceAction{}, err
+	}
+	id, err := e.instanceID(ctx, t, instanceID)
+	if err != nil {
+		return wimro.InstanceAction{}, err
+	}
+	ia, err := e.db.GetInstanceAction(ctx, id, actionID)
+	if err != nil {
+		return wimro.InstanceAction{}, err
+	}
+	if ia.TenantID != t.UUID {
+		return wimro.InstanceAction{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instance_actions - `uuid=%s`", actionID)
+	}
+	return ia, nil
 }
 
 // instanceID resolves an instance of the tenant; a uuid of a deleted

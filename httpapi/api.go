@@ -27,6 +27,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	routes = append(routes, a.wimRoutes()...)
 	routes = append(routes, a.instanceRoutes()...)
 	routes = append(routes, a.reconcileRoutes()...)
+	routes = append(routes, a.eventRoutes()...)
 	for i := range routes {
 		// Every route reads the database, which may be away.
 		routes[i].Errors = append(routes[i].Errors, http.StatusServiceUnavailable)

@@ -84,8 +84,9 @@ func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
 
 // raw sends one request line, headers and body as bytes on a fresh
 // connection (so that paths Go's client would refuse, raw 0xff bytes
-// among them, reach the server) and returns the status and body. A
-// dropped connection fails the test.
+// among them, reach the server) and returns the status and body (none
+// for an event stream, which is left at its headers). A dropped
+// connection fails the test.
 func (b *bundle) raw(method, target string, headers map[string]string, body string) response {
 	b.t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
@@ -114,6 +115,13 @@ func (b *bundle) raw(method, target string, headers map[string]string, body stri
 		b.t.Fatalf("%s %q: connection dropped: %v", method, target, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == 200 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// An event stream that started: it runs until its action settles,
+		// and closing the connection ends it (first: closing the body
+		// would read it to its end).
+		conn.Close()
+		return response{status: resp.StatusCode, header: resp.Header}
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		b.t.Fatalf("%s %q: body cut: %v", method, target, err)

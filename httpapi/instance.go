@@ -29,6 +29,8 @@ type instanceListResponse struct {
 type instanceDeleteResponse struct {
 	Result   string `json:"result"`
 	ActionID string `json:"action_id"`
+	// InstanceID finds the action once the instance (and its name) is gone.
+	InstanceID string `json:"instance_id"`
 }
 
 type networkBody struct {
@@ -137,7 +139,7 @@ func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, instanceDeleteResponse{Result: msg, ActionID: ia.UUID})
+	Respond(w, r, http.StatusOK, instanceDeleteResponse{Result: msg, ActionID: ia.UUID, InstanceID: deref(ia.InstanceID)})
 }
 
 func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
@@ -187,4 +189,11 @@ func (a *api) getAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	Respond(w, r, http.StatusOK, actionResponse{Actions: []engine.InstanceActionView{v}})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -91,6 +91,12 @@ func operationDescription(rt Route) string {
 	if rt.Request != nil {
 		d += " The body is JSON or YAML, by its Content-Type."
 	}
+	if rt.Stream != nil {
+		return d + " The answer is a text/event-stream (server-sent events): each event has a name (event:) and one line of JSON data " +
+			"(data:), described by the media type's x-events; change events carry an id (id:) to resume after, with the Last-Event-ID " +
+			"header or the last_event_id query parameter. The stream ends after its done event; a comment (: keep-alive) is sent " +
+			"when it has been silent for 15 s. Errors before the stream starts are JSON."
+	}
 	return d + " The answer is JSON, or YAML when Accept asks for it."
 }
 
@@ -102,6 +108,11 @@ func parameters(rt Route) []any {
 			desc = "The " + strings.TrimSuffix(m[1], "_id") + "'s uuid or name."
 		}
 		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "description": desc, "schema": map[string]any{"type": "string"}})
+	}
+	if rt.Stream != nil {
+		params = append(params, map[string]any{"name": lastEventID, "in": "header", "required": false,
+			"description": "Resume after this event id (the id: of a change event); the events up to it are not sent again.",
+			"schema":      map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}})
 	}
 	for _, q := range rt.Query {
 		p, ok := queryParams[q]
@@ -135,6 +146,8 @@ var queryParams = map[string]map[string]any{
 	"dry_run": {"description": "true: only plan the WAN links, write nothing; the answer is the plan.", "schema": map[string]any{"type": "boolean"}},
 	"account": {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
 	"fix":     {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches are only reported.", "schema": map[string]any{"type": "boolean"}},
+	lastEventIDQuery: {"description": "Resume after this event id, for clients that cannot set the Last-Event-ID header (which wins when both are given).",
+		"schema": map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}},
 }
 
 func toAny(list []string) []any {
@@ -199,6 +212,11 @@ func errorStatuses(rt Route) []int {
 }
 
 func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
+	if rt.Stream != nil {
+		out := map[string]any{"200": map[string]any{"description": "The event stream.", "content": g.streamContent(rt.Stream)}}
+		g.errorResponses(rt, used, out)
+		return out
+	}
 	ok := g.schema(reflect.TypeOf(rt.Response))
 	if rt.AlsoResponse != nil {
 		ok = map[string]any{"anyOf": []any{ok, g.schema(reflect.TypeOf(rt.AlsoResponse))}}
@@ -215,6 +233,11 @@ func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
 		}
 	}
 	out := map[string]any{"200": map[string]any{"description": "Success.", "content": content(ok)}}
+	g.errorResponses(rt, used, out)
+	return out
+}
+
+func (g *schemaGen) errorResponses(rt Route, used map[int]bool, out map[string]any) {
 	for _, status := range errorStatuses(rt) {
 		if errorDescriptions[status] == "" {
 			panic(fmt.Sprintf("httpapi: route %s %s documents status %d, which has no description", rt.Method, rt.Pattern, status))
@@ -222,7 +245,21 @@ func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
 		used[status] = true
 		out[strconv.Itoa(status)] = map[string]any{"$ref": "#/components/responses/" + errorResponseName(status)}
 	}
-	return out
+}
+
+// streamContent is the text/event-stream media type of a stream route.
+// OpenAPI 3.0 cannot describe the events inside the text, so the schema
+// of each event's data is given by name in x-events (and checked by
+// internal/openapitest on the answers of the tests).
+func (g *schemaGen) streamContent(events map[string]any) map[string]any {
+	x := map[string]any{}
+	for name, v := range events {
+		x[name] = g.schema(reflect.TypeOf(v))
+	}
+	return map[string]any{"text/event-stream": map[string]any{
+		"schema":   map[string]any{"type": "string", "description": "Server-sent events: id:, event: and data: lines, a blank line after each event."},
+		"x-events": x,
+	}}
 }
 
 // addWarnings declares the optional top-level "warnings" of the answer

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -40,6 +41,10 @@ type Options struct {
 	Metrics http.Handler
 	// RequestMetrics, when set, times every request (NewRequestMetrics).
 	RequestMetrics *RequestMetrics
+	// EventPoll is how often an event stream reads again while it has
+	// nothing new (0: 250 ms); EventKeepAlive how long it stays silent
+	// before a keep-alive comment (0: 15 s).
+	EventPoll, EventKeepAlive time.Duration
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -58,8 +63,11 @@ type Route struct {
 	// OpenAPI document infers from its shape (400 and 500 always, 401
 	// unless Public, 404 and 409 with path parameters, 409, 413 and 415
 	// for writes with a body).
-	Errors  []int
-	Public  bool // no auth even with a token (/livez, /healthz, /readyz)
+	Errors []int
+	Public bool // no auth even with a token (/livez, /healthz, /readyz)
+	// Stream, when set, makes the 200 answer a text/event-stream: each
+	// key names an event, its value is the zero value of the event's data.
+	Stream  map[string]any
 	Handler http.HandlerFunc
 }
 
@@ -69,6 +77,9 @@ type Server struct {
 	opts    Options
 	routes  []Route
 	handler http.Handler
+	// streamsDone is closed by CloseStreams: every event stream ends.
+	streamsDone  chan struct{}
+	closeStreams sync.Once
 }
 
 // NewServer builds the router from the built-in routes plus routes.
@@ -79,7 +90,13 @@ func NewServer(opts Options, routes ...Route) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
-	s := &Server{logger: opts.Logger, opts: opts}
+	if opts.EventPoll <= 0 {
+		opts.EventPoll = defaultEventPoll
+	}
+	if opts.EventKeepAlive <= 0 {
+		opts.EventKeepAlive = defaultKeepAlive
+	}
+	s := &Server{logger: opts.Logger, opts: opts, streamsDone: make(chan struct{})}
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.healthz},

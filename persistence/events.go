@@ -86,3 +86,22 @@ func (s *Store) ReadEvents(ctx context.Context, instanceActionID string, after w
 	}
 	return page, nil
 }
+
+// TaskLink is the WAN link a task of an instance action works on, as it
+// is now.
+type TaskLink struct {
+	WANLinkID string  `db:"wan_link_id"`
+	Status    *string `db:"status"` // nil: the link is gone (deleted with its instance)
+	ErrorMsg  *string `db:"error_msg"`
+}
+
+// LinksOfInstanceAction returns, in one statement, the WAN links the
+// tasks of an instance action work on, each once, by uuid: the end state
+// an event stream's summary reports.
+func (s *Store) LinksOfInstanceAction(ctx context.Context, instanceActionID string) ([]TaskLink, error) {
+	return getAll[TaskLink](ctx, s, "instance_wim_nets", `
+		SELECT DISTINCT a.item_id::text AS wan_link_id, l.status, l.error_msg
+		FROM vim_wim_actions a LEFT JOIN instance_wim_nets l ON l.uuid = a.item_id
+		WHERE a.instance_action_id = $1 AND a.item = 'instance_wim_nets'
+		ORDER BY 1`, instanceActionID)
+}

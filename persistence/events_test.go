@@ -278,3 +278,30 @@ func TestParseEventCursor(t *testing.T) {
 		}
 	}
 }
+
+func TestLinksOfInstanceAction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, link1, link2, ia := queue(t, b)
+	if _, err := b.db.Pool().Exec(b.ctx, `DELETE FROM instance_wim_nets WHERE uuid = $1`, link2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.db.LinksOfInstanceAction(b.ctx, ia.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// link1 has two tasks and is listed once; link2 is gone.
+	want := map[string]string{link1: wimro.LinkBuild, link2: "gone"}
+	if len(got) != 2 {
+		t.Fatalf("links = %+v, want link1 and link2 once each", got)
+	}
+	for _, l := range got {
+		st := "gone"
+		if l.Status != nil {
+			st = *l.Status
+		}
+		if want[l.WANLinkID] != st {
+			t.Errorf("link %s: %s, want %s", l.WANLinkID, st, want[l.WANLinkID])
+		}
+	}
+}

@@ -11,12 +11,17 @@ import (
 // actionCommands are the commands of the actions of an NS instance.
 func actionCommands() []spec {
 	return []spec{
-		{name: "action-list", args: "INSTANCE [ACTION_ID]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.", min: 1, max: 2, setup: setupActionList},
+		{name: "action-list", args: "INSTANCE [ACTION_ID [--wait [--timeout D]]]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.\n" +
+			"With ACTION_ID, " + waitHelp, min: 1, max: 2, setup: setupActionList},
 	}
 }
 
 func setupActionList(fs *pflag.FlagSet) runFunc {
+	wait := waitFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
+		if *wait.wait && len(args) != 2 {
+			return &usageError{msg: "--wait follows one action: give INSTANCE and ACTION_ID"}
+		}
 		t, err := s.tenant()
 		if err != nil {
 			return err
@@ -25,7 +30,10 @@ func setupActionList(fs *pflag.FlagSet) runFunc {
 		if len(args) == 2 {
 			path = seg(t, "instances", args[0], "action", args[1])
 		}
-		return s.call(ctx, "GET", path, nil, s.printActions)
+		if err := s.call(ctx, "GET", path, nil, s.printActions); err != nil || !*wait.wait {
+			return err
+		}
+		return s.wait(ctx, s.progressOut(), t, args[0], args[1], *wait.timeout)
 	}
 }
 

@@ -148,7 +148,10 @@ func describe(name string, err error) (int, errorDoc, string) {
 	var ue *usageError
 	var ce *connError
 	var ae *apiError
+	var we *waitError
 	switch {
+	case errors.As(err, &we):
+		return exitServer, errorDoc{Type: "wait", Description: we.msg, ExitStatus: exitServer}, we.msg
 	case errors.As(err, &ue):
 		prefix, hint := "openmano "+name, fmt.Sprintf("Run 'openmano %s --help' for usage.", name)
 		if name == "" {

@@ -11,10 +11,10 @@ import (
 // instanceCommands are the commands of NS instances and their networks.
 func instanceCommands() []spec {
 	return []spec{
-		{name: "instance-scenario-create", args: "FILE [--dry-run]",
-			summary: "Create an NS instance from a YAML/JSON file or inline content: {\"instance\": {...}} or the inner object.\n--dry-run only shows the WAN links it would create.", min: 1, max: 1, setup: setupInstanceCreate},
+		{name: "instance-scenario-create", args: "FILE [--dry-run] [--wait [--timeout D]]",
+			summary: "Create an NS instance from a YAML/JSON file or inline content: {\"instance\": {...}} or the inner object.\n--dry-run only shows the WAN links it would create.\n" + waitHelp, min: 1, max: 1, setup: setupInstanceCreate},
 		{name: "instance-scenario-list", args: "[NAME]", summary: "List the instances of OPENMANO_TENANT, or show one with its networks and WAN links.", max: 1, setup: setupInstanceList},
-		{name: "instance-scenario-delete", args: "NAME [-f]", summary: "Delete an NS instance (its WAN links are deleted by a new action).", min: 1, max: 1, setup: setupInstanceDelete},
+		{name: "instance-scenario-delete", args: "NAME [-f] [--wait [--timeout D]]", summary: "Delete an NS instance (its WAN links are deleted by a new action).\n" + waitHelp, min: 1, max: 1, setup: setupInstanceDelete},
 		{name: "instance-net-update", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
 			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).", min: 2, max: 2, setup: setupNetUpdate},
 	}
@@ -22,6 +22,7 @@ func instanceCommands() []spec {
 
 func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 	dry := fs.Bool("dry-run", false, "only show the WAN links the instance would get (nothing is created)")
+	wait := waitFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		t, err := s.tenant()
 		if err != nil {
@@ -61,7 +62,11 @@ func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 			return nil
 		}
 		s.emit(r, s.printInstance)
-		return nil
+		if !*wait.wait {
+			return nil
+		}
+		inst := asMap(asMap(r.doc)["instance"])
+		return s.wait(ctx, s.progressOut(), t, str(inst["uuid"]), str(inst["action_id"]), *wait.timeout)
 	}
 }
 
@@ -80,6 +85,7 @@ func setupInstanceList(fs *pflag.FlagSet) runFunc {
 
 func setupInstanceDelete(fs *pflag.FlagSet) runFunc {
 	force := forceFlag(fs)
+	wait := waitFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		t, err := s.tenant()
 		if err != nil {
@@ -99,7 +105,12 @@ func setupInstanceDelete(fs *pflag.FlagSet) runFunc {
 				fmt.Fprintf(s.c.Stdout, "action %s\n", a)
 			}
 		})
-		return nil
+		if !*wait.wait {
+			return nil
+		}
+		// The instance is gone: its actions are found by its uuid.
+		m := asMap(r.doc)
+		return s.wait(ctx, s.progressOut(), t, str(m["instance_id"]), str(m["action_id"]), *wait.timeout)
 	}
 }
 

@@ -181,7 +181,8 @@ Warnings of the server (unknown keys it ignored, ...) are printed on stderr.
 
 Exit status:
   0    success (HTTP 200)
-  1    the server answered an error; its description is printed on stderr
+  1    the server answered an error; its description is printed on stderr;
+       with --wait: a task failed, a link ended in ERROR (or not ACTIVE), or --timeout passed
   2    usage error (unknown command or flag, wrong number of arguments)
   3    connection error: the server could not be reached, or its certificate is not trusted
   4    client error: unreadable file or content, OPENMANO_TENANT or OPENMANO_WIM unset

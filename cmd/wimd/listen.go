@@ -37,8 +37,9 @@ func isLoopback(addr net.Addr) bool {
 }
 
 // runHTTP serves until ctx ends, then shuts down gracefully; HTTPS when
-// tlsConf is set.
-func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, tlsConf *tls.Config, logger *slog.Logger, attrs ...any) error {
+// tlsConf is set. onShutdown, when set, runs as the shutdown begins: it
+// ends the long answers (event streams) that Shutdown would wait for.
+func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, onShutdown func(), tlsConf *tls.Config, logger *slog.Logger, attrs ...any) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -46,6 +47,9 @@ func (a *App) runHTTP(ctx context.Context, ln net.Listener, h http.Handler, tlsC
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if onShutdown != nil {
+		srv.RegisterOnShutdown(onShutdown)
 	}
 	scheme := "http"
 	errc := make(chan error, 1)

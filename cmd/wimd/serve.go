@@ -217,7 +217,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		Metrics:        metrics.handler(logger),
 		RequestMetrics: metrics.http,
 	})
-	return a.runHTTP(ctx, ln, api.Handler(), tlsConf, logger, slog.String("instance_id", c.instanceID))
+	return a.runHTTP(ctx, ln, api.Handler(), api.CloseStreams, tlsConf, logger, slog.String("instance_id", c.instanceID))
 }
 
 // readiness is /readyz: the database answers, its schema is the one this

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -35,6 +34,10 @@ type template struct {
 	pattern  string
 	segments []string
 }
+
+// A text/event-stream answer is text as far as the body's schema goes;
+// checkEvents looks inside.
+func init() { openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder) }
 
 // Load parses and validates an OpenAPI 3.0 document (JSON).
 func Load(raw []byte) (*Document, error) {
@@ -177,10 +180,77 @@ func (d *Document) Check(req *http.Request, status int, header http.Header, body
 	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
 		return fmt.Errorf("%s %s (%s) answered %d: %w", req.Method, req.URL.Path, op.OperationID, status, err)
 	}
-	if resp := op.Responses.Status(status); resp != nil && len(resp.Value.Content) == 0 {
+	resp := op.Responses.Status(status)
+	if resp != nil && len(resp.Value.Content) == 0 {
 		return fmt.Errorf("%s %s (%s): status %d documents no body", req.Method, req.URL.Path, op.OperationID, status)
 	}
+	if resp == nil {
+		return nil
+	}
+	if mt := resp.Value.Content.Get(header.Get("Content-Type")); mt != nil && mt.Extensions["x-events"] != nil {
+		if err := d.checkEvents(mt.Extensions["x-events"], body); err != nil {
+			return fmt.Errorf("%s %s (%s) answered %d: %w", req.Method, req.URL.Path, op.OperationID, status, err)
+		}
+	}
 	return nil
+}
+
+// checkEvents checks a text/event-stream answer (whole, or as far as it
+// went): every event is one the media type's x-events names, with one
+// line of JSON data valid against that event's schema.
+func (d *Document) checkEvents(spec any, body []byte) error {
+	events, _ := spec.(map[string]any)
+	text := strings.ReplaceAll(string(body), "\r\n", "\n")
+	for i, frame := range strings.Split(text, "\n\n") {
+		name, data, lines := "message", "", 0
+		for _, line := range strings.Split(frame, "\n") {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "": // a comment, or the end of the text
+			case "event":
+				name = value
+			case "data":
+				data, lines = value, lines+1
+			case "id", "retry":
+			default:
+				return fmt.Errorf("event %d: unknown field %q", i, field)
+			}
+		}
+		if lines == 0 {
+			continue // a comment (: keep-alive) or the end
+		}
+		if lines > 1 {
+			return fmt.Errorf("event %d (%s): %d data lines, want one line of JSON", i, name, lines)
+		}
+		ref, _ := events[name].(map[string]any)
+		if ref == nil {
+			return fmt.Errorf("event %d: %q is no event of the document's x-events", i, name)
+		}
+		schema, err := d.resolve(ref)
+		if err != nil {
+			return fmt.Errorf("event %d (%s): %w", i, name, err)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			return fmt.Errorf("event %d (%s): data is not JSON: %w", i, name, err)
+		}
+		if err := schema.VisitJSON(v); err != nil {
+			return fmt.Errorf("event %d (%s): %w", i, name, err)
+		}
+	}
+	return nil
+}
+
+// resolve returns the component schema a {"$ref": "#/components/schemas/X"}
+// names.
+func (d *Document) resolve(ref map[string]any) (*openapi3.Schema, error) {
+	target, _ := ref["$ref"].(string)
+	name, ok := strings.CutPrefix(target, "#/components/schemas/")
+	if s := d.doc.Components.Schemas[name]; ok && s != nil && s.Value != nil {
+		return s.Value, nil
+	}
+	return nil, fmt.Errorf("x-events: %v is not a component schema", ref)
 }
 
 func (d *Document) checkError(header http.Header, body []byte) error {
@@ -198,19 +268,49 @@ func (d *Document) checkError(header http.Header, body []byte) error {
 }
 
 // Handler wraps next (a test server's handler) so that every answer is
-// checked against the document; a mismatch fails t.
+// checked against the document once it is complete; a mismatch fails t.
+// The answer passes through as it is written, flushes included, so a
+// client follows a stream as it would without the check.
 func (d *Document) Handler(t testing.TB, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := httptest.NewRecorder()
-		next.ServeHTTP(rec, r)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
+		tw := &teeWriter{w: w}
+		next.ServeHTTP(tw, r)
+		if !tw.wrote {
+			tw.status = http.StatusOK
 		}
-		w.WriteHeader(rec.Code)
-		body := rec.Body.Bytes()
-		w.Write(body)
-		if err := d.Check(r, rec.Code, rec.Header(), body); err != nil {
+		body := tw.body.Bytes()
+		if err := d.Check(r, tw.status, w.Header(), body); err != nil {
 			t.Errorf("the answer does not follow the OpenAPI document: %v\nbody: %.2000s", err, body)
 		}
 	})
 }
+
+// teeWriter passes an answer on and keeps a copy of its status and body.
+type teeWriter struct {
+	w      http.ResponseWriter
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (tw *teeWriter) Header() http.Header { return tw.w.Header() }
+
+func (tw *teeWriter) WriteHeader(code int) {
+	if tw.wrote {
+		return
+	}
+	tw.status, tw.wrote = code, true
+	tw.w.WriteHeader(code)
+}
+
+func (tw *teeWriter) Write(b []byte) (int, error) {
+	if !tw.wrote {
+		tw.WriteHeader(http.StatusOK)
+	}
+	tw.body.Write(b)
+	return tw.w.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush,
+// deadlines).
+func (tw *teeWriter) Unwrap() http.ResponseWriter { return tw.w }

@@ -18,6 +18,9 @@ const doc = `{
       "responses": {
         "200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}},
         "404": {"$ref": "#/components/responses/NotFound"}}}},
+    "/things/{id}/events": {"get": {"operationId": "getThingEvents", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "stream", "content": {"text/event-stream": {"schema": {"type": "string"},
+        "x-events": {"change": {"$ref": "#/components/schemas/Thing"}}}}}}}},
     "/things/all": {"get": {"operationId": "getAll",
       "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}}}}}}
   },
@@ -38,6 +41,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonCT := http.Header{"Content-Type": {"application/json"}}
+	sseCT := http.Header{"Content-Type": {"text/event-stream"}}
 	for _, tt := range []struct {
 		name, method, path string
 		status             int
@@ -59,6 +63,12 @@ func TestCheck(t *testing.T) {
 		{"error body of another shape", "GET", "/things/a", 404, jsonCT, `{"message": "no"}`, "error"},
 		{"router answer that is not an error", "GET", "/nothing", 200, jsonCT, `{}`, "no operation"},
 		{"router error body of another shape", "GET", "/nothing", 404, jsonCT, `{"message": "no"}`, "error"},
+		{"event stream", "GET", "/things/a/events", 200, sseCT, "id: 1-2\nevent: change\ndata: {\"name\": \"a\"}\n\n: keep-alive\n\nevent: change\ndata: {\"name\": \"b\"}\n\n", ""},
+		{"stream cut short", "GET", "/things/a/events", 200, sseCT, "event: change\ndata: {\"name\": \"a\"}\n\nevent: cha", ""},
+		{"event data against its schema", "GET", "/things/a/events", 200, sseCT, "event: change\ndata: {\"name\": \"a\", \"extra\": 1}\n\n", "extra"},
+		{"event not in x-events", "GET", "/things/a/events", 200, sseCT, "event: other\ndata: {}\n\n", `"other" is no event`},
+		{"event data not JSON", "GET", "/things/a/events", 200, sseCT, "event: change\ndata: {\n\n", "not JSON"},
+		{"event data on two lines", "GET", "/things/a/events", 200, sseCT, "event: change\ndata: {\ndata: }\n\n", "2 data lines"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

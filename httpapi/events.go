@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/engine"
+)
+
+// The event stream's timing, unless Options set them.
+const (
+	// defaultEventPoll is how often a stream reads again while nothing
+	// new is visible: outcomes send no NOTIFY a handler could wait on,
+	// and one indexed read a quarter second per open stream is cheap.
+	defaultEventPoll = 250 * time.Millisecond
+	// defaultKeepAlive keeps proxies and clients from closing a quiet
+	// stream, and finds a client that went away without closing.
+	defaultKeepAlive = 15 * time.Second
+	// eventWriteWindow is how long one write of a stream may take: each
+	// write moves the connection's deadline this far ahead, so the
+	// server's WriteTimeout bounds a write, not the whole stream.
+	eventWriteWindow = 30 * time.Second
+	// eventPage is how many events one read returns at most.
+	eventPage = 500
+)
+
+// Names of the stream's events and of its resume parameters.
+const (
+	eventChange      = "change"
+	eventDone        = "done"
+	eventError       = "error"
+	lastEventID      = "Last-Event-ID"
+	lastEventIDQuery = "last_event_id"
+)
+
+// streamError is the data of an "error" event: the stream could not be
+// read further; the client resumes with the last id it saw.
+type streamError struct {
+	Description string `json:"description"`
+}
+
+// eventStreams are the events of the stream route, for the OpenAPI
+// document.
+var eventStreams = map[string]any{eventChange: wimro.Event{}, eventDone: engine.EventSummary{}, eventError: streamError{}}
+
+func (a *api) eventRoutes() []Route {
+	return []Route{{Method: "GET", Pattern: "/openmano/{tenant_id}/instances/{instance_id}/action/{action_id}/events",
+		Summary: "Follow an instance action: a text/event-stream of its task and WAN link changes, then done", Tags: []string{"instances"},
+		Query: []string{lastEventIDQuery}, Stream: eventStreams, Handler: a.actionEvents}}
+}
+
+// actionEvents streams the events of an instance action as server-sent
+// events: "change" per task or link change, then "done" with the summary
+// once the action settled, and the handler returns. Each event's id is
+// its cursor; a client resumes after it with Last-Event-ID (or the
+// last_event_id query parameter, for clients that cannot set headers).
+func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	raw, field := r.Header.Get(lastEventID), lastEventID
+	if raw == "" {
+		raw, field = r.URL.Query().Get(lastEventIDQuery), lastEventIDQuery
+	}
+	after, err := wimro.ParseEventCursor(field, raw)
+	if err != nil {
+		a.srv.Error(w, r, wimro.FieldErrorf(field, "%s", wimro.ErrorMessage(err)))
+		return
+	}
+	feed, err := a.eng.ActionEvents(ctx, param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	// The first read before the status: a database away is still a 503.
+	page, err := feed.Read(ctx, after, eventPage)
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	s := a.srv.newStream(w)
+	log := a.srv.logger.With(slog.String("action_id", feed.ActionID()), slog.String("request_id", middleware.GetReqID(ctx)))
+	poll := time.NewTicker(a.srv.opts.EventPoll)
+	defer poll.Stop()
+	keepAlive := time.NewTimer(a.srv.opts.EventKeepAlive)
+	defer keepAlive.Stop()
+	// wait returns when it is time to read again, false when the stream
+	// must end (the client left, the server stops, a keep-alive failed).
+	wait := func() bool {
+		for {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-a.srv.streamsDone:
+				return false // the server is stopping: the client resumes elsewhere
+			case <-keepAlive.C:
+				if s.comment("keep-alive") != nil {
+					return false
+				}
+				keepAlive.Reset(a.srv.opts.EventKeepAlive)
+			case <-poll.C:
+				return true
+			}
+		}
+	}
+	for {
+		for _, e := range page.Events {
+			if err := s.event(e.Cursor.String(), eventChange, e); err != nil {
+				return // the client is gone
+			}
+			after = e.Cursor
+		}
+		if len(page.Events) > 0 {
+			keepAlive.Reset(a.srv.opts.EventKeepAlive)
+		}
+		if page.Settled {
+			sum, err := feed.Summary(ctx)
+			if err != nil {
+				s.fail(ctx, log, err)
+				return
+			}
+			_ = s.event("", eventDone, sum)
+			return
+		}
+		// A full page: read on at once. Otherwise wait for more.
+		if len(page.Events) < eventPage && !wait() {
+			return
+		}
+		if page, err = feed.Read(ctx, after, eventPage); err != nil {
+			s.fail(ctx, log, err)
+			return
+		}
+	}
+}
+
+// stream writes server-sent events, flushing each, and keeps the
+// connection's deadlines out of its way.
+type stream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// newStream answers 200 with the stream's headers. The server's
+// WriteTimeout would cut the answer: a stream moves the write deadline
+// ahead with each write. (Its ReadTimeout does not end a handler that
+// has read its request.) Writers without deadlines (a test's recorder)
+// are fine as they are.
+func (s *Server) newStream(w http.ResponseWriter) *stream {
+	st := &stream{w: w, rc: http.NewResponseController(w)}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // a buffering proxy (nginx) passes each event on at once
+	_ = st.rc.SetWriteDeadline(time.Now().Add(eventWriteWindow))
+	w.WriteHeader(http.StatusOK)
+	_ = st.rc.Flush()
+	return st
+}
+
+func (st *stream) write(b []byte) error {
+	if err := st.rc.SetWriteDeadline(time.Now().Add(eventWriteWindow)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := st.w.Write(b); err != nil {
+		return err
+	}
+	if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// event writes one event; id "" writes none (the done event, which is no
+// place to resume from).
+func (st *stream) event(id, name string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if id != "" {
+		fmt.Fprintf(&b, "id: %s\n", id)
+	}
+	// JSON holds no raw newline, so the data is one line.
+	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, raw)
+	return st.write(b.Bytes())
+}
+
+func (st *stream) comment(text string) error { return st.write([]byte(": " + text + "\n\n")) }
+
+// fail ends a stream that could not be read further with an error event
+// (the status is sent already); the client resumes after the last id it
+// saw. Nothing is said when the client is gone.
+func (st *stream) fail(ctx context.Context, log *slog.Logger, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	log.Warn("event stream ended by an error", slog.Any("error", err))
+	_ = st.event("", eventError, streamError{Description: wimro.ErrorMessage(err)})
+}
+
+// CloseStreams ends every event stream, now and later: http.Server's
+// Shutdown waits for handlers to return, and a stream would otherwise
+// hold it until its deadline (wimd registers this with RegisterOnShutdown).
+// Clients resume with Last-Event-ID, on another process or after a
+// restart.
+func (s *Server) CloseStreams() { s.closeStreams.Do(func() { close(s.streamsDone) }) }
