@@ -109,8 +109,12 @@ type Target struct {
 	AccountID string
 	WIMID     string
 	Type      string // the WIM's connector type, for the log
-	Connector connectors.Connector
-	Mappings  []wimro.PortMapping
+	// AccountModifiedAt is the account's modified_at when the connector
+	// was built from it: a credentials check with this connector is about
+	// the account as it was then.
+	AccountModifiedAt time.Time
+	Connector         connectors.Connector
+	Mappings          []wimro.PortMapping
 }
 
 // Loaded is what an action needs from the database besides its account,

@@ -134,5 +134,5 @@ func (e *Engine) checkAccount(ctx context.Context, id string) {
 	if e.checkCtx.Err() != nil {
 		return // stopped, not a result
 	}
-	e.db.RecordAccountCheck(ctx, log, id, started, err)
+	e.db.RecordAccountCheck(ctx, log, id, started, a.ModifiedAt, err)
 }

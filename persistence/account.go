@@ -189,9 +189,14 @@ const maxStatusMsg = 1024
 // the status columns: no notification, no cascade, modified_at kept. A
 // deleted account is ENOTFOUND. started is when the check began and
 // becomes checked_at: a result is written only if no check that began
-// later was recorded first (stale false otherwise), so a slow check of an
-// old password cannot overwrite the check that followed the edit.
-func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string, started time.Time) (previous string, stale bool, err error) {
+// later was recorded first, so a slow check of an old password cannot
+// overwrite the check that followed the edit. asOf is the account's
+// modified_at when the checked credentials were read: a result is written
+// only if the account was not edited since (a periodic check may run on a
+// connector cached before an edit whose notification has not arrived yet;
+// its verdict is on credentials that are gone). stale is true when the
+// result was dropped.
+func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string, started, asOf time.Time) (previous string, stale bool, err error) {
 	var m *string
 	if msg != "" {
 		c := wimro.CleanText(msg, maxStatusMsg)
@@ -199,12 +204,12 @@ func (s *Store) SetAccountStatus(ctx context.Context, id, status, msg string, st
 	}
 	var written bool
 	err = s.q.QueryRow(ctx,
-		`WITH old AS (SELECT uuid, status, checked_at FROM wim_accounts WHERE uuid = $1 FOR UPDATE),
+		`WITH old AS (SELECT uuid, status, checked_at, modified_at FROM wim_accounts WHERE uuid = $1 FOR UPDATE),
 		 upd AS (
 			UPDATE wim_accounts AS a SET status = $2, status_msg = $3, checked_at = $4
-			FROM old WHERE a.uuid = old.uuid AND (old.checked_at IS NULL OR old.checked_at <= $4)
+			FROM old WHERE a.uuid = old.uuid AND (old.checked_at IS NULL OR old.checked_at <= $4) AND old.modified_at <= $5
 			RETURNING a.uuid)
-		 SELECT old.status, EXISTS (SELECT 1 FROM upd) FROM old`, id, status, m, started).Scan(&previous, &written)
+		 SELECT old.status, EXISTS (SELECT 1 FROM upd) FROM old`, id, status, m, started, asOf).Scan(&previous, &written)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, notFound("wim_accounts", "uuid="+id)
 	}
@@ -232,17 +237,18 @@ func (s *Store) CountAccountsByStatus(ctx context.Context) (map[string]int, erro
 }
 
 // RecordAccountCheck records the result err of a credentials check of
-// account id, begun at started (SetAccountStatus), and logs a change: WARN
+// account id, begun at started with the credentials of the account as it
+// was at asOf (SetAccountStatus), and logs a change: WARN
 // when the check fails, INFO when the account recovers. The engine (after
 // a write) and the workers (periodically) record through it, so both log
 // alike; a result overtaken by a later check is dropped silently.
-func (s *Store) RecordAccountCheck(ctx context.Context, log *slog.Logger, id string, started time.Time, err error) {
+func (s *Store) RecordAccountCheck(ctx context.Context, log *slog.Logger, id string, started, asOf time.Time, err error) {
 	status, msg := wimro.AccountActive, ""
 	if err != nil {
 		status, msg = wimro.AccountError, err.Error()
 	}
 	// Recorded even if ctx ended: the check's result is known.
-	prev, stale, werr := s.SetAccountStatus(context.WithoutCancel(ctx), id, status, msg, started)
+	prev, stale, werr := s.SetAccountStatus(context.WithoutCancel(ctx), id, status, msg, started, asOf)
 	if werr != nil {
 		if wimro.ErrorCode(werr) != wimro.ENOTFOUND && !errors.Is(werr, context.Canceled) {
 			log.Warn("record account status", slog.Any("error", werr))

@@ -84,7 +84,7 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 	if err != nil {
 		return actions.Target{}, err
 	}
-	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID}
+	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt}
 	wim, err := db.GetWIM(ctx, a.WIMID)
 	if err != nil {
 		return actions.Target{}, err

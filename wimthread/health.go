@@ -82,7 +82,7 @@ func (s *Supervisor) checkCredentials(id string) {
 	if a.ctx.Err() != nil {
 		return // the account stopped here: its new owner checks it
 	}
-	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, started, err)
+	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, started, t.AccountModifiedAt, err)
 }
 
 // StatusCounter counts the accounts by status (persistence.DB).

@@ -18,7 +18,9 @@ import (
 // instance's link is ACTIVE, its vpn-service is removed on the controller
 // behind wimd's back; the link goes DOWN in GET .../wan_links (status,
 // error_msg naming reconcile --fix, status_since moved), the log says so
-// at WARN, and /metrics counts the transition and the link DOWN. wimd then stops cleanly.
+// at WARN, /metrics counts the transition and the link DOWN, and the
+// instance action's event stream has it; then reconcile --fix re-creates
+// the service and the link is ACTIVE again. wimd then stops cleanly.
 func TestMonitorFindsServiceRemoved(t *testing.T) {
 	t.Parallel()
 	sites := []string{"dc-a", "dc-b"}
@@ -44,7 +46,7 @@ func TestMonitorFindsServiceRemoved(t *testing.T) {
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"user": "admin", "password": "s3cret"}})
 
-	id, _ := a.activeInstance("t0", 1)
+	id, created := a.activeInstance("t0", 1)
 	linkOf := func() map[string]any {
 		return a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
 	}
@@ -94,5 +96,28 @@ func TestMonitorFindsServiceRemoved(t *testing.T) {
 	if log := p.log.String(); !strings.Contains(log, `level=WARN msg="WAN link is no longer ACTIVE"`) || !strings.Contains(log, "wan_link_id="+down["uuid"].(string)) {
 		t.Fatalf("no WARN line for the link:\n%s", lastLines(log, 30))
 	}
+
+	// The link's history carries the transition: the stream of the
+	// instance action that made it replays it before done.
+	events := a.readStream(fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", id, created["uuid"]), nil)
+	var sawDown bool
+	for _, e := range events {
+		sawDown = sawDown || (e.name == "change" && e.data["link_status"] == "DOWN" && e.data["wan_link_id"] == down["uuid"])
+	}
+	if !sawDown || events[len(events)-1].name != "done" {
+		t.Fatalf("the create's events lack the DOWN transition or done: %v", events)
+	}
+
+	// reconcile --fix (through the API) re-queues the missing link as a
+	// CREATE: the controller has the service again and the link is ACTIVE.
+	rep := a.call("POST", "/openmano/reconcile?fix=true", nil)
+	drift := rep["reconcile"].(map[string]any)["accounts"].([]any)[0].(map[string]any)["drift"].([]any)
+	if len(drift) != 1 || drift[0].(map[string]any)["kind"] != "missing" || drift[0].(map[string]any)["fixed"] != true {
+		t.Fatalf("reconcile --fix: %v", rep)
+	}
+	poll(t, "the link ACTIVE again", func() (bool, string) {
+		l := linkOf()
+		return l["status"] == "ACTIVE" && len(emu.ServiceIDs()) == 1, fmt.Sprintf("%v %v, %d services", l["status"], l["error_msg"], len(emu.ServiceIDs()))
+	})
 	p.stop(t, syscall.SIGTERM)
 }
