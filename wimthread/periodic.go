@@ -8,13 +8,17 @@ import (
 	"time"
 )
 
-// periodic runs a job at once and then every interval, in the background,
-// between Start and Stop; it may be started again after Stop (a chore
-// follows leadership, which comes and goes).
-type periodic struct {
-	name     string
-	interval time.Duration
-	job      func(ctx context.Context)
+// Periodic runs a job every interval, in the background, between Start
+// and Stop; it may be started again after Stop (a chore follows
+// leadership, which comes and goes). The cluster's chores are built on it:
+// the claim rescuer and the retention purge here, drift reconcile in wimd.
+type Periodic struct {
+	Name     string
+	Interval time.Duration // <= 0: Start does nothing
+	Job      func(ctx context.Context)
+	// WaitFirst makes the first run come one interval after Start instead
+	// of at once (for a chore that should let the workers settle first).
+	WaitFirst bool
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -22,13 +26,13 @@ type periodic struct {
 }
 
 // Start begins the runs; ctx only bounds the start, Stop ends them.
-func (p *periodic) Start(ctx context.Context) error {
+func (p *Periodic) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done != nil {
-		return errors.New("wimthread: " + p.name + " already started")
+		return errors.New("wimthread: " + p.Name + " already started")
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil || p.Interval <= 0 {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -38,8 +42,8 @@ func (p *periodic) Start(ctx context.Context) error {
 }
 
 // Stop ends the runs, cancelling one in flight, and waits for it until ctx
-// ends. Stopping a stopped periodic does nothing.
-func (p *periodic) Stop(ctx context.Context) error {
+// ends. Stopping a stopped Periodic does nothing.
+func (p *Periodic) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	cancel, done := p.cancel, p.done
 	p.cancel, p.done = nil, nil
@@ -52,16 +56,18 @@ func (p *periodic) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("wimthread: stop %s: %w", p.name, ctx.Err())
+		return fmt.Errorf("wimthread: stop %s: %w", p.Name, ctx.Err())
 	}
 }
 
-func (p *periodic) run(ctx context.Context, done chan<- struct{}) {
+func (p *Periodic) run(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(p.interval)
+	t := time.NewTicker(p.Interval)
 	defer t.Stop()
-	for {
-		p.job(ctx)
+	for first := true; ; first = false {
+		if !first || !p.WaitFirst {
+			p.Job(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -13,7 +13,7 @@ import (
 // cluster-wide chore: one process runs it (the leader; the only process
 // without a cluster), though more would do no harm.
 type Rescuer struct {
-	periodic
+	Periodic
 	db     *persistence.DB
 	logger *slog.Logger
 }
@@ -29,7 +29,7 @@ func NewRescuer(db *persistence.DB, logger *slog.Logger, interval time.Duration)
 		interval = 10 * time.Second
 	}
 	r := &Rescuer{db: db, logger: logger}
-	r.periodic = periodic{name: "rescuer", interval: interval, job: r.sweep}
+	r.Periodic = Periodic{Name: "rescuer", Interval: interval, Job: r.sweep}
 	return r
 }
 

@@ -38,7 +38,7 @@ func (o RetentionOptions) withDefaults() RetentionOptions {
 // another process purging skips (persistence.PurgeFinishedActions), so
 // running it on one process only is an optimisation, not a need.
 type Retention struct {
-	periodic
+	Periodic
 	db     *persistence.DB
 	logger *slog.Logger
 	opts   RetentionOptions
@@ -51,7 +51,7 @@ func NewRetention(db *persistence.DB, logger *slog.Logger, opts RetentionOptions
 		logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Retention{db: db, logger: logger, opts: opts.withDefaults()}
-	r.periodic = periodic{name: "retention", interval: r.opts.Interval, job: r.purge}
+	r.Periodic = Periodic{Name: "retention", Interval: r.opts.Interval, Job: r.purge}
 	return r
 }
 
@@ -63,7 +63,7 @@ func (r *Retention) Start(ctx context.Context) error {
 		r.logger.Info("finished actions are kept forever (no retention)")
 		return ctx.Err()
 	}
-	return r.periodic.Start(ctx)
+	return r.Periodic.Start(ctx)
 }
 
 // purge deletes batches until one comes back short, and logs the total.

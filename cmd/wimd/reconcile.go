@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/wimro/wimro/internal/pglocal"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
+	"github.com/wimro/wimro/wimthread"
 )
 
 // exitDrift is wimd reconcile's exit status when drift remains: found
@@ -185,19 +185,17 @@ func dash(s string) string {
 // Drift is logged at WARN per account, and published as
 // wimro_reconcile_drift{kind} and wimro_reconcile_runs_total{result}.
 type reconcileChore struct {
-	eng      *engine.Engine
-	logger   *slog.Logger
-	interval time.Duration
-	drift    *prometheus.GaugeVec
-	runs     *prometheus.CounterVec
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	eng    *engine.Engine
+	logger *slog.Logger
+	drift  *prometheus.GaugeVec
+	runs   *prometheus.CounterVec
+	// The first run comes one interval after Start: a process that just
+	// took the lead has workers still catching up.
+	wimthread.Periodic
 }
 
 func newReconcileChore(eng *engine.Engine, logger *slog.Logger, interval time.Duration, reg prometheus.Registerer) (*reconcileChore, error) {
-	r := &reconcileChore{eng: eng, logger: logger, interval: interval,
+	r := &reconcileChore{eng: eng, logger: logger,
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wimro_reconcile_drift",
 			Help: "Drift found by the last periodic reconcile, by kind (orphan, missing, mismatch); set on the process that runs it."}, []string{"kind"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wimro_reconcile_runs_total",
@@ -214,58 +212,8 @@ func newReconcileChore(eng *engine.Engine, logger *slog.Logger, interval time.Du
 	for _, res := range []string{"clean", "drift", "error"} {
 		r.runs.WithLabelValues(res)
 	}
+	r.Periodic = wimthread.Periodic{Name: "reconcile", Interval: interval, Job: r.run, WaitFirst: true}
 	return r, nil
-}
-
-// Start begins the runs (the first one interval from now: a process that
-// just took the lead has workers still catching up); with interval 0 it
-// does nothing.
-func (r *reconcileChore) Start(ctx context.Context) error {
-	if r.interval <= 0 {
-		return ctx.Err()
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done != nil {
-		return errors.New("reconcile chore already started")
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(runCtx, r.done)
-	return nil
-}
-
-// Stop ends the runs, cancelling one in flight, and waits for it until
-// ctx ends.
-func (r *reconcileChore) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel, r.done = nil, nil
-	r.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop reconcile: %w", ctx.Err())
-	}
-}
-
-func (r *reconcileChore) loop(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.run(ctx)
-		}
-	}
 }
 
 // run reconciles every account once, report only.
