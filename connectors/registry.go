@@ -206,11 +206,12 @@ type Registry struct {
 	mu        sync.RWMutex
 	factories map[string]Factory
 	qos       map[string][]QoSField
+	qosRules  map[string]func(cfg Config) []QoSField
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory), qos: make(map[string][]QoSField)}
+	return &Registry{factories: make(map[string]Factory), qos: make(map[string][]QoSField), qosRules: make(map[string]func(Config) []QoSField)}
 }
 
 // Register adds the factory for wimType, with the QoS fields its
@@ -241,6 +242,36 @@ func (r *Registry) HonouredQoS(wimType string) []string {
 	var out []string
 	for _, f := range r.qos[wimType] {
 		out = append(out, string(f))
+	}
+	return out
+}
+
+// SetQoSRule makes the QoS fields wimType honours depend on the WIM's
+// settings (a dialect without the field): rule gets a Config with Type and
+// WIMConfig only (no account, no credentials, at write time) and returns
+// the fields honoured; HonouredQoSOf asks it. The fields given to Register
+// stay what the type honours at most.
+func (r *Registry) SetQoSRule(wimType string, rule func(cfg Config) []QoSField) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.qosRules[wimType] = rule
+}
+
+// HonouredQoSOf is HonouredQoS for one WIM: its type's fields, narrowed
+// by the type's rule (SetQoSRule) on the WIM's config.
+func (r *Registry) HonouredQoSOf(wimType string, wimConfig map[string]any) []string {
+	r.mu.RLock()
+	rule := r.qosRules[wimType]
+	r.mu.RUnlock()
+	all := r.HonouredQoS(wimType)
+	if rule == nil {
+		return all
+	}
+	var out []string
+	for _, f := range rule(Config{Type: wimType, WIMConfig: wimConfig}) {
+		if slices.Contains(all, string(f)) {
+			out = append(out, string(f))
+		}
 	}
 	return out
 }

@@ -122,10 +122,11 @@ func groupQoS(g group, qos []netQoS) (linkQoS, error) {
 }
 
 // QoSSupport returns the QoS keys (QoSBandwidth, QoSLatency) that the
-// connector of a WIM type honours. wimd builds it from its connector
-// registry, where each type declares them when it is registered, so the
+// connector of a WIM honours, by its type and its config. wimd builds it
+// from its connector registry, where each type declares them when it is
+// registered (narrowed by the WIM's settings where a type says so), so the
 // check needs no connector and no credentials.
-type QoSSupport func(wimType string) []string
+type QoSSupport func(wimType string, wimConfig map[string]any) []string
 
 // SetQoSSupport installs q; nil (the default) lets every type take any
 // QoS. Call it before serving requests.
@@ -137,7 +138,7 @@ func (e *Engine) checkQoS(w wimro.WIM, q linkQoS) error {
 	if e.qosSupport == nil {
 		return nil
 	}
-	supported := e.qosSupport(w.Type)
+	supported := e.qosSupport(w.Type, w.Config)
 	for _, k := range []struct {
 		key, field string
 		v          int

@@ -31,9 +31,17 @@ func TestInstanceQoS(t *testing.T) {
 	sc := newScenario(t)
 	// WIMs of types that honour less than fake (both): onos nothing,
 	// dynpac bandwidth only. Each reaches both datacenters.
-	for i, typ := range []string{"onos", "dynpac"} {
-		sc.bundle.WIMOf(t, engine.WIMInput{Name: ptr("w-" + typ), Type: ptr(typ)}, testfactory.Mapping("dcA", 3+2*i), testfactory.Mapping("dcB", 4+2*i))
-		sc.bundle.Account(t, "tenantT", "w-"+typ, engine.AccountInput{})
+	// ietfl2vpn honours bandwidth, but not in the osm dialect (a setting of
+	// the WIM).
+	for i, w := range []struct{ name, typ, dialect string }{
+		{"w-onos", "onos", ""}, {"w-dynpac", "dynpac", ""}, {"w-l2vpn", "ietfl2vpn", ""}, {"w-l2vpn-osm", "ietfl2vpn", "osm"},
+	} {
+		in := engine.WIMInput{Name: ptr(w.name), Type: ptr(w.typ)}
+		if w.dialect != "" {
+			in.Config = map[string]any{"dialect": w.dialect}
+		}
+		sc.bundle.WIMOf(t, in, testfactory.Mapping("dcA", 3+2*i), testfactory.Mapping("dcB", 4+2*i))
+		sc.bundle.Account(t, "tenantT", w.name, engine.AccountInput{})
 	}
 	cases := []struct {
 		name     string
@@ -62,6 +70,9 @@ func TestInstanceQoS(t *testing.T) {
 		{"latency above the bound", "", [2]string{}, [2]string{"100001"}, 0, 0, "instance.networks[0].latency", "from 1 to 100000"},
 		{"onos honours no bandwidth", "w-onos", [2]string{"100", "100"}, [2]string{}, 0, 0, "instance.networks[0].bandwidth",
 			"the WIM w-onos (type onos) cannot honour bandwidth; supported: none"},
+		{"ietfl2vpn honours bandwidth", "w-l2vpn", [2]string{"100"}, [2]string{}, 100, 0, "", ""},
+		{"ietfl2vpn in the osm dialect honours none", "w-l2vpn-osm", [2]string{"100"}, [2]string{}, 0, 0, "instance.networks[0].bandwidth",
+			"the WIM w-l2vpn-osm (type ietfl2vpn) cannot honour bandwidth; supported: none"},
 		{"dynpac honours bandwidth", "w-dynpac", [2]string{"100"}, [2]string{}, 100, 0, "", ""},
 		{"dynpac honours no latency", "w-dynpac", [2]string{"100"}, [2]string{"", "9"}, 0, 0, "instance.networks[1].latency",
 			"the WIM w-dynpac (type dynpac) cannot honour latency; supported: bandwidth"},

@@ -127,7 +127,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	eng.SetTypeCheck(typeCheck(registry))
-	eng.SetQoSSupport(registry.HonouredQoS)
+	eng.SetQoSSupport(registry.HonouredQoSOf)
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)

@@ -217,7 +217,17 @@ const (
 var elanTypes = []string{"ldp-l2tp-vpls", "bgp-vpls", "pbb-evpn"}
 
 // Register adds the ietfl2vpn connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
+func Register(r *connectors.Registry) {
+	r.Register(Type, Factory, connectors.QoSBandwidth)
+	// The osm dialect has no svc-bandwidth: a WIM set to it is refused
+	// QoS when an instance is written, not when its CREATE runs.
+	r.SetQoSRule(Type, func(cfg connectors.Config) []connectors.QoSField {
+		if d, err := cfg.StringSetting("dialect", DialectRFC8466); err == nil && d == DialectOSM {
+			return nil
+		}
+		return []connectors.QoSField{connectors.QoSBandwidth}
+	})
+}
 
 type settings struct {
 	dialect       string
