@@ -204,12 +204,21 @@ func (s *Store) ListInstanceActions(ctx context.Context, instanceID string) ([]w
 		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE ia.instance_id = $1 ORDER BY ia.created_at, ia.uuid`, instanceID)
 }
 
-// AddProgress adds to the counters of an instance action in one atomic
-// statement, so concurrent workers never lose an update.
+// AddProgress adds to the counters of an instance action as an outcome
+// batch does: it appends an increment (instance_action_progress), so
+// concurrent writers neither lose an update nor queue on the row, and
+// returns the instance action as read afterwards.
 func (s *Store) AddProgress(ctx context.Context, id string, done, failed int) (wimro.InstanceAction, error) {
+	n, err := s.exec(ctx, "instance_action_progress", `INSERT INTO instance_action_progress (instance_action_id, n_done, n_failed)
+		SELECT ia.uuid, $2, $3 FROM instance_actions ia WHERE ia.uuid = $1`, id, done, failed)
+	if err != nil {
+		return wimro.InstanceAction{}, err
+	}
+	if n == 0 {
+		return wimro.InstanceAction{}, notFound("instance_actions", "uuid="+id)
+	}
 	return getOne[wimro.InstanceAction](ctx, s, "instance_actions", "uuid="+id,
-		`UPDATE instance_actions AS ia SET number_done = number_done + $2, number_failed = number_failed + $3
-		 WHERE ia.uuid = $1 RETURNING `+instanceActionCols, id, done, failed)
+		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE ia.uuid = $1`, id)
 }
 
 const actionCols = `a.instance_action_id, a.task_index, a.seq, a.wim_account_id, a.wim_internal_id, a.action, a.item, a.item_id,
