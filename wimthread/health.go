@@ -24,13 +24,11 @@ func (s *Supervisor) monitor() {
 		return
 	}
 	for {
-		ids := s.Accounts()
+		ids, ok := s.drivenAccounts(interval)
+		if !ok {
+			return
+		}
 		if len(ids) == 0 {
-			// None owned yet (at start, before the coordinator's first
-			// assignment): look again soon rather than a whole interval.
-			if !s.pause(min(interval, s.opts.Poll)) {
-				return
-			}
 			continue
 		}
 		gap := interval / time.Duration(len(ids))
@@ -42,6 +40,17 @@ func (s *Supervisor) monitor() {
 			}
 		}
 	}
+}
+
+// drivenAccounts returns the accounts this process drives, for a round of
+// monitoring. With none yet (at start, before the coordinator's first
+// assignment) it waits a poll rather than a whole interval and returns
+// none; ok is false when the supervisor stops meanwhile.
+func (s *Supervisor) drivenAccounts(interval time.Duration) (ids []string, ok bool) {
+	if ids = s.Accounts(); len(ids) > 0 {
+		return ids, true
+	}
+	return nil, s.pause(min(interval, s.opts.Poll))
 }
 
 // pause waits d, or returns false at once when the supervisor stops.

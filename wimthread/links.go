@@ -48,13 +48,11 @@ func (s *Supervisor) monitorLinks() {
 	defer calls.Wait()
 	slots := make(chan struct{}, monitorParallel)
 	for {
-		ids := s.Accounts()
+		ids, ok := s.drivenAccounts(interval)
+		if !ok {
+			return
+		}
 		if len(ids) == 0 {
-			// None owned yet (at start, before the coordinator's first
-			// assignment): look again soon rather than a whole interval.
-			if !s.pause(min(interval, s.opts.Poll)) {
-				return
-			}
 			continue
 		}
 		start := time.Now()
