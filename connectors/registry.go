@@ -55,6 +55,27 @@ type Config struct {
 	UserAgent string
 }
 
+// ConfigOf is the Config of account a of WIM w, whose secrets (password,
+// and the sealed settings of w and a) the caller has opened, with the
+// WIM's port mappings (nil stands for none). The caller adds Logger,
+// Locker and UserAgent. The workers, the credentials check and drift
+// reconcile all build their connectors from it, so they see one account
+// alike.
+func ConfigOf(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) Config {
+	if mappings == nil {
+		mappings = []wimro.PortMapping{}
+	}
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	return Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
+		AccountID: a.UUID, AccountName: deref(a.Name), User: deref(a.User), Password: password,
+		AccountConfig: a.Config, PortMappings: mappings}
+}
+
 // DefaultUserAgent is sent when Config.UserAgent is empty.
 const DefaultUserAgent = "wimro"
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/persistence"
 )
 
 // CredentialsCheck runs the connector's CheckCredentials for account a of
@@ -117,19 +116,12 @@ func (e *Engine) checkAccount(ctx context.Context, id string) {
 		return
 	}
 	log := e.logger.With(slog.String("account_id", id), slog.String("connector", w.Type))
-	password, err := e.AccountPassword(a)
-	if err == nil {
-		w, a.Config, err = e.openSecrets(w, a.Config)
-	}
-	var mappings []wimro.PortMapping
-	if err == nil {
-		mappings, err = e.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}})
-	}
+	in, err := e.openConnectorInputs(ctx, w, a)
 	if err != nil && ctx.Err() == nil && wimro.ErrorCode(err) == wimro.EUNAVAILABLE {
 		return // the database is away: the periodic check records later
 	}
 	if err == nil {
-		err = e.credCheck(ctx, w, a, password, mappings)
+		err = e.credCheck(ctx, in.wim, in.account, in.password, in.mappings)
 	}
 	if e.checkCtx.Err() != nil {
 		return // stopped, not a result

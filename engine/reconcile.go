@@ -292,18 +292,12 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix b
 		return ad, err
 	}
 	ad.WIMName, ad.WIMType = w.Name, w.Type
-	password, err := e.AccountPassword(a)
+	in, err := e.openConnectorInputs(ctx, w, a)
 	if err != nil {
 		return ad, err
 	}
-	if w, a.Config, err = e.openSecrets(w, a.Config); err != nil {
-		return ad, err
-	}
-	mappings, err := e.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}})
-	if err != nil {
-		return ad, err
-	}
-	c, err := e.build(w, a, password, mappings)
+	w, a, mappings := in.wim, in.account, in.mappings
+	c, err := e.build(w, a, in.password, mappings)
 	if err != nil {
 		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, err)
 	}

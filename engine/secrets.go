@@ -7,6 +7,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/persistence"
 )
 
 // Secrets besides account passwords: the password in a wim_url's user
@@ -44,6 +45,34 @@ func (e *Engine) openSecrets(w wimro.WIM, accountConfig map[string]any) (wimro.W
 	var err error
 	w.URL, w.Config, accountConfig, err = e.box.OpenConnector(w.URL, w.Config, accountConfig)
 	return w, accountConfig, err
+}
+
+// connectorInputs is what an account's connector is built from: its WIM
+// and the account with their sealed settings opened, the password, and the
+// WIM's port mappings.
+type connectorInputs struct {
+	wim      wimro.WIM
+	account  wimro.WIMAccount
+	password string
+	mappings []wimro.PortMapping
+}
+
+// openConnectorInputs opens the secrets of account a of WIM w (as stored)
+// and reads the WIM's port mappings, for the credentials check and drift
+// reconcile: both build the account's connector as the workers do.
+func (e *Engine) openConnectorInputs(ctx context.Context, w wimro.WIM, a wimro.WIMAccount) (connectorInputs, error) {
+	password, err := e.AccountPassword(a)
+	if err != nil {
+		return connectorInputs{}, err
+	}
+	if w, a.Config, err = e.openSecrets(w, a.Config); err != nil {
+		return connectorInputs{}, err
+	}
+	mappings, err := e.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}})
+	if err != nil {
+		return connectorInputs{}, err
+	}
+	return connectorInputs{wim: w, account: a, password: password, mappings: mappings}, nil
 }
 
 // ErrSecretKeyMismatch means the secret key does not open the secrets the

@@ -113,15 +113,11 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 		t.Connector = s.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
 		return t, nil
 	}
-	cfg := connectors.Config{
-		WIMID: wim.UUID, WIMName: wim.Name, Type: wim.Type, URL: wim.URL, WIMConfig: wim.Config,
-		AccountID: a.UUID, AccountName: deref(a.Name), User: deref(a.User), Password: password,
-		AccountConfig: a.Config, PortMappings: mappings, Logger: w.log,
-		// Connectors that read-modify-write shared controller state
-		// serialise with the other wimd processes through the database.
-		Locker:    s.db,
-		UserAgent: s.opts.UserAgent,
-	}
+	cfg := connectors.ConfigOf(wim, a, password, mappings)
+	cfg.Logger, cfg.UserAgent = w.log, s.opts.UserAgent
+	// Connectors that read-modify-write shared controller state serialise
+	// with the other wimd processes through the database.
+	cfg.Locker = s.db
 	conn, err := s.registry.New(cfg)
 	if err != nil {
 		reason := fmt.Sprintf("Error when loading WIM connector for WIM (%s): %v\nAny task targeting WIM account %s (%s) will fail.", wim.Type, err, a.UUID, deref(a.Name))

@@ -58,20 +58,10 @@ func credentialsCheck(r *connectors.Registry, logger *slog.Logger, userAgent str
 // interleave with another process's read-modify-write there.
 func connectorBuilder(r *connectors.Registry, logger *slog.Logger, userAgent string, locker connectors.Locker) engine.ConnectorBuilder {
 	return func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error) {
-		if mappings == nil {
-			mappings = []wimro.PortMapping{}
-		}
-		user, name := "", ""
-		if a.User != nil {
-			user = *a.User
-		}
-		if a.Name != nil {
-			name = *a.Name
-		}
-		return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
-			AccountID: a.UUID, AccountName: name, User: user, Password: password, AccountConfig: a.Config,
-			PortMappings: mappings, UserAgent: userAgent, Locker: locker,
-			Logger: logger.With(slog.String("account_id", a.UUID), slog.String("connector", w.Type))})
+		cfg := connectors.ConfigOf(w, a, password, mappings)
+		cfg.UserAgent, cfg.Locker = userAgent, locker
+		cfg.Logger = logger.With(slog.String("account_id", a.UUID), slog.String("connector", w.Type))
+		return r.New(cfg)
 	}
 }
 

@@ -72,12 +72,7 @@ func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	eng.SetQoSSupport(r.HonouredQoSOf)
 	// Drift reconcile builds connectors as wimd does.
 	eng.SetConnectorBuilder(func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error) {
-		user := ""
-		if a.User != nil {
-			user = *a.User
-		}
-		return r.New(connectors.Config{WIMID: w.UUID, WIMName: w.Name, Type: w.Type, URL: w.URL, WIMConfig: w.Config,
-			AccountID: a.UUID, User: user, Password: password, AccountConfig: a.Config, PortMappings: mappings})
+		return r.New(connectors.ConfigOf(w, a, password, mappings))
 	})
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
 }
