@@ -13,7 +13,10 @@
 //	              / a service id that is not storable text--> FAILED (link ERROR; failed+1)
 //	        SCHEDULED --retryable controller error--> SCHEDULED (capped exponential backoff; FAILED after MaxAttempts)
 //	        SCHEDULED --worker stopping--> SCHEDULED (due at once: it was interrupted, not refused)
-//	        SCHEDULED --service created or adopted--> BUILD (link BUILD + service id; done+1; refresh after Refresh)
+//	        SCHEDULED --service created or adopted, then its status read at once in the same run:
+//	              ACTIVE/DOWN/ERROR--> DONE (link status and message copied + service id; done+1)
+//	              BUILD/INACTIVE--> BUILD (link status copied + service id; done+1; refresh after Refresh)
+//	              no answer (error, panic, worker stopping)--> BUILD (link BUILD + service id; done+1; refresh after Refresh)
 //	        SCHEDULED --link gone (instance deleted first)--> SUPERSEDED (done+1, so the instance action completes)
 //	        SCHEDULED --connector panics--> FAILED (link ERROR; failed+1; stack logged at ERROR; never retried)
 //	        BUILD --controller says BUILD/INACTIVE--> BUILD (link status copied; refresh again after Refresh)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -359,7 +360,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		// link would be polled (and later deleted) by a wrong id.
 		return persistence.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
 	}
-	return r.created(id, connInfo), nil
+	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo)), nil
 }
 
 // QoSOf is the QoS a WAN link asks of its controller.
@@ -384,6 +385,49 @@ func (r *Runner) created(id string, connInfo map[string]any) persistence.Outcome
 		Extra: map[string]any{"conn_info": connInfo},
 		Link:  &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{"conn_info": connInfo}},
 	}
+}
+
+// firstStatus asks the controller once, in the same run, how a service
+// just made stands. Most controllers answer ACTIVE at once: the link is
+// then ACTIVE in one run and one outcome, without a refresh claimed and
+// written after Refresh (10 s by default, as OSM's first poll). Any other
+// answer is recorded as a refresh would record it (BUILD and INACTIVE are
+// polled again); no answer (an error, a panic of the connector, the
+// worker stopping) leaves the created outcome as it is, so the service id
+// is recorded whatever happens and the refresh asks again.
+func (r *Runner) firstStatus(ctx context.Context, t Target, linkID string, created persistence.Outcome) (out persistence.Outcome) {
+	out = created
+	if ctx.Err() != nil {
+		return out
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger.Error("connector panicked on the status of a service just created; the refresh asks again",
+				slog.String("wan_link_id", linkID), slog.String("account_id", t.AccountID), slog.Any("error", p), slog.String("stack", string(debug.Stack())))
+			out = created
+		}
+	}()
+	connInfo, _ := created.Extra["conn_info"].(map[string]any)
+	st, err := t.Connector.GetServiceStatus(ctx, *created.WIMInternalID, connInfo)
+	if err != nil {
+		r.logger.Debug("status of a service just created not read; the refresh asks again",
+			slog.String("wan_link_id", linkID), slog.String("account_id", t.AccountID), slog.Any("error", err))
+		return created
+	}
+	status := string(st.Status)
+	link := *created.Link
+	link.Status = &status
+	link.WIMInfo = maps.Clone(link.WIMInfo)
+	maps.Copy(link.WIMInfo, st.Info)
+	if st.Message != "" {
+		link.ErrorMsg, link.ClearError = &st.Message, false
+	}
+	out.Link = &link
+	if st.Status == connectors.StatusBuild || st.Status == connectors.StatusInactive {
+		return out
+	}
+	out.Status, out.RunAfter = wimro.ActionDone, nil
+	return out
 }
 
 // wait defers a CREATE until its local networks are ready; it gives up

@@ -153,9 +153,16 @@ type scripted struct {
 	createErr error
 	createID  string // answered by CreateService without reaching the controller
 	panicky   bool
+	// statusPanics makes status calls panic; afterCreate runs once the
+	// service is created.
+	statusPanics bool
+	afterCreate  func()
 }
 
 func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[string]any) (connectors.ServiceStatus, error) {
+	if s.statusPanics {
+		panic("connector bug in status")
+	}
 	if s.err != nil {
 		return connectors.ServiceStatus{}, s.err
 	}
@@ -175,7 +182,11 @@ func (s *scripted) CreateService(ctx context.Context, key string, t connectors.S
 	if s.createID != "" {
 		return s.createID, nil, nil
 	}
-	return s.Connector.CreateService(ctx, key, t, p)
+	id, info, err := s.Connector.CreateService(ctx, key, t, p)
+	if s.afterCreate != nil {
+		s.afterCreate()
+	}
+	return id, info, err
 }
 
 // want is what one row of the state machine (actions/doc.go) produces.
@@ -184,9 +195,13 @@ type want struct {
 	done       int
 	failed     int
 	linkStatus string // "" = the link is not touched
-	msg        string // a part of the action's error_msg; "" = none
-	runAfter   [2]time.Duration
-	services   int // on the controller afterwards
+	linkMsg    string // a part of the link's error_msg; "" = not checked
+	// statusCalls is how many status calls reached the fake controller
+	// (nil: not checked).
+	statusCalls *int
+	msg         string // a part of the action's error_msg; "" = none
+	runAfter    [2]time.Duration
+	services    int // on the controller afterwards
 }
 
 // TestStateMachine runs every row of the action state machine in
@@ -284,16 +299,65 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionScheduled, msg: "interrupted", runAfter: soon, services: 0},
 		},
 		{
-			name: "CREATE: service created -> BUILD, counted done, refresh later",
+			name: "CREATE: service created, controller says ACTIVE at once -> DONE, link ACTIVE, counted done",
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, statusCalls: ptr(1)},
+		},
+		{
+			name: "CREATE: service created, controller says DOWN at once -> DONE, link DOWN with the reason",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusDown, Message: "port down"}}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDown, linkMsg: "port down", runAfter: soon, services: 1},
+		},
+		{
+			name: "CREATE: service created, controller says BUILD -> BUILD, counted done, refresh later",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusBuild}}
+				return f.create, f.ctx
+			},
 			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
 		},
 		{
-			name: "CREATE: service already there (a re-run) -> adopted, BUILD",
+			name: "CREATE: service created, controller says INACTIVE -> BUILD, link INACTIVE, refresh later",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, status: &connectors.ServiceStatus{Status: connectors.StatusInactive}}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkInactive, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: service created, its status call fails -> BUILD with the id, not an error, refresh later",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, err: connectors.HTTPError(503, "busy")}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: service created, its status call panics -> BUILD with the id, refresh later",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Connector = &scripted{Connector: f.conn, statusPanics: true}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+		},
+		{
+			name: "CREATE: service created as the worker stops -> BUILD with the id, no status call",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				ctx, cancel := context.WithCancel(f.ctx)
+				f.target.Connector = &scripted{Connector: f.conn, afterCreate: cancel}
+				return f.create, ctx
+			},
+			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1, statusCalls: ptr(0)},
+		},
+		{
+			name: "CREATE: service already there (a re-run) -> adopted, ACTIVE",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				f.made(t)
 				return f.create, f.ctx
 			},
-			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1},
 		},
 		{
 			name: "CREATE: the controller's service id is not storable text -> FAILED",
@@ -465,6 +529,12 @@ func TestStateMachine(t *testing.T) {
 			if linkStatus != w.linkStatus {
 				t.Fatalf("link status %q, want %q", linkStatus, w.linkStatus)
 			}
+			if w.linkMsg != "" && (o.Link.ErrorMsg == nil || !strings.Contains(*o.Link.ErrorMsg, w.linkMsg)) {
+				t.Fatalf("link error_msg %q, want it to say %q", deref(o.Link.ErrorMsg), w.linkMsg)
+			}
+			if n := f.ctrl.CallCount(fake.MethodGetServiceStatus); w.statusCalls != nil && n != *w.statusCalls {
+				t.Fatalf("%d status calls reached the controller, want %d", n, *w.statusCalls)
+			}
 			runAfter := before
 			if o.RunAfter != nil {
 				runAfter = *o.RunAfter
@@ -475,7 +545,7 @@ func TestStateMachine(t *testing.T) {
 			if n := f.ctrl.Count(); n != w.services {
 				t.Fatalf("%d services on the controller, want %d", n, w.services)
 			}
-			if o.Status == wimro.ActionBuild && w.done == 1 && (o.WIMInternalID == nil || o.Link.WIMInternalID == nil || *o.WIMInternalID != f.ctrl.Services()[0].ID) {
+			if w.done == 1 && a.Action == wimro.ActionCreate && w.services == 1 && (o.WIMInternalID == nil || o.Link.WIMInternalID == nil || *o.WIMInternalID != f.ctrl.Services()[0].ID) {
 				t.Fatalf("created without recording the service id: %v", o.WIMInternalID)
 			}
 		})
