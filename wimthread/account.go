@@ -74,44 +74,84 @@ func (s *Supervisor) connector(a *account) (actions.Target, error) {
 	return t, nil
 }
 
-// buildTarget builds the connector of the account from the database. A
-// connector that cannot be built is replaced by one that fails every
-// action with the reason, as OSM's FailingConnector did.
+// buildTarget builds the connector of the account from the database.
 func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
-	ctx := w.ctx
-	db := s.db
-	a, err := db.GetAccount(ctx, w.id)
+	in, err := s.db.ConnectorInputs(w.ctx, []string{w.id})
 	if err != nil {
 		return actions.Target{}, err
 	}
-	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt}
-	wim, err := db.GetWIM(ctx, a.WIMID)
+	i, ok := in[w.id]
+	if !ok {
+		return actions.Target{}, wimro.Errorf(wimro.ENOTFOUND, "WIM account %s not found", w.id)
+	}
+	return s.targetFrom(w, i), nil
+}
+
+// buildTargets builds, from one read, the connectors of the accounts that
+// have none or a stale one: the claimer calls it before it starts the
+// actions it claimed, so that the first actions of many accounts do not
+// each wait for reads of their own. An account it could not build (the
+// read failed) is built by its first action, which reports why.
+func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
+	var need []*account
+	ids := make([]string, 0, len(list))
+	for _, a := range list {
+		a.tmu.Lock()
+		if a.stale.Swap(false) {
+			a.built = false
+		}
+		if !a.built {
+			need = append(need, a)
+			ids = append(ids, a.id)
+		}
+		a.tmu.Unlock()
+	}
+	if len(need) == 0 {
+		return
+	}
+	in, err := s.db.ConnectorInputs(ctx, ids)
 	if err != nil {
-		return actions.Target{}, err
+		s.logger.Debug("read the connectors of the accounts claimed for; each builds its own", slog.Int("accounts", len(ids)), slog.Any("error", err))
+		return
 	}
-	t.Type = wim.Type
-	mappings, err := db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{wim.UUID}})
-	if err != nil {
-		return actions.Target{}, err
+	for _, a := range need {
+		i, ok := in[a.id]
+		if !ok {
+			continue
+		}
+		t := s.targetFrom(a, i)
+		a.tmu.Lock()
+		// Built meanwhile by an action of the account: keep that one. A
+		// change notified after the read left stale set: the next action
+		// rebuilds.
+		if !a.built {
+			a.target, a.built = t, true
+		}
+		a.tmu.Unlock()
 	}
-	if mappings == nil {
-		mappings = []wimro.PortMapping{} // cached: "none", not "not read"
-	}
-	t.Mappings = mappings
+}
+
+// targetFrom builds the account's Target from what was read. A connector
+// that cannot be built is replaced by one that fails every action with the
+// reason, as OSM's FailingConnector did.
+func (s *Supervisor) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
+	a, wim, mappings := in.Account, in.WIM, in.Mappings
+	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: wim.Type, Mappings: mappings}
 	password := ""
 	if len(a.Password) > 0 {
 		b, err := s.box.Open(a.Password)
 		if err != nil {
 			t.Connector = s.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
-			return t, nil
+			return t
 		}
 		password = string(b)
 	}
 	// The other secrets (wim_url's password, bearer_token) are sealed at
 	// rest too; a value stored in clear by an older wimd is used as is.
+	var err error
 	if wim.URL, wim.Config, a.Config, err = s.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
 		t.Connector = s.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
-		return t, nil
+		return t
 	}
 	cfg := connectors.ConfigOf(wim, a, password, mappings)
 	cfg.Logger, cfg.UserAgent = w.log, s.opts.UserAgent
@@ -125,7 +165,7 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 		conn = failing.New(reason, connectors.KindPermanent)
 	}
 	t.Connector = s.instrument(w, wim.Type, conn)
-	return t, nil
+	return t
 }
 
 func deref(s *string) string {

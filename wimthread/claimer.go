@@ -117,6 +117,7 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.buildTargets(ctx, s.accountsOf(res.Claimed))
 	var stray []persistence.ClaimKey
 	s.mu.Lock()
 	for _, c := range res.Claimed {
@@ -146,6 +147,22 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 		return max(time.Until(*res.NextDue), 10*time.Millisecond), nil
 	}
 	return 0, nil
+}
+
+// accountsOf returns the driven accounts of the claimed actions, once each.
+func (s *Supervisor) accountsOf(claimed []persistence.Claimed) []*account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[*account]bool{}
+	var list []*account
+	for _, c := range claimed {
+		a := s.accounts[deref(c.Action.WIMAccountID)]
+		if a != nil && !a.stopping && !seen[a] {
+			seen[a] = true
+			list = append(list, a)
+		}
+	}
+	return list
 }
 
 // releaseStray returns claims taken under an unknown lease to the queue;
