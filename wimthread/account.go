@@ -17,7 +17,7 @@ import (
 // account is what the process keeps of one account it drives: its lease,
 // its connector cache and the count of its actions in flight. It is a map
 // entry, not a goroutine: the claimer and the completer serve every
-// account. inflight and stopping are guarded by Supervisor.mu.
+// account. inflight, running and stopping are guarded by Supervisor.mu.
 type account struct {
 	id    string
 	lease persistence.Lease
@@ -28,8 +28,12 @@ type account struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	inflight int
-	stopping bool // no new claims; forgotten once inflight is 0
+	// inflight counts the actions claimed and not yet written (their links
+	// stay busy); running those of them still at the controller, what
+	// Options.Parallel bounds: an action whose outcome waits for the
+	// completer frees its slot for another link.
+	inflight, running int
+	stopping          bool // no new claims; forgotten once inflight is 0
 
 	// The connector cache: built before the first action, rebuilt after a
 	// change notification (stale) before the next one. Actions already

@@ -13,6 +13,13 @@ import (
 // stays short however many accounts have work.
 const maxClaim = 500
 
+// claimGap is the least time from one claim statement to the next: the
+// actions that finish meanwhile free their slots together and are refilled
+// by one claim, instead of a claim each (River's producer has a fetch
+// cooldown for the same reason). It adds at most claimGap to an action's
+// wait in the queue.
+const claimGap = 2 * time.Millisecond
+
 // claimer is the one goroutine of the process that claims work: one
 // statement (persistence.ClaimDue) across every owned account, then a
 // goroutine per claimed action. It sleeps until woken (a notification, a
@@ -21,7 +28,19 @@ func (s *Supervisor) claimer() {
 	backoff := time.Second
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	gap := time.NewTimer(time.Hour)
+	defer gap.Stop()
+	var last time.Time
 	for {
+		if d := claimGap - time.Since(last); d > 0 {
+			gap.Reset(d)
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-gap.C:
+			}
+		}
+		last = time.Now()
 		wait, err := s.claimOnce()
 		switch {
 		case s.ctx.Err() != nil:
@@ -63,7 +82,7 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 	free := map[string]int{}
 	slots := 0
 	for id, a := range s.accounts {
-		n := opts.Parallel - a.inflight
+		n := opts.Parallel - a.running
 		if a.stopping {
 			n = 0
 		}
@@ -132,6 +151,8 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 			continue
 		}
 		a.inflight++
+		a.running++
+		s.runningN.Add(1)
 		s.busy[c.Action.ItemID] = true
 		s.running.Add(1)
 		go s.runAction(a, c)
@@ -200,6 +221,14 @@ func (s *Supervisor) runAction(a *account, c persistence.Claimed) {
 	} else {
 		o = s.runner.RunLoaded(a.ctx, t, c.Action, &actions.Loaded{Link: c.Link, Nets: c.Nets, Datacenters: c.Datacenters})
 	}
+	// The controller is done with this link: its slot goes to another
+	// link while the outcome waits for the completer (the link itself
+	// stays busy until the outcome is written).
+	s.mu.Lock()
+	a.running--
+	s.mu.Unlock()
+	s.runningN.Add(-1)
+	s.signal(s.wakeClaim)
 	s.outcomes <- outcome{Finished: persistence.Finished{Action: c.Action, Outcome: o, Lease: a.lease}, acct: a}
 }
 

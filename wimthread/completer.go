@@ -16,6 +16,11 @@ const (
 	// maxFlushes is how many batches are written at once while the next
 	// one accumulates.
 	maxFlushes = 2
+	// linger is how long a batch waits for more outcomes while actions are
+	// still running: actions claimed together finish nearly together, and
+	// without it the first outcome went out alone and the rest in a second
+	// statement.
+	linger = time.Millisecond
 )
 
 // outcome is one action's outcome on its way to the completer.
@@ -42,6 +47,7 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 			return
 		}
 		batch := []outcome{first}
+		var lingered <-chan time.Time
 	more:
 		for len(batch) < maxBatch {
 			select {
@@ -50,7 +56,22 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 					break more
 				}
 				batch = append(batch, o)
+				continue
 			default:
+			}
+			if s.runningN.Load() == 0 {
+				break
+			}
+			if lingered == nil {
+				lingered = time.After(linger)
+			}
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			case <-lingered:
 				break more
 			}
 		}

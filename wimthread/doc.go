@@ -14,13 +14,22 @@
 //     next queued action becomes due, so computing connection points is
 //     pure code (actions.ConnectionPoints) and no second statement asks
 //     when to wake up. The claimer sleeps until woken: an account's
-//     notification, a freed slot, the next due time, or the poll fallback.
+//     notification, a freed slot, the next due time, or the poll fallback;
+//     and it leaves at least claimGap (2 ms) between two claims, so slots
+//     freed together are refilled by one claim. Before starting what it
+//     claimed, it builds the connectors the accounts lack from one read
+//     (persistence.ConnectorInputs).
 //   - Each claimed action runs in its own goroutine, with its account's
-//     connector.
+//     connector. Options.Parallel bounds the actions of an account at the
+//     controller: an action whose outcome waits for the completer frees
+//     its slot for another link; its own link stays busy until the
+//     outcome is written.
 //   - One completer per process writes the outcomes of every account in
 //     batches: whatever has accumulated, up to a fixed size, in one
 //     transaction (persistence.FinishActions), with at most two batches
-//     in flight while the next accumulates. The instance-action counters
+//     in flight while the next accumulates; while actions are still
+//     running a batch waits up to linger (1 ms) for more, since actions
+//     claimed together finish nearly together. The instance-action counters
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.

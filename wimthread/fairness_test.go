@@ -1,6 +1,7 @@
 package wimthread_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -40,4 +41,41 @@ func TestSlowAccountDoesNotHoldBackAnother(t *testing.T) {
 	if running != parallel {
 		t.Fatalf("the slow account has %d actions claimed, want its %d slots full (%s)", running, parallel, fmt.Sprint(s.WIMActions))
 	}
+}
+
+// TestOutcomeAwaitingWriteFreesItsSlot: --parallel bounds the links at the
+// controller, not the outcomes waiting to be written. With one slot and the
+// first outcome's write held up (its instance action row locked, which
+// the progress increment's key check waits for), the second link still
+// reaches the controller; once the write goes through both are ACTIVE.
+func TestOutcomeAwaitingWriteFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	v := b.instance(t, "ns", 2, "ACTIVE")
+	tx, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM instance_actions WHERE uuid = $1 FOR UPDATE`, v.ActionID); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, registry(), wimthread.Options{Parallel: 1})
+	waitFor(t, "both services made while the first outcome is not yet written", func() (bool, string) {
+		return b.ctrl.Count() == 2, fmt.Sprintf("%d services", b.ctrl.Count())
+	})
+	ia, err := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia.Done != 0 {
+		t.Fatalf("%d outcomes written while their instance action was locked", ia.Done)
+	}
+	if err := tx.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.actionDone(t, v.UUID, v.ActionID); d.Done != 2 || d.Failed != 0 {
+		t.Fatalf("create: %d done %d failed", d.Done, d.Failed)
+	}
+	b.linksActive(t, v.UUID)
 }

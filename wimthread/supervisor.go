@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -94,6 +95,7 @@ type Supervisor struct {
 	foreign   map[string]bool // claimed under a lease not known here; skipped until the next apply
 	wg        sync.WaitGroup  // the long-lived goroutines but the completer
 	running   sync.WaitGroup  // actions running
+	runningN  atomic.Int64    // actions claimed whose outcome is not yet handed to the completer
 	started   bool
 	outcomes  chan outcome
 	written   chan struct{} // closed when the completer has written everything
