@@ -136,6 +136,7 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	opts.Metrics.claimTook(len(res.Claimed))
 	s.buildTargets(ctx, s.accountsOf(res.Claimed))
 	var stray []persistence.ClaimKey
 	s.mu.Lock()

@@ -128,7 +128,8 @@ func (s *Supervisor) commit(batch []outcome) error {
 	for i, o := range batch {
 		items[i] = o.Finished
 	}
-	deadline := time.Now().Add(opts.Lease)
+	start := time.Now()
+	deadline := start.Add(opts.Lease)
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
@@ -136,6 +137,7 @@ func (s *Supervisor) commit(batch []outcome) error {
 		_, errs, err := s.db.FinishActions(ctx, items)
 		cancel()
 		if err == nil {
+			opts.Metrics.batchWritten(len(batch), time.Since(start))
 			// actionLog formats its attributes for every action: only
 			// when the debug line would be written.
 			debug := s.logger.Enabled(context.Background(), slog.LevelDebug)

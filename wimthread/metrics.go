@@ -17,7 +17,14 @@ type Metrics struct {
 	finished    *prometheus.CounterVec
 	calls       *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
+	claimed     prometheus.Histogram
+	batch       prometheus.Histogram
+	write       prometheus.Histogram
 }
+
+// batchBuckets are the buckets of the claim and outcome batch sizes: one
+// action up to a full statement (maxClaim, maxBatch).
+var batchBuckets = []float64{1, 2, 5, 10, 25, 50, 100, 250, 500}
 
 // ConnectorBuckets are the buckets of wimro_connector_call_duration_seconds:
 // from a local fake to a controller at its timeout.
@@ -25,8 +32,10 @@ var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 1
 
 // NewMetrics registers the workers' metrics on reg:
 // wimro_actions_finished_total{action,status,connector},
-// wimro_connector_call_duration_seconds{connector,operation,outcome} and
-// wimro_wan_link_transitions_total{from,to}.
+// wimro_connector_call_duration_seconds{connector,operation,outcome},
+// wimro_wan_link_transitions_total{from,to}, and how the claimer and the
+// completer batch: wimro_claim_actions, wimro_outcome_batch_actions and
+// wimro_outcome_write_duration_seconds.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -42,8 +51,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "wimro_wan_link_transitions_total",
 			Help: "WAN link status changes found by monitoring (the link re-read from its controller), by status before (from) and after (to): ACTIVE, DOWN, ERROR, INACTIVE.",
 		}, []string{"from", "to"}),
+		claimed: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wimro_claim_actions",
+			Help:    "Actions taken by one claim statement (of every account this process owns); claims that take none are not observed.",
+			Buckets: batchBuckets,
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wimro_outcome_batch_actions",
+			Help:    "Action outcomes written by one statement of the completer.",
+			Buckets: batchBuckets,
+		}),
+		write: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wimro_outcome_write_duration_seconds",
+			Help:    "Time to write one batch of action outcomes, retries while the database is away included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.finished, m.calls, m.transitions} {
+	for _, c := range []prometheus.Collector{m.finished, m.calls, m.transitions, m.claimed, m.batch, m.write} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -54,6 +78,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) actionFinished(action, status, connector string) {
 	if m != nil {
 		m.finished.WithLabelValues(action, status, connector).Inc()
+	}
+}
+
+func (m *Metrics) claimTook(n int) {
+	if m != nil && n > 0 {
+		m.claimed.Observe(float64(n))
+	}
+}
+
+func (m *Metrics) batchWritten(n int, took time.Duration) {
+	if m != nil {
+		m.batch.Observe(float64(n))
+		m.write.Observe(took.Seconds())
 	}
 }
 

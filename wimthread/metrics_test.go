@@ -53,6 +53,21 @@ func metricValue(t testing.TB, g prometheus.Gatherer, name string, labels map[st
 	return 0
 }
 
+// metricSum is the sum of the observations of a histogram without labels.
+func metricSum(t testing.TB, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetHistogram() != nil {
+			return mf.GetMetric()[0].GetHistogram().GetSampleSum()
+		}
+	}
+	return 0
+}
+
 // stub answers each call with the error of its operation.
 type stub struct{ err map[string]error }
 
@@ -213,6 +228,14 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 		t.Errorf("accounts owned %v, want 1", got)
 	}
 	b.noUnfinished(t)
+	// Two CREATEs (the service answers BUILD once) and their two refreshes:
+	// four claimed, four outcomes written, in batches. The histograms are
+	// observed after the write, so they may trail the database a moment.
+	waitFor(t, "the batches observed", func() (bool, string) {
+		claimed, written := metricSum(t, reg, "wimro_claim_actions"), metricSum(t, reg, "wimro_outcome_batch_actions")
+		writes := metricValue(t, reg, "wimro_outcome_write_duration_seconds", nil)
+		return claimed == 4 && written == 4 && writes >= 1, fmt.Sprintf("claimed %v, written %v in %v writes", claimed, written, writes)
+	})
 	if n := testutil.CollectAndCount(wimthread.NewQueueCollector(b.db), "wimro_queue_actions"); n != 0 {
 		t.Errorf("%d queue series with nothing to run", n)
 	}

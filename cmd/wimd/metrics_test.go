@@ -113,6 +113,15 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	if d := requests(after) - requests(before); d != 1 {
 		t.Errorf("POST /openmano/{tenant_id}/instances requests moved by %v, want 1", d)
 	}
+	// The outcomes of the two CREATEs were written before they counted as
+	// finished: the completer's batches show them.
+	batched := func(text string) float64 { v, _ := sample(text, "wimro_outcome_batch_actions_sum"); return v }
+	if d := batched(after) - batched(before); d < 2 {
+		t.Errorf("wimro_outcome_batch_actions_sum moved by %v, want at least 2", d)
+	}
+	if v, _ := sample(after, "wimro_claim_actions_count"); v < 1 {
+		t.Errorf("wimro_claim_actions_count = %v, want at least one claim", v)
+	}
 	if v, _ := sample(after, "wimro_workers_running"); v != 1 {
 		t.Errorf("wimro_workers_running = %v, want 1", v)
 	}
