@@ -121,6 +121,10 @@ const claimSQL = `
 // index covers claimed_by, so that a claim is a HOT update.
 const claimedLinksSetting = "wimro.claimed_links"
 
+// claimedDatacentersSetting is where the networks statement leaves the
+// datacenters of the claimed links' networks, in the same form.
+const claimedDatacentersSetting = "wimro.claimed_datacenters"
+
 // The statements after the claim, in the same round trip: what the
 // claimed actions need. claimedNow is the links the claim named $1 left in
 // claimedLinksSetting; the name guards against a stale value of an earlier
@@ -132,15 +136,22 @@ const (
 		WHERE starts_with(v, $1 || E'\n')) `
 	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
-	claimedNetsSQL = claimedNow + `SELECT ` + netCols + ` FROM instance_nets n
+	// claimedNetsSQL leaves the datacenters of the networks it read in
+	// claimedDatacentersSetting, so that the datacenters statement reads
+	// them by primary key instead of joining links and networks again.
+	claimedNetsSQL = claimedNow + `, nets AS (
+		SELECT ` + netCols + ` FROM instance_nets n
 		JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
-		WHERE l.uuid IN (SELECT item_id FROM claimedNow)
+		WHERE l.uuid IN (SELECT item_id FROM claimedNow)),
+	stash AS (
+		SELECT set_config('` + claimedDatacentersSetting + `', $1 || E'\n' || COALESCE(string_agg(DISTINCT datacenter_id::text, ','), ''), true) FROM nets)
+	SELECT n.* FROM nets n, stash
 		ORDER BY n.datacenter_id, n.created_at, n.uuid`
-	claimedDatacentersSQL = claimedNow + `SELECT ` + datacenterCols + ` FROM datacenters d
+	claimedDatacentersSQL = `SELECT ` + datacenterCols + ` FROM datacenters d
 		WHERE d.uuid IN (
-			SELECT n.datacenter_id FROM instance_nets n
-			JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
-			WHERE l.uuid IN (SELECT item_id FROM claimedNow))`
+			SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid
+			FROM (SELECT current_setting('` + claimedDatacentersSetting + `', true) AS v) s
+			WHERE starts_with(v, $1 || E'\n'))`
 	// nextDueSQL runs after the claim, so the links just claimed are
 	// excluded by their claimed actions. Per account it walks the claim
 	// index in run_after order and stops at the first action that
