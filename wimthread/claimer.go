@@ -10,8 +10,11 @@ import (
 )
 
 // maxClaim caps the actions one claim statement takes, so one round trip
-// stays short however many accounts have work.
-const maxClaim = 500
+// stays short however many accounts have work: none of the actions a claim
+// takes starts before the whole claim is read (500 took 110 ms at start-up
+// on the benchmark machine; 200 start work sooner at the same cost per
+// action: latency-bound at scale 0.95-0.98 s -> 0.91-0.94 s).
+const maxClaim = 200
 
 // claimGap is the least time from one claim statement to the next: the
 // actions that finish meanwhile free their slots together and are refilled
