@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -317,15 +318,24 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 }
 
 // jsonText encodes a JSON object cleaned for storage (wimro.CleanMap), or
-// nil for none.
+// nil for none. Most objects need no cleaning, and cleaning copies every
+// map: the object is encoded as it is first, and cleaned and encoded again
+// only when the encoding shows an escaped NUL or an escaped replacement
+// character (what encoding/json writes for invalid UTF-8; a valid U+FFFD
+// it writes as is). Otherwise CleanMap would have changed nothing, so the
+// text is the same either way.
 func jsonText(m map[string]any) (*string, error) {
-	m = wimro.CleanMap(m)
 	if m == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Contains(b, []byte(`\u0000`)) || bytes.Contains(b, []byte(`\ufffd`)) {
+		if b, err = json.Marshal(wimro.CleanMap(m)); err != nil {
+			return nil, err
+		}
 	}
 	v := string(b)
 	return &v, nil
