@@ -60,7 +60,7 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 			default:
 			}
 			if s.runningN.Load() == 0 {
-				break
+				break more // nothing else will come soon
 			}
 			if lingered == nil {
 				lingered = time.After(linger)
