@@ -76,7 +76,7 @@ const linkHead = `NOT EXISTS (
 // refuses FOR UPDATE beside one anyway). The locking SELECT re-checks the
 // row's own columns, which is what a concurrent change can make false
 // (SKIP LOCKED, then the re-check of the newest row version).
-const claimSQL = `
+var claimSQL = `
 	WITH leases AS (
 		SELECT l.account_id, l.epoch, COALESCE(f.free, $4::int) AS free
 		FROM wim_account_leases l
@@ -110,7 +110,7 @@ const claimSQL = `
 		WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
 		RETURNING p.epoch AS lease_epoch, ` + actionCols + `),
 	stash AS (
-		SELECT set_config('` + claimedLinksSetting + `', $7 || E'\n' || COALESCE(string_agg(item_id::text, ','), ''), true) FROM claimed)
+		SELECT ` + stash(claimedLinksSetting, "$7", "item_id::text") + ` FROM claimed)
 	SELECT c.* FROM claimed c, stash`
 
 // claimedLinksSetting is where the claim statement leaves, for the reads
@@ -125,15 +125,27 @@ const claimedLinksSetting = "wimro.claimed_links"
 // datacenters of the claimed links' networks, in the same form.
 const claimedDatacentersSetting = "wimro.claimed_datacenters"
 
+// stash is the expression that leaves in setting, for the statements after
+// it in the transaction, the claim name claim and the uuids ids aggregates
+// ("<claim>\n<uuid>,<uuid>..."; set local: gone at commit).
+func stash(setting, claim, ids string) string {
+	return `set_config('` + setting + `', ` + claim + ` || E'\n' || COALESCE(string_agg(` + ids + `, ','), ''), true)`
+}
+
+// stashed is a query of the uuids left in setting by the claim named $1:
+// none when it holds another claim's (a claim that takes nothing may not
+// set it, so an earlier claim's value could still be there).
+func stashed(setting string) string {
+	return `SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid
+		FROM (SELECT current_setting('` + setting + `', true) AS v) s
+		WHERE starts_with(v, $1 || E'\n')`
+}
+
 // The statements after the claim, in the same round trip: what the
 // claimed actions need. claimedNow is the links the claim named $1 left in
-// claimedLinksSetting; the name guards against a stale value of an earlier
-// claim in the same transaction (a claim that takes nothing may not set it).
-const (
-	claimedNow = `WITH claimedNow AS (
-		SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid AS item_id
-		FROM (SELECT current_setting('` + claimedLinksSetting + `', true) AS v) s
-		WHERE starts_with(v, $1 || E'\n')) `
+// claimedLinksSetting.
+var (
+	claimedNow      = `WITH claimedNow(item_id) AS (` + stashed(claimedLinksSetting) + `) `
 	claimedLinksSQL = claimedNow + `SELECT ` + linkCols + ` FROM instance_wim_nets l
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)`
 	// claimedNetsSQL leaves the datacenters of the networks it read in
@@ -144,14 +156,11 @@ const (
 		JOIN instance_wim_nets l ON n.instance_scenario_id = l.instance_scenario_id AND n.sce_net_id = l.sce_net_id
 		WHERE l.uuid IN (SELECT item_id FROM claimedNow)),
 	stash AS (
-		SELECT set_config('` + claimedDatacentersSetting + `', $1 || E'\n' || COALESCE(string_agg(DISTINCT datacenter_id::text, ','), ''), true) FROM nets)
+		SELECT ` + stash(claimedDatacentersSetting, "$1", "DISTINCT datacenter_id::text") + ` FROM nets)
 	SELECT n.* FROM nets n, stash
 		ORDER BY n.datacenter_id, n.created_at, n.uuid`
 	claimedDatacentersSQL = `SELECT ` + datacenterCols + ` FROM datacenters d
-		WHERE d.uuid IN (
-			SELECT unnest(string_to_array(substr(v, length($1) + 2), ','))::uuid
-			FROM (SELECT current_setting('` + claimedDatacentersSetting + `', true) AS v) s
-			WHERE starts_with(v, $1 || E'\n'))`
+		WHERE d.uuid IN (` + stashed(claimedDatacentersSetting) + `)`
 	// nextDueSQL runs after the claim, so the links just claimed are
 	// excluded by their claimed actions. Per account it walks the claim
 	// index in run_after order and stops at the first action that
