@@ -414,20 +414,30 @@ func (r *Runner) firstStatus(ctx context.Context, t Target, linkID string, creat
 			slog.String("wan_link_id", linkID), slog.String("account_id", t.AccountID), slog.Any("error", err))
 		return created
 	}
-	status := string(st.Status)
+	up, final := linkStatusOf(st)
 	link := *created.Link
-	link.Status = &status
+	link.Status, link.ErrorMsg, link.ClearError = up.Status, up.ErrorMsg, up.ClearError
 	link.WIMInfo = maps.Clone(link.WIMInfo)
-	maps.Copy(link.WIMInfo, st.Info)
-	if st.Message != "" {
-		link.ErrorMsg, link.ClearError = &st.Message, false
-	}
+	maps.Copy(link.WIMInfo, up.WIMInfo)
 	out.Link = &link
-	if st.Status == connectors.StatusBuild || st.Status == connectors.StatusInactive {
-		return out
+	if final {
+		out.Status, out.RunAfter = wimro.ActionDone, nil
 	}
-	out.Status, out.RunAfter = wimro.ActionDone, nil
 	return out
+}
+
+// linkStatusOf is the WAN link update a controller's status answer makes,
+// and whether the answer ends the polling: BUILD and INACTIVE are asked
+// again, any other status is where the link stands.
+func linkStatusOf(st connectors.ServiceStatus) (persistence.LinkUpdate, bool) {
+	status := string(st.Status)
+	up := persistence.LinkUpdate{Status: &status, WIMInfo: st.Info}
+	if st.Message != "" {
+		up.ErrorMsg = &st.Message
+	} else {
+		up.ClearError = true
+	}
+	return up, st.Status != connectors.StatusBuild && st.Status != connectors.StatusInactive
 }
 
 // wait defers a CREATE until its local networks are ready; it gives up
@@ -554,18 +564,12 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loade
 		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
 			Link: &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
 	}
-	status := string(st.Status)
-	up := &persistence.LinkUpdate{Status: &status, WIMInfo: st.Info}
-	if st.Message != "" {
-		up.ErrorMsg = &st.Message
-	} else {
-		up.ClearError = true
-	}
-	if st.Status == connectors.StatusBuild || st.Status == connectors.StatusInactive {
+	up, final := linkStatusOf(st)
+	if !final {
 		next := r.now().Add(r.policy.Refresh)
-		return persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &next, ResetAttempts: true, Link: up}, nil
+		return persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &next, ResetAttempts: true, Link: &up}, nil
 	}
-	return persistence.Outcome{Status: wimro.ActionDone, Link: up}, nil
+	return persistence.Outcome{Status: wimro.ActionDone, Link: &up}, nil
 }
 
 func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
