@@ -58,15 +58,21 @@ func (a *account) stop() {
 	a.cancel()
 }
 
+// current reports whether the cached Target may be used: built, and no
+// change notified since (a notified change forgets it). Call with tmu held.
+func (a *account) current() bool {
+	if a.stale.Swap(false) {
+		a.built = false
+	}
+	return a.built
+}
+
 // connector returns the account's Target, building it first if it is
 // missing or stale. The actions of one account wait for one build.
 func (s *Supervisor) connector(a *account) (actions.Target, error) {
 	a.tmu.Lock()
 	defer a.tmu.Unlock()
-	if a.stale.Swap(false) {
-		a.built = false
-	}
-	if a.built {
+	if a.current() {
 		return a.target, nil
 	}
 	t, err := s.buildTarget(a)
@@ -101,10 +107,7 @@ func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
 	ids := make([]string, 0, len(list))
 	for _, a := range list {
 		a.tmu.Lock()
-		if a.stale.Swap(false) {
-			a.built = false
-		}
-		if !a.built {
+		if !a.current() {
 			need = append(need, a)
 			ids = append(ids, a.id)
 		}
