@@ -222,7 +222,7 @@ func TestEventStreamOutlivesTimeoutsAndSettles(t *testing.T) {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
 	active := wimro.LinkActive
-	if _, err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1,
+	if err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1,
 		Link: &persistence.LinkUpdate{Status: &active}}); err != nil {
 		t.Fatal(err)
 	}

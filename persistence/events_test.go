@@ -85,7 +85,7 @@ func TestEventsFollowTheChanges(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	// link1: the service is made (task BUILD, link stays BUILD: one event);
 	// link2 fails (task FAILED, link ERROR: one event with the message).
-	_, errs, err := b.db.FinishActions(b.ctx, []persistence.Finished{
+	errs, err := b.db.FinishActions(b.ctx, []persistence.Finished{
 		{Action: create1, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later, Done: 1, Link: &persistence.LinkUpdate{Status: &build}}},
 		{Action: create2, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg, Failed: 1, Link: &persistence.LinkUpdate{Status: &failed, ErrorMsg: &msg}}},
 	})
@@ -119,7 +119,7 @@ func TestEventsFollowTheChanges(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].ItemID != link1 {
 			t.Fatalf("claim the refresh = %+v, %v", got, err)
 		}
-		if _, err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: status, RunAfter: &later, Link: &persistence.LinkUpdate{Status: link}}); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: status, RunAfter: &later, Link: &persistence.LinkUpdate{Status: link}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +161,7 @@ func TestEventsSettle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range got {
-			if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, RunAfter: &later, Done: 1}); err != nil {
+			if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, RunAfter: &later, Done: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}

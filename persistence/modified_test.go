@@ -79,7 +79,7 @@ func TestEveryWriterMovesModifiedAt(t *testing.T) {
 				if a.ItemID == link1 {
 					o = persistence.Outcome{Status: wimro.ActionBuild, Done: 1, RunAfter: &later, Link: &persistence.LinkUpdate{Status: ptr(wimro.NetBuild)}}
 				}
-				if _, err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
+				if err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -27,14 +27,14 @@ func TestOutcomeBatchesDoNotQueueOnTheCounters(t *testing.T) {
 	}
 	second := make(chan error, 1)
 	err = b.db.Tx(b.ctx, func(s *persistence.Store) error {
-		if _, errs, err := s.FinishActions(b.ctx, built(got[0])); err != nil || errs[0] != nil {
+		if errs, err := s.FinishActions(b.ctx, built(got[0])); err != nil || errs[0] != nil {
 			t.Fatalf("first batch: %v, %v", err, errs)
 		}
 		// The first batch holds its locks until this function returns; a
 		// second batch that waits for them is reported, then released by
 		// the commit.
 		go func() {
-			_, errs, err := b.db.FinishActions(b.ctx, built(got[1]))
+			errs, err := b.db.FinishActions(b.ctx, built(got[1]))
 			if err == nil {
 				err = errs[0]
 			}

@@ -134,15 +134,12 @@ type Finished struct {
 }
 
 // FinishAction writes one outcome; see FinishActions.
-func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Outcome) (wimro.Action, error) {
-	done, errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o, Lease: l}})
+func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Outcome) error {
+	errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o, Lease: l}})
 	if err != nil {
-		return wimro.Action{}, err
+		return err
 	}
-	if errs[0] != nil {
-		return wimro.Action{}, errs[0]
-	}
-	return done[0], nil
+	return errs[0]
 }
 
 // leaseHeld holds for an action a of the batch o while its account's
@@ -197,7 +194,8 @@ const finishSQL = `
 		    claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked k
 		WHERE a.instance_action_id = k.id AND a.task_index = k.idx
-		RETURNING ` + actionCols + `, k.old_status, k.has_link, k.link_status, k.link_error, k.link_clear, k.link_svc, k.link_info, k.n_done, k.n_failed),
+		RETURNING a.instance_action_id, a.task_index, a.action, a.item_id, a.status, a.error_msg,
+		          k.old_status, k.has_link, k.link_status, k.link_error, k.link_clear, k.link_svc, k.link_info, k.n_done, k.n_failed),
 	links AS (
 		UPDATE instance_wim_nets l SET
 			status = COALESCE(d.link_status, l.status),
@@ -224,7 +222,7 @@ const finishSQL = `
 		FROM done d
 		WHERE d.n_done <> 0 OR d.n_failed <> 0
 		GROUP BY d.instance_action_id)
-	SELECT ` + actionCols + ` FROM done a`
+	SELECT d.instance_action_id, d.task_index FROM done d`
 
 // FinishActions writes the outcomes of claimed actions and releases their
 // claims, with their WAN links and one counter increment per instance
@@ -239,8 +237,10 @@ const finishSQL = `
 // changes its link.
 // Every text is made storable first (wimro.CleanText), so a controller's
 // message can never make PostgreSQL refuse the batch.
-func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Action, []error, error) {
-	out := make([]wimro.Action, len(items))
+// Only which actions were written comes back: reading back the written
+// rows cost a tenth of the process's CPU per action at 100 accounts, and
+// the workers never looked at them.
+func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]error, error) {
 	errs := make([]error, len(items))
 	type key struct {
 		id  string
@@ -276,7 +276,7 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		}
 		extra, err := jsonText(o.Extra)
 		if err != nil {
-			return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has extra data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
+			return nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has extra data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
 		}
 		u := o.Link
 		if u == nil {
@@ -284,7 +284,7 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		}
 		info, err := jsonText(u.WIMInfo)
 		if err != nil {
-			return nil, nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has WAN link data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
+			return nil, wimro.Errorf(wimro.EINVALID, "the outcome of %s[%d] has WAN link data that is not JSON: %v", a.InstanceActionID, a.TaskIndex, err)
 		}
 		ids, idxs, claims = append(ids, a.InstanceActionID), append(idxs, int32(a.TaskIndex)), append(claims, claim)
 		statuses, msgs, svcIDs, extras = append(statuses, o.Status), append(msgs, cleanMsg(o.ErrorMsg)), append(svcIDs, cleanID(o.WIMInternalID)), append(extras, extra)
@@ -294,19 +294,25 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 		linkClear, linkSvc, linkInfo = append(linkClear, u.ClearError), append(linkSvc, cleanID(u.WIMInternalID)), append(linkInfo, info)
 		nDone, nFailed = append(nDone, int32(o.Done)), append(nFailed, int32(o.Failed))
 	}
-	written := map[int]bool{}
+	written := make([]bool, len(items))
 	if len(ids) > 0 {
-		list, err := getAll[wimro.Action](ctx, s, "vim_wim_actions", finishSQL,
+		rows, err := s.query(ctx, "vim_wim_actions", finishSQL,
 			ids, idxs, claims, statuses, msgs, svcIDs, extras, runAfters, resets, owners, epochs,
 			hasLink, linkStatus, linkErr, linkClear, linkSvc, linkInfo, nDone, nFailed)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		for _, a := range list {
-			if i, ok := index[key{a.InstanceActionID, a.TaskIndex}]; ok {
-				out[i] = a
+		var k key
+		var idx int32
+		_, err = pgx.ForEachRow(rows, []any{&k.id, &idx}, func() error {
+			k.idx = int(idx)
+			if i, ok := index[k]; ok {
 				written[i] = true
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, mapError(fmt.Errorf("persistence: write action outcomes: %w", err))
 		}
 	}
 	for i := range items {
@@ -314,7 +320,7 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]wimro.Ac
 			errs[i] = ErrClaimLost
 		}
 	}
-	return out, errs, nil
+	return errs, nil
 }
 
 // jsonText encodes a JSON object cleaned for storage (wimro.CleanMap), or

@@ -87,23 +87,36 @@ func TestClaimOrderAndFencing(t *testing.T) {
 	// Fencing: B cannot finish A's claim.
 	foreign := create1
 	foreign.ClaimedBy = ptr("B")
-	_, err = b.db.FinishAction(b.ctx, la, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
+	err = b.db.FinishAction(b.ctx, la, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
 	if !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("foreign finish = %v", err)
 	}
 	st := wimro.LinkBuild
 	id := "svc-1"
-	done, err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
+	err = b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
 		Extra: map[string]any{"conn_info": map[string]any{"k": "v"}}, Link: &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, WIMInfo: map[string]any{"x": 1}}})
-	if err != nil || done.Status != wimro.ActionDone || done.ClaimedBy != nil || *done.WIMInternalID != id {
-		t.Fatalf("finish = %+v, %v", done, err)
+	if err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	written, err := b.db.ListActionsOfItem(b.ctx, link1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done wimro.Action
+	for _, a := range written {
+		if a.InstanceActionID == create1.InstanceActionID && a.TaskIndex == create1.TaskIndex {
+			done = a
+		}
+	}
+	if done.Status != wimro.ActionDone || done.ClaimedBy != nil || done.WIMInternalID == nil || *done.WIMInternalID != id || done.Extra["conn_info"] == nil {
+		t.Fatalf("finished action = %+v", done)
 	}
 	l, _ := b.db.GetWANLink(b.ctx, link1)
 	if *l.WIMInternalID != id || l.WIMInfo["x"] != 1.0 {
 		t.Fatalf("link = %+v", l)
 	}
 	// Finishing twice is refused: the claim is gone.
-	if _, err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("second finish = %v", err)
 	}
 	// Now link1's DELETE is next.
@@ -152,7 +165,7 @@ func TestSweepAndRelease(t *testing.T) {
 	got, _ = b.db.ClaimActions(b.ctx, la, "B", time.Minute, 10, nil)
 	later := time.Now().Add(time.Hour)
 	for _, a := range got {
-		if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,10 +224,10 @@ func TestStaleClaimOfSameOwnerIsFenced(t *testing.T) {
 	if len(second) != 1 || second[0].InstanceActionID != first[0].InstanceActionID || second[0].TaskIndex != first[0].TaskIndex {
 		t.Fatalf("reclaimed %+v", second)
 	}
-	if _, err := b.db.FinishAction(b.ctx, la, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if err := b.db.FinishAction(b.ctx, la, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("stale outcome = %v, want ErrClaimLost", err)
 	}
-	if _, err := b.db.FinishAction(b.ctx, la, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
+	if err := b.db.FinishAction(b.ctx, la, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := b.db.ReleaseClaims(b.ctx, "P"); n != 0 {
@@ -238,7 +251,7 @@ func TestNextRunAfterFollowsLinkOrder(t *testing.T) {
 	for _, a := range got {
 		// Both CREATEs are BUILD and refresh in an hour; link1's DELETE,
 		// due now, waits behind its CREATE.
-		if _, err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -278,7 +291,7 @@ func TestHostileOutcomeTextIsStored(t *testing.T) {
 	var errs []error
 	err := b.db.Tx(b.ctx, func(s *persistence.Store) error {
 		var err error
-		_, errs, err = s.FinishActions(b.ctx, items)
+		errs, err = s.FinishActions(b.ctx, items)
 		return err
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil {
@@ -337,7 +350,7 @@ func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
 		t.Fatalf("claimed under a lost lease: %d, %v", len(more), err)
 	}
 	if len(claimed) == 1 {
-		if _, err := b.db.FinishAction(b.ctx, old, claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+		if err := b.db.FinishAction(b.ctx, old, claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 			t.Fatalf("outcome under a lost lease = %v, want ErrClaimLost", err)
 		}
 	}
@@ -383,7 +396,7 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 		items[i] = persistence.Finished{Action: a, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1,
 			Link: &persistence.LinkUpdate{Status: &st}}}
 	}
-	if _, _, err := b.db.FinishActions(b.ctx, items); err == nil {
+	if _, err := b.db.FinishActions(b.ctx, items); err == nil {
 		t.Fatal("FinishActions succeeded although the counter update was refused")
 	}
 	for _, a := range got {

@@ -33,7 +33,7 @@ func TestQueueStats(t *testing.T) {
 		if a.ItemID == link1 {
 			o = persistence.Outcome{Status: wimro.ActionDone}
 		}
-		if _, err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestQueueStats(t *testing.T) {
 	if len(got) != 1 || got[0].Action != wimro.ActionDelete {
 		t.Fatalf("claimed %+v", got)
 	}
-	if _, err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+	if err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 		t.Fatal(err)
 	}
 	st, err = b.db.QueueStats(b.ctx)

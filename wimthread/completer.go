@@ -134,7 +134,7 @@ func (s *Supervisor) commit(batch []outcome) error {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
 		// One statement, atomic by itself: no BEGIN and COMMIT round trips.
-		_, errs, err := s.db.FinishActions(ctx, items)
+		errs, err := s.db.FinishActions(ctx, items)
 		cancel()
 		if err == nil {
 			opts.Metrics.batchWritten(len(batch), time.Since(start))
