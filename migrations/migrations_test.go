@@ -162,6 +162,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{8, func(t *testing.T) {
+			var opts string
+			db.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'instance_wim_nets'`).Scan(&opts)
+			if opts != "fillfactor=70" {
+				t.Errorf("version 8: instance_wim_nets options %q, want fillfactor=70", opts)
+			}
+		}},
 		{7, func(t *testing.T) {
 			var lease, seqKey, triggers, progress int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_progress'`).Scan(&progress)

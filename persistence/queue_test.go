@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/eventually"
@@ -416,5 +417,103 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 	}
 	if link.Status == wimro.LinkActive {
 		t.Fatalf("link %s set to ACTIVE by a failed FinishActions", link1)
+	}
+}
+
+// A link's first outcome adds the controller's description of the service
+// (wim_info: the fake controller's, two connection points, about 550 bytes) to a row inserted at
+// about 300 bytes. The table leaves room for it on the row's page (schema
+// version 9), so the update is HOT: no new entry in any of the link's four
+// indexes. Checked by the row's page before and after, for outcomes written
+// in batches as the completer writes them (one account at parallelism 8).
+func TestLinkOutcomeStaysOnItsPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := b.tenant(t, "t0")
+	w := b.wim(t, "wim0")
+	acct := b.attach(t, w, tn)
+	inst, err := b.db.CreateInstance(b.ctx, wimro.Instance{Name: "ns", TenantID: tn.UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	bw := 100
+	links := make([]wimro.WANLink, n)
+	tasks := make([]wimro.Action, n)
+	ia, err := b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: tn.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range links {
+		id, net := uuid.NewString(), uuid.NewString()
+		links[i] = wimro.WANLink{UUID: id, InstanceID: &inst.UUID, SceNetID: &net, WIMID: &w.UUID, WIMAccountID: acct.UUID,
+			Status: wimro.LinkBuild, BandwidthMbps: &bw}
+		tasks[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct.UUID, Action: wimro.ActionCreate, ItemID: id}
+	}
+	if _, err := b.db.CreateWANLinks(b.ctx, links); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.CreateActions(b.ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	pages := func() map[string]string {
+		rows, err := b.db.Pool().Query(b.ctx, `SELECT uuid::text, split_part(ltrim(ctid::text, '('), ',', 1) FROM instance_wim_nets`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		var id, page string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &page}, func() error { m[id] = page; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := pages()
+	la := lease(t, b, acct.UUID, "A")
+	claimed, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, n, nil)
+	if err != nil || len(claimed) != n {
+		t.Fatalf("claimed %d of %d: %v", len(claimed), n, err)
+	}
+	for start := 0; start < n; start += 8 {
+		var batch []persistence.Finished
+		for _, a := range claimed[start:min(start+8, n)] {
+			svc, active := uuid.NewString(), wimro.LinkActive
+			points := []any{}
+			for _, dc := range []string{"dc000a", "dc000b"} {
+				points = append(points, map[string]any{
+					"service_endpoint_id":                 "ep-" + dc,
+					"service_endpoint_encapsulation_type": "dot1q",
+					"service_endpoint_encapsulation_info": map[string]any{"vlan": 3001},
+				})
+			}
+			info := map[string]any{"conn_info": map[string]any{"service_key": a.ItemID}, "service_key": a.ItemID,
+				"service_type": "ELINE", "connection_points": points, "bandwidth": bw}
+			batch = append(batch, persistence.Finished{Action: a, Lease: la, Outcome: persistence.Outcome{
+				Status: wimro.ActionDone, WIMInternalID: &svc, Done: 1, Extra: map[string]any{"conn_info": map[string]any{"service_key": a.ItemID}},
+				Link: &persistence.LinkUpdate{Status: &active, WIMInternalID: &svc, ClearError: true, WIMInfo: info}}})
+		}
+		errs, err := b.db.FinishActions(b.ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	after := pages()
+	moved := 0
+	for id, page := range before {
+		if after[id] != page {
+			moved++
+		}
+	}
+	var infoSize int
+	if err := b.db.Pool().QueryRow(b.ctx, `SELECT avg(pg_column_size(wim_info))::int FROM instance_wim_nets`).Scan(&infoSize); err != nil {
+		t.Fatal(err)
+	}
+	if moved > 0 || infoSize < 300 {
+		t.Fatalf("%d of %d links left their page when their first outcome added %d bytes of wim_info (want none)", moved, n, infoSize)
 	}
 }
