@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/persistence"
 )
 
 // InstanceActionView is an instance action, with its tasks when one action
@@ -22,7 +23,7 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 	if err != nil {
 		return nil, err
 	}
-	id, err := e.instanceID(ctx, t, instanceID)
+	id, err := resolveInstance(ctx, &e.db.Store, t, instanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -49,33 +50,41 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 
 // GetInstanceAction returns one instance action with its tasks and
 // progress counters.
+// The counters and the tasks are read in one snapshot: read apart, an
+// outcome committed between them showed every task DONE beside a counter
+// that had not counted the last one.
 func (e *Engine) GetInstanceAction(ctx context.Context, tenantRef, instanceID, actionID string) (InstanceActionView, error) {
-	ia, err := e.instanceAction(ctx, tenantRef, instanceID, actionID)
-	if err != nil {
-		return InstanceActionView{}, err
-	}
-	tasks, err := e.db.ListActionsOfInstanceAction(ctx, ia.UUID)
-	if err != nil {
-		return InstanceActionView{}, err
-	}
-	if tasks == nil {
-		tasks = []wimro.Action{}
-	}
-	return InstanceActionView{InstanceAction: ia, WIMActions: tasks, VimActions: tasks}, nil
+	var view InstanceActionView
+	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
+		ia, err := e.instanceAction(ctx, s, tenantRef, instanceID, actionID)
+		if err != nil {
+			return err
+		}
+		tasks, err := s.ListActionsOfInstanceAction(ctx, ia.UUID)
+		if err != nil {
+			return err
+		}
+		if tasks == nil {
+			tasks = []wimro.Action{}
+		}
+		view = InstanceActionView{InstanceAction: ia, WIMActions: tasks, VimActions: tasks}
+		return nil
+	})
+	return view, err
 }
 
 // instanceAction reads an instance action of an instance of the tenant:
 // not found, whether unknown or another tenant's.
-func (e *Engine) instanceAction(ctx context.Context, tenantRef, instanceID, actionID string) (wimro.InstanceAction, error) {
-	t, err := e.db.GetTenant(ctx, tenantRef)
+func (e *Engine) instanceAction(ctx context.Context, s *persistence.Store, tenantRef, instanceID, actionID string) (wimro.InstanceAction, error) {
+	t, err := s.GetTenant(ctx, tenantRef)
 	if err != nil {
 		return wimro.InstanceAction{}, err
 	}
-	id, err := e.instanceID(ctx, t, instanceID)
+	id, err := resolveInstance(ctx, s, t, instanceID)
 	if err != nil {
 		return wimro.InstanceAction{}, err
 	}
-	ia, err := e.db.GetInstanceAction(ctx, id, actionID)
+	ia, err := s.GetInstanceAction(ctx, id, actionID)
 	if err != nil {
 		return wimro.InstanceAction{}, err
 	}
@@ -85,10 +94,10 @@ func (e *Engine) instanceAction(ctx context.Context, tenantRef, instanceID, acti
 	return ia, nil
 }
 
-// instanceID resolves an instance of the tenant; a uuid of a deleted
+// resolveInstance resolves an instance of the tenant; a uuid of a deleted
 // instance is accepted so its DELETE action stays visible.
-func (e *Engine) instanceID(ctx context.Context, t wimro.Tenant, ref string) (string, error) {
-	inst, err := e.db.GetInstance(ctx, t.UUID, ref)
+func resolveInstance(ctx context.Context, s *persistence.Store, t wimro.Tenant, ref string) (string, error) {
+	inst, err := s.GetInstance(ctx, t.UUID, ref)
 	if err == nil {
 		return inst.UUID, nil
 	}

@@ -39,7 +39,7 @@ type LinkState struct {
 // when the tenant, the instance or the action is unknown, or the action
 // is another tenant's (as GetInstanceAction).
 func (e *Engine) ActionEvents(ctx context.Context, tenantRef, instanceID, actionID string) (*EventFeed, error) {
-	ia, err := e.instanceAction(ctx, tenantRef, instanceID, actionID)
+	ia, err := e.instanceAction(ctx, &e.db.Store, tenantRef, instanceID, actionID)
 	if err != nil {
 		return nil, err
 	}

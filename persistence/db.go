@@ -102,8 +102,21 @@ func (db *DB) Ping(ctx context.Context) error {
 // Tx runs fn in one transaction: it commits when fn returns nil and rolls
 // back otherwise, so a request is either written whole or not at all. NOTIFY
 // sent inside fn is delivered only on commit.
-func (db *DB) Tx(ctx context.Context, fn func(s *Store) error) (err error) {
-	tx, err := db.pool.Begin(ctx)
+func (db *DB) Tx(ctx context.Context, fn func(s *Store) error) error {
+	return db.inTx(ctx, pgx.TxOptions{}, fn)
+}
+
+// Snapshot runs fn in a read-only transaction whose statements all see one
+// snapshot of the database (REPEATABLE READ): an answer built from several
+// reads is then one state, never a mix of before and after a write that
+// committed between them (an instance action's counters read before an
+// outcome and its tasks after it).
+func (db *DB) Snapshot(ctx context.Context, fn func(s *Store) error) error {
+	return db.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(s *Store) error) (err error) {
+	tx, err := db.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return mapError(fmt.Errorf("persistence: begin: %w", err))
 	}
