@@ -45,41 +45,37 @@ const (
 // snapshot (a batch alone runs its statements in separate snapshots).
 func (db *DB) DriftStateOf(ctx context.Context, accountID string) (DriftState, error) {
 	st := DriftState{Datacenters: map[string]wimro.Datacenter{}, Busy: map[string]bool{}}
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return st, mapError(fmt.Errorf("persistence: drift state: %w", err))
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	s := &Store{q: tx}
 	b := &pgx.Batch{}
 	b.Queue(driftLinksSQL, accountID)
 	b.Queue(driftNetsSQL, accountID)
 	b.Queue(driftDatacentersSQL, accountID)
 	b.Queue(driftBusySQL, accountID)
-	err = s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
-		var err error
-		switch i {
-		case 0:
-			st.Links, err = collectAll[wimro.WANLink](rows, "instance_wim_nets")
-		case 1:
-			st.Nets, err = collectAll[wimro.InstanceNet](rows, "instance_nets")
-		case 2:
-			var list []wimro.Datacenter
-			list, err = collectAll[wimro.Datacenter](rows, "datacenters")
-			for _, d := range list {
-				st.Datacenters[d.UUID] = d
-			}
-		default:
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return mapError(fmt.Errorf("persistence: drift state: %w", err))
+	err := db.Snapshot(ctx, func(s *Store) error {
+		return s.runBatch(ctx, b, func(i int, rows pgx.Rows) error {
+			var err error
+			switch i {
+			case 0:
+				st.Links, err = collectAll[wimro.WANLink](rows, "instance_wim_nets")
+			case 1:
+				st.Nets, err = collectAll[wimro.InstanceNet](rows, "instance_nets")
+			case 2:
+				var list []wimro.Datacenter
+				list, err = collectAll[wimro.Datacenter](rows, "datacenters")
+				for _, d := range list {
+					st.Datacenters[d.UUID] = d
 				}
-				st.Busy[id] = true
+			default:
+				for rows.Next() {
+					var id string
+					if err := rows.Scan(&id); err != nil {
+						return mapError(fmt.Errorf("persistence: drift state: %w", err))
+					}
+					st.Busy[id] = true
+				}
+				err = rows.Err()
 			}
-			err = rows.Err()
-		}
-		return err
+			return err
+		})
 	})
 	if err != nil {
 		return DriftState{}, fmt.Errorf("persistence: drift state of account %s: %w", accountID, err)
