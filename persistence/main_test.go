@@ -69,6 +69,20 @@ func (b *bundle) attach(t *testing.T, w wimro.WIM, tn wimro.Tenant) wimro.WIMAcc
 	return a
 }
 
+// accountInstance makes tenant t0, WIM wim0 with an account attached to
+// the tenant, and an instance "ns" of the tenant: where WAN links go.
+func (b *bundle) accountInstance(t *testing.T) (wimro.Tenant, wimro.WIM, wimro.WIMAccount, wimro.Instance) {
+	t.Helper()
+	tn := b.tenant(t, "t0")
+	w := b.wim(t, "wim0")
+	a := b.attach(t, w, tn)
+	inst, err := b.db.CreateInstance(b.ctx, wimro.Instance{Name: "ns", TenantID: tn.UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn, w, a, inst
+}
+
 func (b *bundle) mapping(t *testing.T, w wimro.WIM, dc wimro.Datacenter, port string) wimro.PortMapping {
 	t.Helper()
 	m, err := b.db.CreatePortMapping(b.ctx, wimro.PortMapping{

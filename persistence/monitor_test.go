@@ -18,18 +18,13 @@ import (
 // lease of owner "P".
 func activeLink(t *testing.T, b *bundle) (acct, link string, ia wimro.InstanceAction, la persistence.Lease) {
 	t.Helper()
-	tn := b.tenant(t, "t0")
-	w := b.wim(t, "wim0")
-	a := b.attach(t, w, tn)
-	inst, err := b.db.CreateInstance(b.ctx, wimro.Instance{Name: "ns", TenantID: tn.UUID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn, w, a, inst := b.accountInstance(t)
 	link = uuid.NewString()
 	if _, err := b.db.CreateWANLinks(b.ctx, []wimro.WANLink{{UUID: link, InstanceID: &inst.UUID, WIMID: &w.UUID, WIMAccountID: a.UUID}}); err != nil {
 		t.Fatal(err)
 	}
-	if ia, err = b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: tn.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: 1}); err != nil {
+	ia, err := b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: tn.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.db.CreateActions(b.ctx, []wimro.Action{{InstanceActionID: ia.UUID, TaskIndex: 0, WIMAccountID: &a.UUID, Action: wimro.ActionCreate, ItemID: link}}); err != nil {

@@ -20,13 +20,7 @@ import (
 // DELETE, link2 CREATE.
 func queue(t *testing.T, b *bundle) (acct string, link1, link2 string, ia wimro.InstanceAction) {
 	t.Helper()
-	tn := b.tenant(t, "t0")
-	w := b.wim(t, "wim0")
-	a := b.attach(t, w, tn)
-	inst, err := b.db.CreateInstance(b.ctx, wimro.Instance{Name: "ns", TenantID: tn.UUID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn, w, a, inst := b.accountInstance(t)
 	link1, link2 = uuid.NewString(), uuid.NewString()
 	if _, err := b.db.CreateWANLinks(b.ctx, []wimro.WANLink{
 		{UUID: link1, InstanceID: &inst.UUID, WIMID: &w.UUID, WIMAccountID: a.UUID},
@@ -34,7 +28,7 @@ func queue(t *testing.T, b *bundle) (acct string, link1, link2 string, ia wimro.
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ia, err = b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: tn.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: 3})
+	ia, err := b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: tn.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,13 +423,7 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 func TestLinkOutcomeStaysOnItsPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tn := b.tenant(t, "t0")
-	w := b.wim(t, "wim0")
-	acct := b.attach(t, w, tn)
-	inst, err := b.db.CreateInstance(b.ctx, wimro.Instance{Name: "ns", TenantID: tn.UUID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn, w, acct, inst := b.accountInstance(t)
 	const n = 40
 	bw := 100
 	links := make([]wimro.WANLink, n)
