@@ -35,7 +35,7 @@ func ref(table, value string) (column, v, criteria string, err error) {
 // collectOne scans rows into T and requires exactly one.
 func collectOne[T any](rows pgx.Rows, table, criteria string) (T, error) {
 	var zero T
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	list, err := scanStructs[T](rows)
 	if err != nil {
 		return zero, mapError(fmt.Errorf("persistence: read %s: %w", table, err))
 	}
@@ -49,7 +49,7 @@ func collectOne[T any](rows pgx.Rows, table, criteria string) (T, error) {
 }
 
 func collectAll[T any](rows pgx.Rows, table string) ([]T, error) {
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	list, err := scanStructs[T](rows)
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: read %s: %w", table, err))
 	}
