@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wimro/wimro/internal/pgwire"
 )
 
 // querier is what both a pool and a transaction offer, so that every Store
@@ -60,6 +62,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...PoolOpti
 		// The parse error may quote the URL, password included: keep it out.
 		return nil, fmt.Errorf("persistence: invalid database URL (%s)", redactParseError(err))
 	}
+	pgwire.Configure(cfg)
 	for _, o := range opts {
 		o(cfg)
 	}

@@ -34,6 +34,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for goose
 
 	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/pgwire"
 	"github.com/wimro/wimro/migrations"
 )
 
@@ -95,7 +96,12 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	u := URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, u)
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatalf("pgtest: parse the server URL: %v", err)
+	}
+	pgwire.Configure(cfg) // as wimd's pool
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
