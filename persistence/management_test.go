@@ -400,6 +400,9 @@ func TestFindCommonWIMs(t *testing.T) {
 	if got := find(t0, dcs[0], dcs[1], dcs[1]); got != "wim0,wim1" {
 		t.Errorf("duplicated datacenter: %q", got)
 	}
+	if got := find(t0); got != "wim0,wim1" {
+		t.Errorf("no datacenter: %q, want every WIM of the tenant", got)
+	}
 	// Another tenant sees none: neither WIMs nor datacenters are attached.
 	if got := find(t1, dcs[0], dcs[1]); got != "" {
 		t.Errorf("other tenant: %q, want none", got)

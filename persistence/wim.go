@@ -143,14 +143,28 @@ func (s *Store) DeleteWIM(ctx context.Context, id string) error {
 // The order is deterministic: oldest WIM first, then by uuid.
 func (s *Store) FindCommonWIMs(ctx context.Context, datacenterIDs []string, tenantID string) ([]wimro.WIM, error) {
 	ids := dedupe(datacenterIDs)
-	return getAll[wimro.WIM](ctx, s, "wims", `
-		SELECT `+wimCols+` FROM wims w
-		WHERE EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_id = w.uuid AND wt.nfvo_tenant_id = $2)
-		  AND (SELECT count(DISTINCT pm.datacenter_id) FROM wim_port_mappings pm
-		       JOIN tenants_datacenters td ON td.datacenter_id = pm.datacenter_id AND td.nfvo_tenant_id = $2
-		       WHERE pm.wim_id = w.uuid AND pm.datacenter_id = ANY($1::uuid[])) = cardinality($1::uuid[])
-		ORDER BY w.created_at, w.uuid`, ids, tenantID)
+	if len(ids) == 0 { // every WIM of the tenant reaches all of none
+		return getAll[wimro.WIM](ctx, s, "wims", `SELECT `+wimCols+` FROM wims w
+			WHERE EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_id = w.uuid AND wt.nfvo_tenant_id = $1)
+			ORDER BY w.created_at, w.uuid`, tenantID)
+	}
+	return getAll[wimro.WIM](ctx, s, "wims", commonWIMsSQL, ids, tenantID)
 }
+
+// commonWIMsSQL starts from the port mappings of the datacenters $1 (the
+// tenant $2's), so it reads those, not every WIM of the tenant: it
+// counted each WIM's mappings in turn, 300-800 us a lookup with 100 WIMs,
+// and the engine looks one up for every link it plans.
+const commonWIMsSQL = `
+	SELECT ` + wimCols + ` FROM wims w
+	WHERE w.uuid IN (
+			SELECT pm.wim_id FROM wim_port_mappings pm
+			JOIN tenants_datacenters td ON td.datacenter_id = pm.datacenter_id AND td.nfvo_tenant_id = $2
+			WHERE pm.datacenter_id = ANY($1::uuid[])
+			GROUP BY pm.wim_id
+			HAVING count(DISTINCT pm.datacenter_id) = cardinality($1::uuid[]))
+	  AND EXISTS (SELECT 1 FROM wim_nfvo_tenants wt WHERE wt.wim_id = w.uuid AND wt.nfvo_tenant_id = $2)
+	ORDER BY w.created_at, w.uuid`
 
 func dedupe(in []string) []string {
 	seen := make(map[string]bool, len(in))
