@@ -65,16 +65,23 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 
 // GetInstance returns an instance of a tenant with its networks and links.
 func (e *Engine) GetInstance(ctx context.Context, tenantRef, ref string) (InstanceView, error) {
-	s := &e.db.Store
-	t, err := s.GetTenant(ctx, tenantRef)
-	if err != nil {
-		return InstanceView{}, err
-	}
-	inst, err := s.GetInstance(ctx, t.UUID, ref)
-	if err != nil {
-		return InstanceView{}, err
-	}
-	return e.instanceView(ctx, s, inst)
+	var view InstanceView
+	// One snapshot: the instance, its networks and its links are three
+	// reads, and a delete committing between them showed the instance
+	// with no networks or links.
+	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
+		t, err := s.GetTenant(ctx, tenantRef)
+		if err != nil {
+			return err
+		}
+		inst, err := s.GetInstance(ctx, t.UUID, ref)
+		if err != nil {
+			return err
+		}
+		view, err = e.instanceView(ctx, s, inst)
+		return err
+	})
+	return view, err
 }
 
 func (e *Engine) instanceView(ctx context.Context, s *persistence.Store, inst wimro.Instance) (InstanceView, error) {

@@ -430,3 +430,53 @@ func TestInstanceActionReadIsOneState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An instance is read in one snapshot: while it is deleted, a read shows
+// it whole (its networks and links) or not at all. Read in three
+// statements, a delete committing between them showed the instance with
+// no networks or no links, a state it never had.
+func TestInstanceReadIsOneState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.Scenario(t, "t0")
+	for i := range 20 {
+		v := b.Instance(t, "t0", fmt.Sprintf("ns%d", i), testfactory.Nets(wimro.NetActive, testfactory.VLDs(2), "dcA", "dcB"))
+		nets, links := len(v.Networks), len(v.WANLinks)
+		if nets == 0 || links == 0 {
+			t.Fatalf("created %d networks, %d links", nets, links)
+		}
+		read := make(chan error, 1)
+		started := make(chan struct{})
+		go func() {
+			for n := 0; ; n++ {
+				got, err := b.eng.GetInstance(b.ctx, "t0", v.UUID)
+				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+					read <- nil
+					return
+				}
+				if err != nil {
+					read <- err
+					return
+				}
+				if len(got.Networks) != nets || len(got.WANLinks) != links {
+					read <- fmt.Errorf("instance %d, read %d: %d networks and %d links, created with %d and %d", i, n, len(got.Networks), len(got.WANLinks), nets, links)
+					return
+				}
+				if n == 0 {
+					close(started)
+				}
+			}
+		}()
+		select {
+		case <-started:
+		case err := <-read:
+			t.Fatalf("before the delete: %v", err)
+		}
+		if _, _, err := b.eng.DeleteInstance(b.ctx, "t0", v.UUID); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

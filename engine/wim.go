@@ -141,30 +141,36 @@ func (e *Engine) wimView(ctx context.Context, s *persistence.Store, w wimro.WIM)
 // GetWIM returns a WIM by name or uuid. With a tenant (not "any") the WIM
 // must be attached to it, and the view carries the tenant's account.
 func (e *Engine) GetWIM(ctx context.Context, tenantRef, wimRef string) (WIMView, error) {
-	s := &e.db.Store
-	t, err := e.tenantFilter(ctx, s, tenantRef)
-	if err != nil {
-		return WIMView{}, err
-	}
-	w, err := s.GetWIM(ctx, wimRef)
-	if err != nil {
-		return WIMView{}, err
-	}
-	var acct *AccountView
-	if t != nil {
-		att, err := s.ListAttachedAccounts(ctx, w.UUID, t.UUID)
+	var view WIMView
+	// One snapshot: the WIM, the tenant's account and the port mappings
+	// are several reads, and a delete committing between them showed the
+	// WIM without its mappings.
+	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
+		t, err := e.tenantFilter(ctx, s, tenantRef)
 		if err != nil {
-			return WIMView{}, err
+			return err
 		}
-		if len(att) == 0 {
-			return WIMView{}, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wims - `uuid=%s nfvo_tenant_id=%s` (the WIM is not attached to the tenant)", w.UUID, t.UUID)
+		w, err := s.GetWIM(ctx, wimRef)
+		if err != nil {
+			return err
 		}
-		v := accountView(att[0].Account)
-		acct = &v
-	}
-	v, err := e.wimView(ctx, s, w)
-	v.WIMAccount = acct
-	return v, err
+		var acct *AccountView
+		if t != nil {
+			att, err := s.ListAttachedAccounts(ctx, w.UUID, t.UUID)
+			if err != nil {
+				return err
+			}
+			if len(att) == 0 {
+				return wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: wims - `uuid=%s nfvo_tenant_id=%s` (the WIM is not attached to the tenant)", w.UUID, t.UUID)
+			}
+			v := accountView(att[0].Account)
+			acct = &v
+		}
+		view, err = e.wimView(ctx, s, w)
+		view.WIMAccount = acct
+		return err
+	})
+	return view, err
 }
 
 // WIMListFields are the columns a WIM list may show and filter on.

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -301,5 +302,53 @@ func TestFindCommonWIM(t *testing.T) {
 	a, err := b.eng.FindSuitableAccount(b.ctx, t0.UUID, []string{dc0.UUID, dc1.UUID})
 	if err != nil || *a.Name != "t0" {
 		t.Fatalf("FindSuitableAccount = %+v, %v", a, err)
+	}
+}
+
+// A WIM is read in one snapshot: while it is deleted, a read shows it
+// whole (the tenant's account, its port mappings) or not at all. Read in
+// several statements, a delete committing between them could show the
+// WIM without its mappings.
+func TestWIMReadIsOneState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.Tenant(t, "t0")
+	for i := range 20 {
+		name := fmt.Sprintf("wan%d", i)
+		b.WAN(t, testfactory.WAN{WIM: engine.WIMInput{Name: &name, Type: ptr("fake"), URL: ptr("http://fake")}, Tenant: "t0",
+			Datacenters: []string{name + "-a", name + "-b"}})
+		read := make(chan error, 1)
+		started := make(chan struct{})
+		go func() {
+			for n := 0; ; n++ {
+				v, err := b.Eng.GetWIM(b.Ctx, "t0", name)
+				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+					read <- nil
+					return
+				}
+				if err != nil {
+					read <- err
+					return
+				}
+				if g, _ := v.Config["wim_port_mapping"].([]engine.PortMappingGroup); len(g) != 2 || v.WIMAccount == nil {
+					read <- fmt.Errorf("WIM %d, read %d: %d port mapping groups, account shown: %t", i, n, len(g), v.WIMAccount != nil)
+					return
+				}
+				if n == 0 {
+					close(started)
+				}
+			}
+		}()
+		select {
+		case <-started:
+		case err := <-read:
+			t.Fatalf("before the delete: %v", err)
+		}
+		if _, err := b.Eng.DeleteWIM(b.Ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-read; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
