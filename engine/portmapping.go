@@ -246,11 +246,18 @@ func (e *Engine) tenantWIM(ctx context.Context, s *persistence.Store, tenantRef,
 // attached to ("any": every WIM). An unknown WIM is not found (openmano
 // answered an empty list).
 func (e *Engine) GetPortMappings(ctx context.Context, tenantRef, wimRef string) ([]PortMappingGroup, error) {
-	_, w, err := e.tenantWIM(ctx, &e.db.Store, tenantRef, wimRef)
-	if err != nil {
-		return nil, err
-	}
-	return e.wimMappings(ctx, &e.db.Store, w.UUID)
+	var groups []PortMappingGroup
+	// One snapshot, as GetWIM: a delete committing between the WIM's read
+	// and its mappings' showed the WIM with none.
+	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
+		_, w, err := e.tenantWIM(ctx, s, tenantRef, wimRef)
+		if err != nil {
+			return err
+		}
+		groups, err = e.wimMappings(ctx, s, w.UUID)
+		return err
+	})
+	return groups, err
 }
 
 func (e *Engine) wimMappings(ctx context.Context, s *persistence.Store, wimID string) ([]PortMappingGroup, error) {

@@ -306,9 +306,9 @@ func TestFindCommonWIM(t *testing.T) {
 }
 
 // A WIM is read in one snapshot: while it is deleted, a read shows it
-// whole (the tenant's account, its port mappings) or not at all. Read in
-// several statements, a delete committing between them could show the
-// WIM without its mappings.
+// whole (the tenant's account, its port mappings) or not at all, and so
+// does a read of its port mappings alone. Read in several statements, a
+// delete committing between them showed the WIM without its mappings.
 func TestWIMReadIsOneState(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -332,6 +332,16 @@ func TestWIMReadIsOneState(t *testing.T) {
 				}
 				if g, _ := v.Config["wim_port_mapping"].([]engine.PortMappingGroup); len(g) != 2 || v.WIMAccount == nil {
 					read <- fmt.Errorf("WIM %d, read %d: %d port mapping groups, account shown: %t", i, n, len(g), v.WIMAccount != nil)
+					return
+				}
+				// The port mappings alone (GET .../port_mapping).
+				g, err := b.Eng.GetPortMappings(b.Ctx, "t0", name)
+				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+					read <- nil
+					return
+				}
+				if err != nil || len(g) != 2 {
+					read <- fmt.Errorf("WIM %d, read %d: %d port mapping groups alone, %v", i, n, len(g), err)
 					return
 				}
 				if n == 0 {
