@@ -445,38 +445,15 @@ func TestInstanceReadIsOneState(t *testing.T) {
 		if nets == 0 || links == 0 {
 			t.Fatalf("created %d networks, %d links", nets, links)
 		}
-		read := make(chan error, 1)
-		started := make(chan struct{})
-		go func() {
-			for n := 0; ; n++ {
-				got, err := b.eng.GetInstance(b.ctx, "t0", v.UUID)
-				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-					read <- nil
-					return
-				}
-				if err != nil {
-					read <- err
-					return
-				}
-				if len(got.Networks) != nets || len(got.WANLinks) != links {
-					read <- fmt.Errorf("instance %d, read %d: %d networks and %d links, created with %d and %d", i, n, len(got.Networks), len(got.WANLinks), nets, links)
-					return
-				}
-				if n == 0 {
-					close(started)
-				}
+		readWhileDeleted(t, func() error {
+			got, err := b.eng.GetInstance(b.ctx, "t0", v.UUID)
+			if err == nil && (len(got.Networks) != nets || len(got.WANLinks) != links) {
+				return fmt.Errorf("instance %d: %d networks and %d links, created with %d and %d", i, len(got.Networks), len(got.WANLinks), nets, links)
 			}
-		}()
-		select {
-		case <-started:
-		case err := <-read:
-			t.Fatalf("before the delete: %v", err)
-		}
-		if _, _, err := b.eng.DeleteInstance(b.ctx, "t0", v.UUID); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-read; err != nil {
-			t.Fatal(err)
-		}
+			return err
+		}, func() error {
+			_, _, err := b.eng.DeleteInstance(b.ctx, "t0", v.UUID)
+			return err
+		})
 	}
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/wimro/wimro"
@@ -45,3 +46,39 @@ func wantField(t *testing.T, err error, field string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// readWhileDeleted reads an object in a loop while del deletes it, until
+// read answers not found: any other error of read (what it found wrong)
+// fails the test. The first read happens before the delete.
+func readWhileDeleted(t *testing.T, read func() error, del func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			err := read()
+			if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+				done <- nil
+				return
+			}
+			if err != nil {
+				done <- fmt.Errorf("read %d: %w", n, err)
+				return
+			}
+			if n == 0 {
+				close(started)
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("before the delete: %v", err)
+	}
+	if err := del(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -317,48 +317,23 @@ func TestWIMReadIsOneState(t *testing.T) {
 		name := fmt.Sprintf("wan%d", i)
 		b.WAN(t, testfactory.WAN{WIM: engine.WIMInput{Name: &name, Type: ptr("fake"), URL: ptr("http://fake")}, Tenant: "t0",
 			Datacenters: []string{name + "-a", name + "-b"}})
-		read := make(chan error, 1)
-		started := make(chan struct{})
-		go func() {
-			for n := 0; ; n++ {
-				v, err := b.Eng.GetWIM(b.Ctx, "t0", name)
-				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-					read <- nil
-					return
-				}
-				if err != nil {
-					read <- err
-					return
-				}
-				if g, _ := v.Config["wim_port_mapping"].([]engine.PortMappingGroup); len(g) != 2 || v.WIMAccount == nil {
-					read <- fmt.Errorf("WIM %d, read %d: %d port mapping groups, account shown: %t", i, n, len(g), v.WIMAccount != nil)
-					return
-				}
-				// The port mappings alone (GET .../port_mapping).
-				g, err := b.Eng.GetPortMappings(b.Ctx, "t0", name)
-				if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-					read <- nil
-					return
-				}
-				if err != nil || len(g) != 2 {
-					read <- fmt.Errorf("WIM %d, read %d: %d port mapping groups alone, %v", i, n, len(g), err)
-					return
-				}
-				if n == 0 {
-					close(started)
-				}
+		readWhileDeleted(t, func() error {
+			v, err := b.Eng.GetWIM(b.Ctx, "t0", name)
+			if err != nil {
+				return err
 			}
-		}()
-		select {
-		case <-started:
-		case err := <-read:
-			t.Fatalf("before the delete: %v", err)
-		}
-		if _, err := b.Eng.DeleteWIM(b.Ctx, name); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-read; err != nil {
-			t.Fatal(err)
-		}
+			if g, _ := v.Config["wim_port_mapping"].([]engine.PortMappingGroup); len(g) != 2 || v.WIMAccount == nil {
+				return fmt.Errorf("WIM %d: %d port mapping groups, account shown: %t", i, len(g), v.WIMAccount != nil)
+			}
+			// The port mappings alone (GET .../port_mapping).
+			g, err := b.Eng.GetPortMappings(b.Ctx, "t0", name)
+			if err == nil && len(g) != 2 {
+				return fmt.Errorf("WIM %d: %d port mapping groups alone", i, len(g))
+			}
+			return err
+		}, func() error {
+			_, err := b.Eng.DeleteWIM(b.Ctx, name)
+			return err
+		})
 	}
 }
