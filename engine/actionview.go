@@ -23,11 +23,10 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveInstance(ctx, &e.db.Store, t, instanceID)
+	id, exists, err := resolveInstance(ctx, &e.db.Store, t, instanceID)
 	if err != nil {
 		return nil, err
 	}
-	_, lookupErr := e.db.GetInstance(ctx, t.UUID, id)
 	list, err := e.db.ListInstanceActions(ctx, id)
 	if err != nil {
 		return nil, err
@@ -40,7 +39,7 @@ func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID 
 			own = append(own, ia)
 		}
 	}
-	if len(own) == 0 && lookupErr != nil {
+	if len(own) == 0 && !exists {
 		// Neither the tenant's instance nor any of its history: the same
 		// answer whether the id is unknown or another tenant's.
 		return nil, wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instances - `uuid=%s`", instanceID)
@@ -80,7 +79,7 @@ func (e *Engine) instanceAction(ctx context.Context, s *persistence.Store, tenan
 	if err != nil {
 		return wimro.InstanceAction{}, err
 	}
-	id, err := resolveInstance(ctx, s, t, instanceID)
+	id, _, err := resolveInstance(ctx, s, t, instanceID)
 	if err != nil {
 		return wimro.InstanceAction{}, err
 	}
@@ -94,15 +93,16 @@ func (e *Engine) instanceAction(ctx context.Context, s *persistence.Store, tenan
 	return ia, nil
 }
 
-// resolveInstance resolves an instance of the tenant; a uuid of a deleted
-// instance is accepted so its DELETE action stays visible.
-func resolveInstance(ctx context.Context, s *persistence.Store, t wimro.Tenant, ref string) (string, error) {
+// resolveInstance resolves an instance of the tenant, and says whether it
+// exists; a uuid of a deleted instance is accepted so its DELETE action
+// stays visible.
+func resolveInstance(ctx context.Context, s *persistence.Store, t wimro.Tenant, ref string) (id string, exists bool, err error) {
 	inst, err := s.GetInstance(ctx, t.UUID, ref)
 	if err == nil {
-		return inst.UUID, nil
+		return inst.UUID, true, nil
 	}
 	if id, ok := wimro.ParseUUID(ref); ok && wimro.ErrorCode(err) == wimro.ENOTFOUND {
-		return id, nil
+		return id, false, nil
 	}
-	return "", err
+	return "", false, err
 }
