@@ -70,11 +70,7 @@ func (e *Engine) GetInstance(ctx context.Context, tenantRef, ref string) (Instan
 	// reads, and a delete committing between them showed the instance
 	// with no networks or links.
 	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		inst, err := s.GetInstance(ctx, t.UUID, ref)
+		_, inst, err := tenantInstance(ctx, s, tenantRef, ref)
 		if err != nil {
 			return err
 		}
@@ -82,6 +78,16 @@ func (e *Engine) GetInstance(ctx context.Context, tenantRef, ref string) (Instan
 		return err
 	})
 	return view, err
+}
+
+// tenantInstance reads a tenant and its instance ref (name or uuid).
+func tenantInstance(ctx context.Context, s *persistence.Store, tenantRef, ref string) (wimro.Tenant, wimro.Instance, error) {
+	t, err := s.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return wimro.Tenant{}, wimro.Instance{}, err
+	}
+	inst, err := s.GetInstance(ctx, t.UUID, ref)
+	return t, inst, err
 }
 
 func (e *Engine) instanceView(ctx context.Context, s *persistence.Store, inst wimro.Instance) (InstanceView, error) {
@@ -126,11 +132,7 @@ func (e *Engine) DeleteInstance(ctx context.Context, tenantRef, ref string) (wim
 		msg string
 	)
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		inst, err := s.GetInstance(ctx, t.UUID, ref)
+		t, inst, err := tenantInstance(ctx, s, tenantRef, ref)
 		if err != nil {
 			return err
 		}

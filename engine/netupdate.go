@@ -30,11 +30,7 @@ type NetworkUpdate struct {
 func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
 	var out wimro.InstanceNet
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		inst, err := s.GetInstance(ctx, t.UUID, instanceRef)
+		_, inst, err := tenantInstance(ctx, s, tenantRef, instanceRef)
 		if err != nil {
 			return err
 		}
