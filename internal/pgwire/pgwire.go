@@ -33,7 +33,8 @@ func (textUUIDCodec) PreferredFormat() int16 { return pgtype.TextFormatCode }
 // every such parameter was encoded once in vain, into an error that
 // formatted the whole array (%#v), and then as text. A single uuid is
 // left alone: pgx sends a string as text already, and reads uuid columns
-// in binary.
+// in binary. (pgx's CopyFrom writes binary only, so it could not copy a
+// uuid[] column on such a connection; wimro copies nothing.)
 func TextUUIDArrays(m *pgtype.Map) {
 	elem := &pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: textUUIDCodec{}}
 	m.RegisterType(&pgtype.Type{Name: "_uuid", OID: pgtype.UUIDArrayOID, Codec: &pgtype.ArrayCodec{ElementType: elem}})
