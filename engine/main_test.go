@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -73,6 +74,9 @@ func readWhileDeleted(t *testing.T, read func() error, del func() error) {
 	select {
 	case <-started:
 	case err := <-done:
+		if err == nil {
+			err = errors.New("not found")
+		}
 		t.Fatalf("before the delete: %v", err)
 	}
 	if err := del(); err != nil {
