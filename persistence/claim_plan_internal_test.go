@@ -6,8 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/wimro/wimro/internal/pgtest"
 )
+
+// execOn returns a function that runs a statement on pool and fails the
+// test if it fails: the plan tests build their tables by hand.
+func execOn(t *testing.T, pool *pgxpool.Pool) func(sql string, args ...any) {
+	return func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+}
 
 // TestClaimPlans checks the plans of the claim statements on 100 accounts
 // with 100,000 finished and 10,000 pending actions: each reads the queue
@@ -17,12 +30,7 @@ func TestClaimPlans(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	exec := execOn(t, pool)
 	exec(`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-0000-0000-000000000001', 't')`)
 	exec(`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-0000-0000-000000000002', 'w', 'fake', 'http://x')`)
 	exec(`INSERT INTO wim_accounts (uuid, name, wim_id) SELECT gen_random_uuid(), 'a' || i, '00000000-0000-0000-0000-000000000002' FROM generate_series(1, 100) i`)

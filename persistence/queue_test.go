@@ -418,8 +418,9 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 // (wim_info: the fake controller's shape, two connection points, about 550
 // bytes) to a row inserted at about 160 bytes. The table leaves room for it
 // on the row's page (schema version 9), so the update is HOT: no new entry
-// in any of the link's four indexes. Checked by the row's page before and after, for outcomes written
-// in batches as the completer writes them (one account at parallelism 8).
+// in any of the link's four indexes. Checked by the row's page before and
+// after, for outcomes written in batches as the completer writes them (one
+// account at parallelism 8).
 func TestLinkOutcomeStaysOnItsPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -18,12 +20,7 @@ func TestFindCommonWIMsReadsOnlyTheirMappings(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	exec := execOn(t, pool)
 	const tenant = "00000000-0000-0000-0000-000000000001"
 	exec(`INSERT INTO nfvo_tenants (uuid, name) VALUES ('` + tenant + `', 't')`)
 	exec(`INSERT INTO wims (uuid, name, type, wim_url) SELECT gen_random_uuid(), 'w' || i, 'fake', 'http://x' FROM generate_series(1, 2000) i`)
@@ -37,20 +34,13 @@ func TestFindCommonWIMsReadsOnlyTheirMappings(t *testing.T) {
 	exec(`INSERT INTO wim_port_mappings (wim_id, datacenter_id, pop_switch_dpid, pop_switch_port, wan_service_endpoint_id)
 		SELECT (SELECT uuid FROM wims WHERE name = 'w2'), d.uuid, d.name, '2', d.name || '-2' FROM datacenters d WHERE d.name LIKE 'w1-%'`)
 	exec(`ANALYZE`)
-	var dcs []string
 	rows, err := pool.Query(ctx, `SELECT uuid::text FROM datacenters WHERE name LIKE 'w1-%'`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		dcs = append(dcs, id)
-	}
-	if rows.Err() != nil || len(dcs) != 2 {
-		t.Fatalf("datacenters %v, %v", dcs, rows.Err())
+	dcs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(dcs) != 2 {
+		t.Fatalf("datacenters %v, %v", dcs, err)
 	}
 
 	s := &Store{q: pool}
