@@ -68,8 +68,14 @@ const linkHead = `NOT EXISTS (
 // claimSQL claims, in one statement, the due actions of every account
 // whose lease $1 holds: per account at most its free slots (the arrays
 // $2/$3, else $4), the head of each link only (no earlier unfinished
-// action of the link, none of the link claimed, the link not in $5), oldest
-// first, at most $6 in all. Each account's candidates come from a LATERAL
+// action of the link, none of the link claimed, the link not in $5), at
+// most $6 in all, taken in turns: every account's oldest candidate, then
+// every account's second, and so on, oldest first within a turn. Taken
+// oldest first across accounts, the accounts whose work is youngest came
+// last in every claim while more slots were free than one claim takes:
+// 100 accounts x 20 links under 100 ms of controller latency (three rounds
+// of eight per account), turns took the wall time from 0.94 to 0.88 s
+// (medians of 5). Each account's candidates come from a LATERAL
 // scan of the claim index in (run_after, seq) order that stops at its free
 // slots, so a claim reads about as many rows as it takes, however long the
 // queue (a window function would rank every due row first, and PostgreSQL
@@ -83,7 +89,8 @@ var claimSQL = `
 		LEFT JOIN unnest($2::uuid[], $3::int[]) AS f(id, free) ON f.id = l.account_id
 		WHERE l.owner = $1 AND l.expires_at > now()),
 	candidates AS (
-		SELECT c.instance_action_id, c.task_index, c.run_after, c.seq, le.epoch
+		SELECT c.instance_action_id, c.task_index, c.run_after, c.seq, le.epoch,
+		       row_number() OVER (PARTITION BY le.account_id ORDER BY c.run_after, c.seq) AS turn
 		FROM leases le
 		CROSS JOIN LATERAL (
 			SELECT a.instance_action_id, a.task_index, a.run_after, a.seq
@@ -100,7 +107,7 @@ var claimSQL = `
 		FROM candidates c
 		JOIN vim_wim_actions a ON a.instance_action_id = c.instance_action_id AND a.task_index = c.task_index
 		WHERE a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
-		ORDER BY c.run_after, c.seq
+		ORDER BY c.turn, c.run_after, c.seq
 		LIMIT $6
 		FOR UPDATE OF a SKIP LOCKED),
 	claimed AS (

@@ -226,3 +226,33 @@ func TestClaimDueAcrossAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimDueTakesTurnsAcrossAccounts: when the limit is smaller than
+// the free slots, each account gets its oldest due action before any gets
+// its second, and so on: a's links, all older than b's, do not fill the
+// claim ahead of b (the accounts claimed last in one claim would be last
+// in every later one too).
+func TestClaimDueTakesTurnsAcrossAccounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := newClaimWorld(t, b)
+	res, err := b.db.ClaimDue(b.ctx, persistence.ClaimRequest{Owner: "P", Claim: "P#1", TTL: time.Minute, Parallel: 8, Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, c := range res.Claimed {
+		got[*c.Action.WIMAccountID] = append(got[*c.Action.WIMAccountID], c.Action.ItemID)
+	}
+	for _, want := range []struct {
+		acct  string
+		links []string
+	}{{w.a, w.linksA[:2]}, {w.b, w.linksB[:2]}} {
+		l := got[want.acct]
+		slices.Sort(l)
+		wl := slices.Sorted(slices.Values(want.links))
+		if !slices.Equal(l, wl) {
+			t.Fatalf("claimed of a: %v, of b: %v; want each account's two oldest: %v and %v", got[w.a], got[w.b], w.linksA[:2], w.linksB[:2])
+		}
+	}
+}
