@@ -28,6 +28,8 @@ const claimGap = 2 * time.Millisecond
 // goroutine per claimed action. It sleeps until woken (a notification, a
 // freed slot, the poll) or the next queued action is due.
 func (s *Supervisor) claimer() {
+	conn := s.db.Pin()
+	defer conn.Release()
 	backoff := time.Second
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -44,7 +46,7 @@ func (s *Supervisor) claimer() {
 			}
 		}
 		last = time.Now()
-		wait, err := s.claimOnce()
+		wait, err := s.claimOnce(conn)
 		switch {
 		case s.ctx.Err() != nil:
 			return
@@ -77,9 +79,10 @@ func (s *Supervisor) claimer() {
 	}
 }
 
-// claimOnce claims what the free slots allow and starts it. It returns
-// how long to sleep: 0 until woken, < 0 to claim again at once.
-func (s *Supervisor) claimOnce() (time.Duration, error) {
+// claimOnce claims what the free slots allow, on the claimer's own
+// connection, and starts it. It returns how long to sleep: 0 until woken,
+// < 0 to claim again at once.
+func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) {
 	opts := s.opts
 	s.mu.Lock()
 	free := map[string]int{}
@@ -122,10 +125,13 @@ func (s *Supervisor) claimOnce() (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), min(opts.Lease, 30*time.Second))
 	defer cancel()
 	err := s.claims.claim(func() ([]persistence.ClaimKey, error) {
-		var err error
-		res, err = s.db.ClaimDue(ctx, persistence.ClaimRequest{
-			Owner: opts.Owner, Claim: s.claims.name(opts.Owner), TTL: opts.Lease,
-			Parallel: opts.Parallel, Free: free, BusyLinks: busy, Limit: limit,
+		err := conn.Do(ctx, func(st *persistence.Store) error {
+			var err error
+			res, err = st.ClaimDue(ctx, persistence.ClaimRequest{
+				Owner: opts.Owner, Claim: s.claims.name(opts.Owner), TTL: opts.Lease,
+				Parallel: opts.Parallel, Free: free, BusyLinks: busy, Limit: limit,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err

@@ -32,18 +32,28 @@ type outcome struct {
 // completer is the one writer of action outcomes of the process: it writes
 // whatever has accumulated, of every account, in one transaction
 // (persistence.FinishActions), with up to maxFlushes transactions in
-// flight. It runs until outcomes is closed, after every action finished:
-// a write is never cancelled, it would lose a service just created.
+// flight, each on a connection of its own (persistence.Pinned). It runs
+// until outcomes is closed, after every action finished: a write is never
+// cancelled, it would lose a service just created.
 func (s *Supervisor) completer(outcomes <-chan outcome) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	slots := make(chan struct{}, maxFlushes)
+	slots := make(chan *persistence.Pinned, maxFlushes)
+	for range maxFlushes {
+		slots <- s.db.Pin()
+	}
+	defer func() {
+		wg.Wait()
+		for range maxFlushes {
+			(<-slots).Release()
+		}
+	}()
 	for {
 		// Wait for a free flush first: meanwhile outcomes pile up and go
 		// out together.
-		slots <- struct{}{}
+		conn := <-slots
 		first, ok := <-outcomes
 		if !ok {
+			slots <- conn
 			return
 		}
 		batch := []outcome{first}
@@ -78,8 +88,8 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			s.flush(batch)
+			defer func() { slots <- conn }()
+			s.flush(conn, batch)
 			s.settle(batch)
 		}()
 	}
@@ -94,22 +104,22 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 //   - still nothing written: give the claims up (no longer renewed, and
 //     released as soon as the database answers). The actions run again,
 //     which they are written to survive.
-func (s *Supervisor) flush(batch []outcome) {
-	err := s.commit(batch)
+func (s *Supervisor) flush(conn *persistence.Pinned, batch []outcome) {
+	err := s.commit(conn, batch)
 	if err == nil {
 		return
 	}
 	if !transient(err) {
 		if len(batch) > 1 {
 			half := len(batch) / 2
-			s.flush(batch[:half])
-			s.flush(batch[half:])
+			s.flush(conn, batch[:half])
+			s.flush(conn, batch[half:])
 			return
 		}
 		o := batch[0]
 		o.acct.actionLog(o.Action).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
 		o.Outcome = s.runner.Unrecorded(o.Action, err)
-		if s.commit([]outcome{o}) == nil {
+		if s.commit(conn, []outcome{o}) == nil {
 			return
 		}
 	}
@@ -122,7 +132,7 @@ func (s *Supervisor) flush(batch []outcome) {
 // commit writes a batch in one statement, retrying while the database is
 // unavailable for up to one lease, and settles each claim it wrote or
 // found lost.
-func (s *Supervisor) commit(batch []outcome) error {
+func (s *Supervisor) commit(conn *persistence.Pinned, batch []outcome) error {
 	opts := s.opts
 	items := make([]persistence.Finished, len(batch))
 	for i, o := range batch {
@@ -134,7 +144,12 @@ func (s *Supervisor) commit(batch []outcome) error {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
 		// One statement, atomic by itself: no BEGIN and COMMIT round trips.
-		errs, err := s.db.FinishActions(ctx, items)
+		var errs []error
+		err := conn.Do(ctx, func(st *persistence.Store) error {
+			var err error
+			errs, err = st.FinishActions(ctx, items)
+			return err
+		})
 		cancel()
 		if err == nil {
 			opts.Metrics.batchWritten(len(batch), time.Since(start))

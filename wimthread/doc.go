@@ -18,7 +18,9 @@
 //     and it leaves at least claimGap (2 ms) between two claims, so slots
 //     freed together are refilled by one claim. Before starting what it
 //     claimed, it builds the connectors the accounts lack from one read
-//     (persistence.ConnectorInputs).
+//     (persistence.ConnectorInputs). It claims on a pool connection of
+//     its own, kept between claims (persistence.Pinned), so the backend
+//     that plans the claim has its caches warm.
 //   - Each claimed action runs in its own goroutine, with its account's
 //     connector. Options.Parallel bounds the actions of an account at the
 //     controller: an action whose outcome waits for the completer frees
@@ -27,9 +29,10 @@
 //   - One completer per process writes the outcomes of every account in
 //     batches: whatever has accumulated, up to a fixed size, in one
 //     transaction (persistence.FinishActions), with at most two batches
-//     in flight while the next accumulates; while actions are still
-//     running a batch waits up to linger (1 ms) for more, since actions
-//     claimed together finish nearly together. The instance-action counters
+//     in flight (each on a pinned connection of its own) while the next
+//     accumulates; while actions are still running a batch waits up to
+//     linger (1 ms) for more, since actions claimed together finish nearly
+//     together. The instance-action counters
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
