@@ -11,8 +11,8 @@ import (
 
 // pinHold is how long a Pinned keeps one pool connection before handing it
 // back between two uses, so that the pool's connection lifetime and health
-// checks still apply to it (the pool gives the most recently returned idle
-// connection first: usually the same one comes back).
+// checks still apply to it (the pool hands out its idle connections
+// newest first, by generation: often the same one comes back).
 const pinHold = time.Minute
 
 // Pinned runs the statements of one long-lived worker (the claimer, a
@@ -20,8 +20,8 @@ const pinHold = time.Minute
 // PostgreSQL caches a backend's catalog and each statement's preparation per
 // connection: drawn afresh from the pool for each use, the claim and the
 // outcome statements were each prepared, and their tables' catalog read, on
-// four backends in a one-second run instead of one or two. Use it from one
-// goroutine at a time.
+// four backends in a one-second run instead of one or two. Its uses are
+// serialised: one worker, one connection.
 type Pinned struct {
 	db *DB
 
