@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -253,6 +254,17 @@ func (s *Store) ClaimDue(ctx context.Context, r ClaimRequest) (ClaimResult, erro
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("persistence: claim due actions: %w", err)
 	}
+	// The networks of each link's group, in the statement's order: one
+	// pass over them, not one per claimed action (200 actions of 400
+	// networks were 80,000 comparisons per claim).
+	type group struct{ instance, sceNet string }
+	groups := make(map[group][]wimro.InstanceNet, len(links))
+	for _, n := range nets {
+		if n.SceNetID != nil {
+			g := group{n.InstanceID, *n.SceNetID}
+			groups[g] = append(groups[g], n)
+		}
+	}
 	for i := range res.Claimed {
 		c := &res.Claimed[i]
 		c.Link = links[c.Action.ItemID]
@@ -260,12 +272,10 @@ func (s *Store) ClaimDue(ctx context.Context, r ClaimRequest) (ClaimResult, erro
 			continue
 		}
 		c.Datacenters = map[string]wimro.Datacenter{}
-		for _, n := range nets {
-			if n.InstanceID == *c.Link.InstanceID && n.SceNetID != nil && *n.SceNetID == *c.Link.SceNetID {
-				c.Nets = append(c.Nets, n)
-				if d, ok := dcs[n.DatacenterID]; ok {
-					c.Datacenters[d.UUID] = d
-				}
+		c.Nets = slices.Clone(groups[group{*c.Link.InstanceID, *c.Link.SceNetID}])
+		for _, n := range c.Nets {
+			if d, ok := dcs[n.DatacenterID]; ok {
+				c.Datacenters[d.UUID] = d
 			}
 		}
 	}

@@ -158,9 +158,13 @@ func TestClaimDueAcrossAccounts(t *testing.T) {
 		}
 	}
 	// What the action needs came with it: the link of a's first CREATE,
-	// the two networks of its group in datacenter order, both datacenters.
+	// the two networks of its group in datacenter order, both datacenters;
+	// a's other link (its own group, no networks) none of them.
 	for _, c := range got[w.a] {
 		if c.Action.ItemID != w.linksA[0] {
+			if len(c.Nets) != 0 || len(c.Datacenters) != 0 {
+				t.Fatalf("link %s of another group got nets %+v, datacenters %+v", c.Action.ItemID, c.Nets, c.Datacenters)
+			}
 			continue
 		}
 		if c.Link == nil || c.Link.UUID != w.linksA[0] || *c.Link.SceNetID != w.group {
