@@ -99,6 +99,7 @@ type runResult struct {
 	serverCPUOK     bool          // the server is a local process this one can read
 	poolConns       int32
 	poolWait        time.Duration // time the workers waited for a pool connection, summed
+	claims, empty   int           // claim statements run, and those of them that found nothing
 	loadavg         float64       // the machine's 1-minute load average at the end (it is shared)
 }
 
@@ -180,6 +181,7 @@ func (f fixture) run(b *testing.B, bd *bundle, opts wimthread.Options) runResult
 	res.poolConns = bd.db.Pool().Config().MaxConns
 	res.poolWait = bd.db.Pool().Stat().AcquireDuration() - wait0
 	res.loadavg = loadavg()
+	res.claims, res.empty = claimStatements(b, reg)
 	var done, failed, active int
 	if err := watch.QueryRow(ctx, `SELECT coalesce(sum(done), 0), coalesce(sum(failed), 0), (SELECT count(*) FROM instance_wim_nets WHERE status = 'ACTIVE')
 		FROM (`+createProgress+`) p`).Scan(&done, &failed, &active); err != nil {
@@ -362,6 +364,33 @@ func reportCost(b *testing.B, r runResult, creates int, suffix string) {
 		b.ReportMetric(float64(r.serverCPU.Microseconds())/n, "server-cpu-us/action"+suffix)
 	}
 	b.ReportMetric(float64(r.poolWait.Microseconds())/1000/n, "pool-wait-ms/action"+suffix)
+	b.ReportMetric(float64(r.claims), "claims"+suffix)
+	b.ReportMetric(float64(r.empty), "empty-claims"+suffix)
+}
+
+// claimStatements reads wimro_claim_actions: how many claim statements
+// ran, and how many of them took nothing (its bucket le=0).
+func claimStatements(t testing.TB, g prometheus.Gatherer) (claims, empty int) {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "wimro_claim_actions" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			claims += int(h.GetSampleCount())
+			for _, bk := range h.GetBucket() {
+				if bk.GetUpperBound() == 0 {
+					empty += int(bk.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return claims, empty
 }
 
 // BenchmarkActionThroughput (issue 16): 100 accounts x 50 links (one fake

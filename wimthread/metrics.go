@@ -53,8 +53,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"from", "to"}),
 		claimed: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "wimro_claim_actions",
-			Help:    "Actions taken by one claim statement (of every account this process owns); claims that take none are not observed.",
-			Buckets: batchBuckets,
+			Help:    "Actions taken by one claim statement (of every account this process owns); a claim that found nothing due is observed as 0 (bucket le=0).",
+			Buckets: append([]float64{0}, batchBuckets...),
 		}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "wimro_outcome_batch_actions",
@@ -82,7 +82,7 @@ func (m *Metrics) actionFinished(action, status, connector string) {
 }
 
 func (m *Metrics) claimTook(n int) {
-	if m != nil && n > 0 {
+	if m != nil {
 		m.claimed.Observe(float64(n))
 	}
 }

@@ -236,6 +236,12 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 		writes := metricValue(t, reg, "wimro_outcome_write_duration_seconds", nil)
 		return claimed == 4 && written == 4 && writes >= 1, fmt.Sprintf("claimed %v, written %v in %v writes", claimed, written, writes)
 	})
+	// The last outcome written wakes a claim, which finds nothing: an
+	// empty claim is observed too.
+	waitFor(t, "an empty claim observed", func() (bool, string) {
+		claims, empty := claimStatements(t, reg)
+		return empty >= 1, fmt.Sprintf("%d claims, %d empty", claims, empty)
+	})
 	if n := testutil.CollectAndCount(wimthread.NewQueueCollector(b.db), "wimro_queue_actions"); n != 0 {
 		t.Errorf("%d queue series with nothing to run", n)
 	}

@@ -109,7 +109,9 @@ func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, 
 		opts.Policy = fast
 	}
 	if opts.Poll == 0 {
-		opts.Poll = 100 * time.Millisecond
+		// Longer than any test: a wake-up the claimer misses makes a test
+		// time out instead of being covered by the poll fallback.
+		opts.Poll = time.Hour
 	}
 	stop := func(what string, f func(context.Context) error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
