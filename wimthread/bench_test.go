@@ -486,3 +486,33 @@ func BenchmarkLatencyBoundScale(b *testing.B) {
 		b.ReportMetric(r.loadavg, "loadavg")
 	}
 }
+
+// BenchmarkLatencyBoundAmongIdleAccounts: the latency-bound run at scale
+// (100 accounts x 20 links, 100 ms per controller call) by a process that
+// also owns 9,900 idle accounts, against the same run without them, in
+// the same run: what idle accounts cost the busy ones, the process's
+// start with its 10,000 leases included. Every claim looks at the queue of
+// each account the process owns; before the claim chose its actions
+// before locking them, a claim planned on tables without statistics (a
+// fresh database) read those queues once per due action, and this run
+// took 70-90 s.
+func BenchmarkLatencyBoundAmongIdleAccounts(b *testing.B) {
+	const idle = 9900
+	cfg := map[string]any{"latency_ms": 100}
+	wide := fixture{accounts: 100, instances: 1, links: 20, accountConfig: cfg}
+	for b.Loop() {
+		alone := wide.run(b, wide.build(b, 8), wimthread.Options{})
+		bd := wide.build(b, 8)
+		if _, err := bd.db.Pool().Exec(bd.ctx, `INSERT INTO wim_accounts (uuid, name, wim_id)
+			SELECT gen_random_uuid(), 'idle-' || i, (SELECT uuid FROM wims LIMIT 1) FROM generate_series(1, $1) i`, idle); err != nil {
+			b.Fatal(err)
+		}
+		among := wide.run(b, bd, wimthread.Options{})
+		b.ReportMetric(among.active.Seconds(), "s-all-active")
+		b.ReportMetric(alone.active.Seconds(), "s-all-active-baseline-no-idle")
+		b.ReportMetric(among.active.Seconds()/alone.active.Seconds(), "slowdown")
+		reportCost(b, among, wide.creates(), "")
+		reportCost(b, alone, wide.creates(), "-baseline")
+		b.ReportMetric(among.loadavg, "loadavg")
+	}
+}
