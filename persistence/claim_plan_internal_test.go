@@ -24,6 +24,22 @@ func execOn(t *testing.T, pool *pgxpool.Pool) func(sql string, args ...any) {
 	}
 }
 
+// queueTables fills a fresh database with the queue the plan tests read:
+// accounts accounts of one WIM, every one leased by owner "P", and total
+// CREATE actions of one instance action spread over the first busy
+// accounts, those numbered below done DONE and the rest SCHEDULED.
+func queueTables(exec func(sql string, args ...any), accounts, busy, done, total int) {
+	exec(`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-0000-0000-000000000001', 't')`)
+	exec(`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-0000-0000-000000000002', 'w', 'fake', 'http://x')`)
+	exec(`INSERT INTO wim_accounts (uuid, name, wim_id) SELECT gen_random_uuid(), 'a' || i, '00000000-0000-0000-0000-000000000002' FROM generate_series(1, $1) i`, accounts)
+	exec(`INSERT INTO instance_actions (uuid, tenant_id, description) VALUES ('00000000-0000-0000-0000-000000000003', '00000000-0000-0000-0000-000000000001', 'CREATE')`)
+	exec(`WITH acc AS (SELECT uuid, row_number() OVER (ORDER BY uuid) - 1 AS n FROM wim_accounts)
+		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status)
+		SELECT '00000000-0000-0000-0000-000000000003', i, acc.uuid, 'CREATE', gen_random_uuid(), CASE WHEN i < $1 THEN 'DONE' ELSE 'SCHEDULED' END
+		FROM generate_series(0, $2 - 1) i JOIN acc ON acc.n = i % $3`, done, total, busy)
+	exec(`INSERT INTO wim_account_leases (account_id, owner, epoch, expires_at) SELECT uuid, 'P', 1, now() + interval '1 hour' FROM wim_accounts`)
+}
+
 // TestClaimPlans checks the plans of the claim statements on 100 accounts
 // with 100,000 finished and 10,000 pending actions: each reads the queue
 // through its partial indexes, never the finished history, and walks the
@@ -33,15 +49,7 @@ func TestClaimPlans(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
 	exec := execOn(t, pool)
-	exec(`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-0000-0000-000000000001', 't')`)
-	exec(`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-0000-0000-000000000002', 'w', 'fake', 'http://x')`)
-	exec(`INSERT INTO wim_accounts (uuid, name, wim_id) SELECT gen_random_uuid(), 'a' || i, '00000000-0000-0000-0000-000000000002' FROM generate_series(1, 100) i`)
-	exec(`INSERT INTO instance_actions (uuid, tenant_id, description) VALUES ('00000000-0000-0000-0000-000000000003', '00000000-0000-0000-0000-000000000001', 'CREATE')`)
-	exec(`WITH acc AS (SELECT uuid, row_number() OVER (ORDER BY uuid) - 1 AS n FROM wim_accounts)
-		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status)
-		SELECT '00000000-0000-0000-0000-000000000003', i, acc.uuid, 'CREATE', gen_random_uuid(), CASE WHEN i < 100000 THEN 'DONE' ELSE 'SCHEDULED' END
-		FROM generate_series(0, 109999) i JOIN acc ON acc.n = i % 100`)
-	exec(`INSERT INTO wim_account_leases (account_id, owner, epoch, expires_at) SELECT uuid, 'P', 1, now() + interval '1 hour' FROM wim_accounts`)
+	queueTables(exec, 100, 100, 100000, 110000)
 	exec(`ANALYZE`)
 	explain := func(name, sql string, args ...any) {
 		t.Helper()
@@ -89,15 +97,7 @@ func TestClaimPlanWithoutStatistics(t *testing.T) {
 	for _, table := range []string{"wim_accounts", "wim_account_leases", "vim_wim_actions"} {
 		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`) // no ANALYZE behind the test's back
 	}
-	exec(`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-0000-0000-000000000001', 't')`)
-	exec(`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-0000-0000-000000000002', 'w', 'fake', 'http://x')`)
-	exec(`INSERT INTO wim_accounts (uuid, name, wim_id) SELECT gen_random_uuid(), 'a' || i, '00000000-0000-0000-0000-000000000002' FROM generate_series(1, 10000) i`)
-	exec(`INSERT INTO instance_actions (uuid, tenant_id, description) VALUES ('00000000-0000-0000-0000-000000000003', '00000000-0000-0000-0000-000000000001', 'CREATE')`)
-	exec(`WITH acc AS (SELECT uuid, row_number() OVER (ORDER BY uuid) - 1 AS n FROM wim_accounts)
-		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id)
-		SELECT '00000000-0000-0000-0000-000000000003', i, acc.uuid, 'CREATE', gen_random_uuid()
-		FROM generate_series(0, 1999) i JOIN acc ON acc.n = i % 100`)
-	exec(`INSERT INTO wim_account_leases (account_id, owner, epoch, expires_at) SELECT uuid, 'P', 1, now() + interval '1 hour' FROM wim_accounts`)
+	queueTables(exec, 10000, 100, 0, 2000)
 	// The leases renewed and the actions touched, still without statistics.
 	for range 3 {
 		exec(`UPDATE wim_account_leases SET expires_at = expires_at + interval '1 second'`)

@@ -368,31 +368,6 @@ func reportCost(b *testing.B, r runResult, creates int, suffix string) {
 	b.ReportMetric(float64(r.empty), "empty-claims"+suffix)
 }
 
-// claimStatements reads wimro_claim_actions: how many claim statements
-// ran, and how many of them took nothing (its bucket le=0).
-func claimStatements(t testing.TB, g prometheus.Gatherer) (claims, empty int) {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "wimro_claim_actions" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			h := m.GetHistogram()
-			claims += int(h.GetSampleCount())
-			for _, bk := range h.GetBucket() {
-				if bk.GetUpperBound() == 0 {
-					empty += int(bk.GetCumulativeCount())
-				}
-			}
-		}
-	}
-	return claims, empty
-}
-
 // BenchmarkActionThroughput (issue 16): 100 accounts x 50 links (one fake
 // WIM per account, no latency) until every link is ACTIVE, at wimd's
 // default per-account parallelism; the same 5,000 links on one account at

@@ -68,6 +68,31 @@ func metricSum(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	return 0
 }
 
+// claimStatements reads wimro_claim_actions: how many claim statements
+// ran, and how many of them took nothing (its bucket le=0).
+func claimStatements(t testing.TB, g prometheus.Gatherer) (claims, empty int) {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "wimro_claim_actions" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			claims += int(h.GetSampleCount())
+			for _, bk := range h.GetBucket() {
+				if bk.GetUpperBound() == 0 {
+					empty += int(bk.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return claims, empty
+}
+
 // stub answers each call with the error of its operation.
 type stub struct{ err map[string]error }
 
