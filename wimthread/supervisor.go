@@ -102,6 +102,18 @@ type Supervisor struct {
 	pollNow   chan struct{}
 	kick      chan struct{} // take leases / apply ownership now
 	wakeClaim chan struct{}
+
+	// health is the outcome of the last renewal round (leaseHealth).
+	health leaseHealth
+}
+
+// leaseHealth remembers when the keeper last reached PostgreSQL and the
+// error of its latest round, for LeaseHealth.
+type leaseHealth struct {
+	mu      sync.Mutex
+	started time.Time // monotonic: when the supervisor started
+	lastOK  time.Time // monotonic: start of the last round that succeeded
+	err     error     // error of the latest round; nil after a success
 }
 
 // New returns a stopped supervisor.
@@ -139,6 +151,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.started = true
+	s.health.mu.Lock()
+	s.health.started, s.health.lastOK, s.health.err = time.Now(), time.Time{}, nil
+	s.health.mu.Unlock()
 	s.pollNow = make(chan struct{}, 1)
 	s.kick = make(chan struct{}, 1)
 	s.wakeClaim = make(chan struct{}, 1)
@@ -198,6 +213,36 @@ func (s *Supervisor) Owned() []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// LeaseHealth reports why this process cannot keep account leases: nil
+// while a renewal round (or, holding none, a ping) reached PostgreSQL
+// within the last Lease. A process whose LeaseHealth is not nil drives
+// nothing it can prove it owns; the coordinator steps down as leader and
+// /readyz says why.
+func (s *Supervisor) LeaseHealth() error {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	since := s.health.lastOK
+	if since.IsZero() {
+		since = s.health.started
+	}
+	if since.IsZero() || time.Since(since) < s.opts.Lease {
+		return nil
+	}
+	if s.health.err != nil {
+		return fmt.Errorf("account leases not renewed for %s: %w", time.Since(since).Round(time.Second), s.health.err)
+	}
+	return fmt.Errorf("account leases not renewed for %s", time.Since(since).Round(time.Second))
+}
+
+func (s *Supervisor) recordRenewal(start time.Time, err error) {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	s.health.err = err
+	if err == nil {
+		s.health.lastOK = start
+	}
 }
 
 // Wake asks the claimer to look for work of an account now.
@@ -384,8 +429,10 @@ func (s *Supervisor) renew() {
 		held = append(held, l)
 	}
 	s.mu.Unlock()
+	start := time.Now()
 	if len(held) > 0 {
 		kept, err := s.db.RenewLeases(s.ctx, held, s.opts.Lease)
+		s.recordRenewal(start, err)
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.logger.Error("renew account leases", slog.Int("accounts", len(held)), slog.Any("error", err))
@@ -393,6 +440,10 @@ func (s *Supervisor) renew() {
 		} else {
 			s.dropLost(held, kept)
 		}
+	} else {
+		// Holding nothing, the keeper still proves it can reach the
+		// database: a process that cannot would take no lease either.
+		s.recordRenewal(start, s.db.Ping(s.ctx))
 	}
 	if keys := s.claims.Running(); len(keys) > 0 {
 		if _, err := s.db.ExtendClaims(s.ctx, keys, s.opts.Lease); err != nil && s.ctx.Err() == nil {
