@@ -53,6 +53,11 @@ type Config struct {
 	// "wimro/1.2.0 (host-a:9090)", so a controller's log shows which wimd
 	// process called; "" sends DefaultUserAgent.
 	UserAgent string
+
+	// Addresses is the policy of the addresses the connector may reach
+	// (connectors/rest enforces it on every connection and redirect); nil
+	// takes the Registry's (SetAddressPolicy), else the default policy.
+	Addresses *AddressPolicy
 }
 
 // ConfigOf is the Config of account a of WIM w, whose secrets (password,
@@ -228,6 +233,24 @@ type Registry struct {
 	factories map[string]Factory
 	qos       map[string][]QoSField
 	qosRules  map[string]func(cfg Config) []QoSField
+	addresses *AddressPolicy
+}
+
+// SetAddressPolicy makes p the address policy of every connector New
+// builds whose Config has none: one setting for the workers, the
+// credentials checks and reconcile, which all build through the registry.
+func (r *Registry) SetAddressPolicy(p *AddressPolicy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addresses = p
+}
+
+// AddressPolicy returns the policy SetAddressPolicy set (nil: the
+// default).
+func (r *Registry) AddressPolicy() *AddressPolicy {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.addresses
 }
 
 // NewRegistry returns an empty registry.
@@ -302,6 +325,9 @@ func (r *Registry) HonouredQoSOf(wimType string, wimConfig map[string]any) []str
 func (r *Registry) New(cfg Config) (Connector, error) {
 	r.mu.RLock()
 	f := r.factories[cfg.Type]
+	if cfg.Addresses == nil {
+		cfg.Addresses = r.addresses
+	}
 	r.mu.RUnlock()
 	if f == nil {
 		return nil, r.CheckType(cfg.Type)

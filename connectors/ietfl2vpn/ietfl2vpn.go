@@ -632,7 +632,7 @@ func (c *connector) member(op string, r rest.Reply, name string, out any) error 
 		raw, ok = doc[name]
 	}
 	if !ok {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", Type, op, r.Status, qualified(name), rest.Snippet(r.Body))
+		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", Type, op, r.Status, qualified(name), c.rc.Snippet(r.Body))
 	}
 	return c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, out)
 }
@@ -808,7 +808,7 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 	}
 	if r.Status == http.StatusNotFound && !empty(r) {
 		// Not "service not found": nothing answers L2SM at this URL.
-		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no ietf-l2vpn-svc RESTCONF datastore at this URL (%s)", Type, op, basePath+"/vpn-services", rest.Snippet(r.Body))
+		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no ietf-l2vpn-svc RESTCONF datastore at this URL (%s)", Type, op, basePath+"/vpn-services", c.rc.Snippet(r.Body))
 		e.Status = r.Status
 		return e
 	}

@@ -23,18 +23,21 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
@@ -88,7 +91,18 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy := cfg.Addresses
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		// A literal address is refused now, not at the first request.
+		if err := policy.Check("", ip); err != nil {
+			return nil, connectors.Errorf(connectors.KindPermanent, "%s: wim_url: %w", name, err)
+		}
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Every connection, redirects and proxies included, goes through the
+	// address policy after DNS resolution (connectors.AddressPolicy).
+	tr.DialContext = policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	tr.Proxy = checkedProxy(policy, tr.Proxy)
 	if caFile != "" || insecure {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // the operator's explicit choice
 		if caFile != "" {
@@ -107,7 +121,7 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 	return &Client{
 		name:     name,
 		base:     base,
-		http:     &http.Client{Transport: tr},
+		http:     &http.Client{Transport: tr, CheckRedirect: checkRedirect(policy)},
 		timeout:  time.Duration(timeoutMS) * time.Millisecond,
 		user:     cfg.User,
 		password: cfg.Password,
@@ -268,7 +282,7 @@ func (c *Client) JSON(ctx context.Context, op, method, path, contentType string,
 // when the controller sent something that is not the expected JSON.
 func (c *Client) Decode(op string, r Reply, out any) error {
 	if err := json.Unmarshal(r.Body, out); err != nil {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d with a body that is not the expected JSON (%s): %v", c.name, op, r.Status, Snippet(r.Body), err)
+		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d with a body that is not the expected JSON (%s): %v", c.name, op, r.Status, c.Snippet(r.Body), err)
 	}
 	return nil
 }
@@ -280,8 +294,9 @@ func (c *Client) Decode(op string, r Reply, out any) error {
 // Retry-After (see RetryAfter).
 func (c *Client) Error(op string, r Reply, detail string) error {
 	if detail == "" {
-		detail = Snippet(r.Body)
+		detail = c.Snippet(r.Body)
 	}
+	detail = c.mask(detail)
 	var e *connectors.Error
 	if detail == "" {
 		e = connectors.HTTPError(r.Status, "%s %s: HTTP %d %s", c.name, op, r.Status, http.StatusText(r.Status))
@@ -324,19 +339,48 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return min(max(at.Sub(now), 0), connectors.MaxRetryAfter)
 }
 
-// MaxSnippet bounds, in bytes, the controller text Snippet quotes.
-const MaxSnippet = 512
+// MaxSnippet bounds, in bytes, the controller text Clip quotes: an
+// excerpt to recognise the answer by, not the answer itself (a URL
+// pointing where it should not must not turn wimd into a reader of that
+// place: issue #30).
+const MaxSnippet = 200
 
 // Snippet returns the start of a body for an error message: Clip with
 // MaxSnippet.
 func Snippet(b []byte) string { return Clip(string(b), MaxSnippet) }
 
-// Clip makes controller text s fit to quote in an error message: valid
-// UTF-8 without NUL bytes (wimro.CleanText: PostgreSQL refuses both in
-// error_msg) and surrounding white space trimmed; when longer than n
-// bytes, its first n bytes at most, cut on a rune boundary, then "…".
+// Snippet is the package's Snippet with the account's password and
+// bearer token (and their basic-auth encoding) masked, in case the
+// controller echoes them; masked before the cut, so that no head of a
+// secret is left at the end.
+func (c *Client) Snippet(b []byte) string { return Snippet([]byte(c.mask(string(b)))) }
+
+// mask replaces the client's secrets in s.
+func (c *Client) mask(s string) string {
+	var secrets []string
+	if c.password != "" {
+		secrets = append(secrets, c.password, base64.StdEncoding.EncodeToString([]byte(c.user+":"+c.password)))
+	}
+	if c.token != "" {
+		secrets = append(secrets, c.token)
+	}
+	for _, x := range secrets {
+		s = strings.ReplaceAll(s, x, "********")
+	}
+	return s
+}
+
+// Clip is the one helper that makes controller text s fit to quote in an
+// error message, which ends up in error_msg, status_msg, events and
+// reconcile output: valid UTF-8 without NUL bytes (wimro.CleanText:
+// PostgreSQL refuses both), one line (every run of white space, control
+// and format characters, such as newlines, escapes and bidi overrides,
+// becomes one space), trimmed; when longer than n bytes, its first n
+// bytes at most, cut on a rune boundary, then "…".
 func Clip(s string, n int) string {
-	s = strings.TrimSpace(wimro.CleanText(s, 0))
+	s = strings.Join(strings.FieldsFunc(wimro.CleanText(s, 0), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	}), " ")
 	if len(s) > n {
 		s = wimro.Truncate(s, n) + "…"
 	}
@@ -358,4 +402,54 @@ func redact(s string) string {
 		return s
 	}
 	return u.Redacted()
+}
+
+// maxRedirects is how many redirects a request follows, as net/http.
+const maxRedirects = 10
+
+// checkRedirect refuses a redirect to an address the policy refuses
+// before it is followed: a literal address is checked here, a name when
+// it is resolved to connect (DialContext).
+func checkRedirect(policy *connectors.AddressPolicy) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return connectors.Errorf(connectors.KindPermanent, "stopped after %d redirects", maxRedirects)
+		}
+		if ip, err := netip.ParseAddr(strings.Trim(req.URL.Hostname(), "[]")); err == nil {
+			if err := policy.Check("", ip); err != nil {
+				return connectors.Errorf(connectors.KindPermanent, "redirect refused: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+// checkedProxy keeps the environment's proxy (HTTPS_PROXY, ...) but
+// refuses a request whose target the policy refuses: through a proxy
+// wimd does not connect to the target itself, so the target's addresses
+// are checked as wimd resolves them (the proxy is checked when dialed).
+func checkedProxy(policy *connectors.AddressPolicy, proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(req *http.Request) (*url.URL, error) {
+		if proxy == nil {
+			return nil, nil
+		}
+		u, err := proxy(req)
+		if u == nil || err != nil {
+			return u, err
+		}
+		host := req.URL.Hostname()
+		ips, err := policy.Resolve(req.Context(), host)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			host = ""
+		}
+		for _, ip := range ips {
+			if err := policy.Check(host, ip); err != nil {
+				return nil, err
+			}
+		}
+		return u, nil
+	}
 }

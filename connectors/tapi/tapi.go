@@ -697,7 +697,7 @@ func (c *connector) createRPC(ctx context.Context, key string, want service) (st
 	}
 	if out.Service.UUID == "" {
 		// A retry will find the service by its name, if it was made.
-		return "", connectors.Errorf(connectors.KindPermanent, "tapi create: the controller replied %d without output/service/uuid (%s)", r.Status, rest.Snippet(r.Body))
+		return "", connectors.Errorf(connectors.KindPermanent, "tapi create: the controller replied %d without output/service/uuid (%s)", r.Status, c.rc.Snippet(r.Body))
 	}
 	c.log.Debug("tapi service created", "service_id", out.Service.UUID, "service_key", key)
 	return out.Service.UUID, nil

@@ -166,7 +166,7 @@ func (c *connector) member(op string, r rest.Reply, module, name string, out any
 	}
 	if !ok {
 		if len(doc) != 0 {
-			return false, connectors.Errorf(connectors.KindPermanent, "tapi %s: the reply has no %s:%s (%s)", op, module, name, rest.Snippet(r.Body))
+			return false, connectors.Errorf(connectors.KindPermanent, "tapi %s: the reply has no %s:%s (%s)", op, module, name, c.rc.Snippet(r.Body))
 		}
 		return false, nil
 	}
