@@ -9,7 +9,10 @@
 // (wimd registers those two only with --dev-connectors). The Registry that
 // wimd fills at start-up is the one list of WIM types: a WIM whose type it
 // does not hold is refused when it is written. The controller connectors
-// share their HTTP client in connectors/rest. Every connector passes the
+// share their HTTP client in connectors/rest, which enforces the
+// operator's AddressPolicy (wimd's --controller-allow) on every
+// connection and redirect: the one place that decides which addresses a
+// controller URL may reach. Every connector passes the
 // shared suite in connectors/conformance, which is where the contract
 // written here is checked.
 //

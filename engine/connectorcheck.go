@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"maps"
 	"reflect"
 	"strings"
@@ -40,6 +41,29 @@ func (e *Engine) checkType(wimType string) error {
 		return err
 	}
 	return wimro.FieldErrorf("wim.type", "wim.type: %v", err)
+}
+
+// AddressCheck refuses a WIM whose wim_url the operator's controller
+// address policy refuses (wimd's --controller-allow): a literal address,
+// or a host name that resolves to refused addresses only. It is advice
+// given when the URL is written (DNS may answer otherwise later); the
+// connectors check every connection, which is the guard.
+type AddressCheck func(ctx context.Context, w wimro.WIM) error
+
+// SetAddressCheck installs c; nil (the default) checks nothing. Call it
+// before serving requests.
+func (e *Engine) SetAddressCheck(c AddressCheck) { e.addressCheck = c }
+
+// checkAddress refuses, naming wim.wim_url, a URL the AddressCheck
+// refuses.
+func (e *Engine) checkAddress(ctx context.Context, w wimro.WIM) error {
+	if e.addressCheck == nil {
+		return nil
+	}
+	if err := e.addressCheck(ctx, w); err != nil {
+		return wimro.FieldErrorf("wim.wim_url", "wim.wim_url: %v", err)
+	}
+	return nil
 }
 
 // MappingCheck validates one port mapping's wan_service_mapping_info for

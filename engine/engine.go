@@ -29,6 +29,8 @@ type Engine struct {
 	typeCheck TypeCheck
 	// mappingCheck validates port mappings for the WIM's connector.
 	mappingCheck MappingCheck
+	// addressCheck refuses a wim_url outside the controller address policy.
+	addressCheck AddressCheck
 	// qosSupport tells the QoS keys a WIM type's connector honours.
 	qosSupport QoSSupport
 	// credCheck checks an account's credentials after it is written.

@@ -100,6 +100,9 @@ func (e *Engine) CreateWIM(ctx context.Context, in WIMInput) (WIMView, error) {
 	if err := e.checkType(w.Type); err != nil {
 		return WIMView{}, err
 	}
+	if err := e.checkAddress(ctx, w); err != nil {
+		return WIMView{}, err
+	}
 	if err := e.checkConnector(w, nil, "", "wim.config"); err != nil {
 		return WIMView{}, err
 	}
@@ -230,6 +233,15 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 	// Check the connector settings before the transaction: building a
 	// connector may read files (ca_file), and no file I/O may hold the
 	// WIM's row lock. The transaction makes sure it writes what was checked.
+	if in.URL != nil || in.Type != nil {
+		w, _, err := edit(&e.db.Store, false)
+		if err != nil {
+			return WIMView{}, err
+		}
+		if err := e.checkAddress(ctx, w); err != nil {
+			return WIMView{}, err
+		}
+	}
 	var checked connectorSettings
 	if e.check != nil {
 		w, accts, err := edit(&e.db.Store, false)

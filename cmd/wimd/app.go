@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for goose
@@ -23,6 +24,10 @@ type App struct {
 	// Ready, if set, is called by serve with the address it listens on once
 	// it accepts requests.
 	Ready func(addr string)
+
+	// lookup, when a test sets it, resolves the controllers' host names
+	// instead of DNS (connectors.AddressPolicy.WithLookup).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	envErr error
 }

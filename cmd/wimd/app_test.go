@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,8 @@ func (s *syncBuffer) String() string {
 type bundle struct {
 	stdout, stderr *syncBuffer
 	env            map[string]string
+	// lookup, when set, resolves the controllers' host names (App.lookup).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 func setup(t *testing.T) *bundle {
@@ -48,7 +51,7 @@ func setup(t *testing.T) *bundle {
 }
 
 func (b *bundle) app(ready func(string)) *App {
-	return &App{Stdout: b.stdout, Stderr: b.stderr, Getenv: func(k string) string { return b.env[k] }, Ready: ready}
+	return &App{Stdout: b.stdout, Stderr: b.stderr, Getenv: func(k string) string { return b.env[k] }, Ready: ready, lookup: b.lookup}
 }
 
 // serve starts wimd serve and returns its address once it accepts requests,

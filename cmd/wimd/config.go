@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/coordinator"
 )
 
@@ -102,6 +104,8 @@ type serveConfig struct {
 	maxBodyBytes  int64
 	secretKeyFile string
 	devConnectors bool
+	allow         *allowList
+	addresses     *connectors.AddressPolicy
 	parallel      int
 	dbMaxConns    int
 	claimLease    time.Duration
@@ -168,6 +172,7 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		"key that seals account passwords, bearer tokens and wim_url passwords at rest, generated on first run (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	fs.BoolVar(&c.devConnectors, "dev-connectors", a.envBool("WIMRO_DEV_CONNECTORS", false),
 		"offer the development WIM types fake and failing, fake's state_file confined to --data-dir (env WIMRO_DEV_CONNECTORS)")
+	c.allow = a.allowFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -190,5 +195,61 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return nil, fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)
 	}
+	var err error
+	if c.addresses, err = c.allow.policy(a); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// allowList is --controller-allow: repeatable, each value a comma-separated
+// list; the first value on the command line replaces the variable's.
+type allowList struct {
+	entries []string
+	fromCLI bool
+}
+
+func (l *allowList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.entries, ",")
+}
+
+func (l *allowList) Set(s string) error {
+	if !l.fromCLI {
+		l.entries, l.fromCLI = nil, true
+	}
+	if _, err := connectors.ParseAddressPolicy(s); err != nil {
+		return err
+	}
+	l.entries = append(l.entries, s)
+	return nil
+}
+
+// policy is the connectors' address policy the list gives, resolving
+// with the App's lookup when a test set one.
+func (l *allowList) policy(a *App) (*connectors.AddressPolicy, error) {
+	p, err := connectors.ParseAddressPolicy(l.entries...)
+	if err != nil {
+		return nil, fmt.Errorf("--controller-allow: %w", err)
+	}
+	if a.lookup != nil {
+		p = p.WithLookup(a.lookup)
+	}
+	return p, nil
+}
+
+// allowFlag defines --controller-allow on fs, by default from
+// WIMRO_CONTROLLER_ALLOW (checked when the policy is built).
+func (a *App) allowFlag(fs *flag.FlagSet) *allowList {
+	l := &allowList{}
+	if v := a.Getenv("WIMRO_CONTROLLER_ALLOW"); v != "" {
+		l.entries = []string{v}
+	}
+	fs.Var(l, "controller-allow",
+		"the addresses the connectors may reach: CIDR prefixes, addresses and host names, comma-separated or repeated; "+
+			"empty: any but link-local (169.254.0.0/16, fe80::/10); cloud metadata addresses (169.254.169.254, ...) only when listed by exact address; "+
+			"loopback is allowed unless a list leaves it out (env WIMRO_CONTROLLER_ALLOW)")
+	return l
 }

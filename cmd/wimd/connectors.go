@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
+	"time"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
@@ -62,6 +64,31 @@ func connectorBuilder(r *connectors.Registry, logger *slog.Logger, userAgent str
 		cfg.UserAgent, cfg.Locker = userAgent, locker
 		cfg.Logger = logger.With(slog.String("account_id", a.UUID), slog.String("connector", w.Type))
 		return r.New(cfg)
+	}
+}
+
+// addressCheckTimeout bounds the DNS look-up of a wim_url's host when it
+// is written: the answer is advice (see addressCheck).
+const addressCheckTimeout = 3 * time.Second
+
+// addressCheck refuses, when a WIM is written, a wim_url whose host the
+// registry's address policy refuses: a literal address, or a name that
+// resolves to refused addresses only. A name that does not resolve now
+// passes, and so does a development type (it connects nowhere): the
+// connectors check every connection, which is the guard; this check
+// only says early what they would refuse.
+func addressCheck(r *connectors.Registry) engine.AddressCheck {
+	return func(ctx context.Context, w wimro.WIM) error {
+		if slices.Contains(devTypes, w.Type) {
+			return nil
+		}
+		u, err := url.Parse(w.URL)
+		if err != nil || u.Hostname() == "" {
+			return nil // the URL's own check names what is wrong
+		}
+		ctx, cancel := context.WithTimeout(ctx, addressCheckTimeout)
+		defer cancel()
+		return r.AddressPolicy().CheckHost(ctx, u.Hostname())
 	}
 }
 

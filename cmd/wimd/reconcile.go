@@ -51,6 +51,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	fs.StringVar(&keyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"the key serve seals secrets with (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
 	fs.BoolVar(&dev, "dev-connectors", a.envBool("WIMRO_DEV_CONNECTORS", false), "offer the development WIM types fake and failing (env WIMRO_DEV_CONNECTORS)")
+	allow := a.allowFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +60,10 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 		return errUsage
 	}
 	if err := a.envError(); err != nil {
+		return err
+	}
+	addresses, err := allow.policy(a)
+	if err != nil {
 		return err
 	}
 	if output != "text" && output != "json" {
@@ -102,6 +107,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 		return fmt.Errorf("check the secret key: %w", err)
 	}
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
+	registry.SetAddressPolicy(addresses)
 	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version), db))
 	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix})
 	if err != nil {

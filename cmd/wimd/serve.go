@@ -126,7 +126,10 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
+	registry.SetAddressPolicy(c.addresses)
+	logger.Info("controller address policy", slog.String("controller_allow", c.addresses.String()))
 	eng.SetTypeCheck(typeCheck(registry))
+	eng.SetAddressCheck(addressCheck(registry))
 	eng.SetQoSSupport(registry.HonouredQoSOf)
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))

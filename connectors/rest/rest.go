@@ -3,7 +3,10 @@
 // timeout, TLS with an optional CA file or no verification, basic or bearer
 // auth), sends a request, reads the reply in full, and classifies transport
 // failures and HTTP statuses into connectors.Error kinds, with the
-// controller's Retry-After hint on 429 and 503. The RESTCONF
+// controller's Retry-After hint on 429 and 503. It connects only where
+// the Config's connectors.AddressPolicy allows, checked on the resolved
+// addresses of every connection and on every redirect; controller text
+// reaches errors only through Clip. The RESTCONF
 // helpers (media type, key escaping, ietf-restconf:errors bodies) live here
 // too, for the ietfl2vpn and tapi connectors.
 //

@@ -223,10 +223,10 @@ func status(s service) connectors.ServiceStatus {
 		case "":
 			st.Status, st.Message = connectors.StatusInactive, "TAPI reports no operational-state yet"
 		default:
-			st.Status, st.Message = connectors.StatusInactive, "unknown TAPI operational-state "+s.OperationalState
+			st.Status, st.Message = connectors.StatusInactive, "unknown TAPI operational-state "+rest.Clip(s.OperationalState, 64)
 		}
 	default:
-		st.Status, st.Message = connectors.StatusInactive, "unknown TAPI lifecycle-state "+s.LifecycleState
+		st.Status, st.Message = connectors.StatusInactive, "unknown TAPI lifecycle-state "+rest.Clip(s.LifecycleState, 64)
 	}
 	return st
 }
