@@ -26,6 +26,8 @@ func metadataServer(t *testing.T, addr string) (*httptest.Server, *atomic.Int32)
 	var hits atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
+		// A 404 with a body: what the connectors quote in their errors.
+		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte("ami-id\ninstance-id\niam/security-credentials/admin\nAccessKeyId: " + metadataSecret + "\n"))
 	}))
 	ln, err := net.Listen("tcp", addr)

@@ -126,7 +126,7 @@ func TestRedirectToRefusedAddress(t *testing.T) {
 		{"to an address outside the list", target.URL + "/x", policy(t, nil, "127.0.0.1/32"), "127.0.0.2"},
 		{"to a name for an address outside the list", "http://other.test:" + port + "/x", policy(t, map[string]string{"other.test": "127.0.0.2"}, "127.0.0.1/32"), "127.0.0.2"},
 		{"to a name for the metadata address", "http://metadata.test:" + port + "/x", policy(t, map[string]string{"metadata.test": "169.254.169.254"}), "169.254.169.254"},
-		{"to the metadata address", "http://169.254.169.254/latest/meta-data/", policy(t, nil), "169.254.169.254"},
+		{"to the metadata address", "http://169.254.169.254/wimro-test", policy(t, nil), "169.254.169.254"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +148,25 @@ func TestRedirectToRefusedAddress(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the refused server got %d requests, want none", n)
+	}
+}
+
+// TestRedirectToMetadataByDefault checks that a client built with no
+// policy (the default) does not follow a controller's redirect to the
+// metadata address: a permanent refusal naming the address and the flag,
+// without a connection attempt.
+func TestRedirectToMetadataByDefault(t *testing.T) {
+	t.Parallel()
+	ctl, _ := countingServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://169.254.169.254/wimro-test", http.StatusFound)
+	})
+	c, err := rest.New("test", connectors.Config{URL: ctl.URL, AccountConfig: map[string]any{"timeout_ms": 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Do(t.Context(), "check", rest.Request{Method: "GET", Path: "/"})
+	if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "169.254.169.254") || !strings.Contains(err.Error(), "--controller-allow") {
+		t.Fatalf("Do = %v (%s), want a permanent refusal naming 169.254.169.254 and --controller-allow", err, connectors.KindOf(err))
 	}
 }
 
@@ -178,7 +197,7 @@ func TestControllerBodyExcerpt(t *testing.T) {
 			msg := err.Error()
 			start, end := strings.Index(msg, "first line"), strings.Index(msg, "…")
 			if start < 0 || end < 0 || end-start > rest.MaxSnippet {
-				t.Errorf("excerpt of %d bytes: %q", end-start, msg)
+				t.Errorf("the body is not quoted as an excerpt of at most %d bytes: %q", rest.MaxSnippet, msg)
 			}
 			if strings.ContainsFunc(msg, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
 				t.Errorf("control or format characters in %q", msg)
