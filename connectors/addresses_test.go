@@ -13,19 +13,19 @@ import (
 	"github.com/wimro/wimro/connectors"
 )
 
+// The policies of TestAddressPolicy, as --controller-allow gives them.
+const (
+	def    = ""
+	strict = "10.0.0.0/8, 2001:db8::/32,ctl.example.net."
+	meta   = "169.254.169.254,fd00:ec2::254"
+	wide   = "0.0.0.0/0,::/0"
+)
+
 func TestAddressPolicy(t *testing.T) {
 	t.Parallel()
-	const (
-		def    = ""
-		strict = "10.0.0.0/8, 2001:db8::/32,ctl.example.net."
-		meta   = "169.254.169.254,fd00:ec2::254"
-		wide   = "0.0.0.0/0,::/0"
-	)
 	tests := []struct {
-		policy string
-		host   string
-		ip     string
-		reason string // "" allowed, else a word of the refusal
+		policy, host, ip string
+		reason           string // "" allowed, else a word of the refusal
 	}{
 		// The default: anything but link-local, metadata, unspecified, multicast.
 		{def, "", "192.0.2.10", ""},

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -23,22 +24,11 @@ const metadataSecret = "AKIAEXAMPLEMETADATA0"
 // counts the requests it gets.
 func metadataServer(t *testing.T, addr string) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
-	var hits atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
+	return connectortest.ServerAt(t, addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		// A 404 with a body: what the connectors quote in their errors.
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte("ami-id\ninstance-id\niam/security-credentials/admin\nAccessKeyId: " + metadataSecret + "\n"))
 	}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &hits
 }
 
 // wimBody is the create of WIM name of type ietfl2vpn at url.

@@ -7,14 +7,19 @@
 package connectortest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -126,6 +131,40 @@ func TLSServer(t testing.TB, h http.Handler) *httptest.Server {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// Resolver resolves the host names of names (name to address) without
+// DNS, for connectors.AddressPolicy.WithLookup; any other name is not
+// found.
+func Resolver(names map[string]string) func(context.Context, string) ([]netip.Addr, error) {
+	return func(_ context.Context, host string) ([]netip.Addr, error) {
+		if ip, ok := names[host]; ok {
+			return []netip.Addr{netip.MustParseAddr(ip)}, nil
+		}
+		return nil, fmt.Errorf("no such host %q", host)
+	}
+}
+
+// ServerAt serves h on addr (host:port; a loopback address other than
+// 127.0.0.1, such as 127.0.0.2:0, is one an address policy can refuse
+// while 127.0.0.1 is allowed) until t ends, and counts the requests it
+// gets, so a test can tell that a refused address was never reached.
+func ServerAt(t testing.TB, addr string, h http.Handler) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var hits atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &hits
 }
 
 // CheckTransport checks that the connectors build makes pass their
