@@ -46,7 +46,9 @@ var linkLocal = []netip.Prefix{
 // listed (by name, whatever they resolve to) are allowed. Whatever the
 // entries, the cloud metadata addresses are refused unless one is listed
 // as an exact address, and unspecified (0.0.0.0, ::), multicast and
-// broadcast addresses are always refused.
+// broadcast addresses are always refused. An IPv6 address that carries an
+// IPv4 one (NAT64 64:ff9b::/96, 6to4 2002::/16) is refused when the IPv4
+// one would be for these reasons.
 //
 // The zero value and nil are the default policy. An AddressPolicy is
 // immutable and safe for concurrent use.
@@ -187,22 +189,17 @@ func (p *AddressPolicy) refused(host string, ip netip.Addr, reason string) *Erro
 }
 
 func (p *AddressPolicy) refusal(host string, ip netip.Addr) string {
-	switch {
-	case !ip.IsValid() || ip.IsUnspecified():
-		return "an unspecified address"
-	case ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return "a multicast or broadcast address"
+	if reason := p.classRefusal(ip); reason != "" {
+		return reason
 	}
-	listed := p != nil && slices.Contains(p.exact, ip)
-	if slices.Contains(metadataAddrs, ip) && !listed {
-		return "a cloud metadata address (allowed only when listed by exact address)"
+	// An IPv6 address that carries an IPv4 one (NAT64, 6to4) reaches it
+	// through a translator: the IPv4 address must pass too.
+	if v4, ok := embeddedV4(ip); ok {
+		if reason := p.classRefusal(v4); reason != "" {
+			return reason + ", inside " + ip.String()
+		}
 	}
 	if p.isDefault() {
-		for _, pfx := range linkLocal {
-			if pfx.Contains(ip) {
-				return "a link-local address (not allowed by default)"
-			}
-		}
 		return ""
 	}
 	if host != "" && slices.Contains(p.hosts, host) {
@@ -214,6 +211,49 @@ func (p *AddressPolicy) refusal(host string, ip netip.Addr) string {
 		}
 	}
 	return "not in the allowed list " + p.String()
+}
+
+// classRefusal refuses the kinds of addresses no list makes reachable
+// (but metadata addresses listed exactly), and link-local ones by
+// default.
+func (p *AddressPolicy) classRefusal(ip netip.Addr) string {
+	switch {
+	case !ip.IsValid() || ip.IsUnspecified():
+		return "an unspecified address"
+	case ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "a multicast or broadcast address"
+	}
+	if slices.Contains(metadataAddrs, ip) && (p == nil || !slices.Contains(p.exact, ip)) {
+		return "a cloud metadata address (allowed only when listed by exact address)"
+	}
+	if p.isDefault() {
+		for _, pfx := range linkLocal {
+			if pfx.Contains(ip) {
+				return "a link-local address (not allowed by default)"
+			}
+		}
+	}
+	return ""
+}
+
+// nat64 and sixToFour are the IPv6 prefixes that carry an IPv4 address.
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedV4 returns the IPv4 address a NAT64 or 6to4 address carries.
+func embeddedV4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case !ip.Is6():
+		return netip.Addr{}, false
+	case nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
 }
 
 // Resolve returns the addresses of host (the address itself for a

@@ -46,6 +46,11 @@ func TestAddressPolicy(t *testing.T) {
 		{def, "", "224.0.0.1", "multicast"},
 		{def, "", "ff02::1", "multicast"},
 		{def, "", "255.255.255.255", "broadcast"},
+		{def, "", "64:ff9b::a9fe:a9fe", "metadata"},
+		{def, "", "2002:a9fe:a9fe::1", "metadata"},
+		{def, "", "64:ff9b::a9fe:101", "link-local"},
+		{def, "", "64:ff9b::c000:20a", ""},
+		{wide, "", "64:ff9b::a9fe:a9fe", "metadata"},
 		// Set: only what is listed, by prefix or by host name.
 		{strict, "", "10.9.9.9", ""},
 		{strict, "", "::ffff:10.9.9.9", ""},
