@@ -111,6 +111,11 @@ func TestControllerAllowRefusesBadEntries(t *testing.T) {
 			t.Errorf("parseServe with WIMRO_CONTROLLER_ALLOW=%q %v = %v, want an error", tt.env, tt.args, err)
 		}
 	}
+	// wimd reconcile reaches the controllers too, under the same flag.
+	b := setup(t)
+	if code := b.app(nil).Run(t.Context(), []string{"reconcile", "--controller-allow", "not a host"}); code == 0 || !strings.Contains(b.stderr.String(), `controller address "not a host"`) {
+		t.Errorf("wimd reconcile --controller-allow 'not a host' exited %d:\n%s", code, b.stderr.String())
+	}
 }
 
 // TestControllerAddressRebinding checks the default policy through wimd
