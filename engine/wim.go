@@ -230,9 +230,8 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
 		return w, accts, err
 	}
-	// Check the connector settings before the transaction: building a
-	// connector may read files (ca_file), and no file I/O may hold the
-	// WIM's row lock. The transaction makes sure it writes what was checked.
+	// A new URL (or type) is checked against the controller address
+	// policy, outside the transaction: it may ask DNS.
 	if in.URL != nil || in.Type != nil {
 		w, _, err := edit(&e.db.Store, false)
 		if err != nil {
@@ -242,6 +241,9 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 			return WIMView{}, err
 		}
 	}
+	// Check the connector settings before the transaction: building a
+	// connector may read files (ca_file), and no file I/O may hold the
+	// WIM's row lock. The transaction makes sure it writes what was checked.
 	var checked connectorSettings
 	if e.check != nil {
 		w, accts, err := edit(&e.db.Store, false)
