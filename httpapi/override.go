@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -37,37 +38,40 @@ func (a *api) overrideRoutes() []Route {
 	}
 }
 
+// overrideInputs is what either override route decodes: each route's
+// document (cancelBody, abandonBody) names its one key.
+type overrideInputs struct {
+	Cancel  *engine.OverrideInput `json:"cancel"`
+	Abandon *engine.OverrideInput `json:"abandon"`
+}
+
 func (a *api) cancelActions(w http.ResponseWriter, r *http.Request) {
-	var body cancelBody
-	warnings, err := decodeWarn(r, &body, nil)
-	if err != nil {
-		a.srv.Error(w, r, err)
-		return
-	}
-	if body.Cancel == nil {
-		a.srv.Error(w, r, wimro.FieldErrorf("cancel", "cancel is required"))
-		return
-	}
-	res, err := a.eng.CancelActions(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"), a.srv.actor(r), *body.Cancel)
-	if err != nil {
-		a.srv.Error(w, r, err)
-		return
-	}
-	respondWarned(w, r, http.StatusOK, res, warnings)
+	a.override(w, r, "cancel", a.eng.CancelActions)
 }
 
 func (a *api) abandonActions(w http.ResponseWriter, r *http.Request) {
-	var body abandonBody
+	a.override(w, r, "abandon", a.eng.AbandonActions)
+}
+
+// override decodes the body's kind key and runs the override on the
+// action of the path, as the caller's identity.
+func (a *api) override(w http.ResponseWriter, r *http.Request, kind string,
+	run func(ctx context.Context, tenantRef, instanceID, actionID, actor string, in engine.OverrideInput) (engine.OverrideResult, error)) {
+	var body overrideInputs
 	warnings, err := decodeWarn(r, &body, nil)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	if body.Abandon == nil {
-		a.srv.Error(w, r, wimro.FieldErrorf("abandon", "abandon is required"))
+	in := body.Cancel
+	if kind == "abandon" {
+		in = body.Abandon
+	}
+	if in == nil {
+		a.srv.Error(w, r, wimro.FieldErrorf(kind, "%s is required", kind))
 		return
 	}
-	res, err := a.eng.AbandonActions(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"), a.srv.actor(r), *body.Abandon)
+	res, err := run(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"), a.srv.actor(r), *in)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return

@@ -199,6 +199,20 @@ func (d *driftBundle) links(inst string) []map[string]any {
 	return out
 }
 
+// serviceKeys lists the keys of the services the controller holds.
+func (d *driftBundle) serviceKeys(t *testing.T) []string {
+	t.Helper()
+	list, err := d.conn.ListServices(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range list {
+		keys = append(keys, s.Key)
+	}
+	return keys
+}
+
 func driftOf(rep engine.DriftReport) []engine.Drift {
 	var out []engine.Drift
 	for _, a := range rep.Accounts {
@@ -279,14 +293,7 @@ func TestReconcile(t *testing.T) {
 				}
 				return false, "link gone"
 			})
-			list, err := d.conn.ListServices(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var keys []string
-			for _, s := range list {
-				keys = append(keys, s.Key)
-			}
+			keys := d.serviceKeys(t)
 			if slices.Contains(keys, orphanKey) || !slices.Contains(keys, goneID) || len(keys) != 2 {
 				t.Errorf("after --fix the controller lists keys %v: want the instance's two links, the orphan %s gone", keys, orphanKey)
 			}
@@ -556,14 +563,7 @@ func TestReconcileSharedController(t *testing.T) {
 			if drift := driftOf(ans.Reconcile); len(drift) != 0 || ans.Reconcile.Accounts[0].OtherAccounts != 1 {
 				t.Errorf("reconcile acct1 with fix: drift %+v, other accounts' services %d; want no drift and acct2's one service", drift, ans.Reconcile.Accounts[0].OtherAccounts)
 			}
-			list, err := d.conn.ListServices(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var keys []string
-			for _, s := range list {
-				keys = append(keys, s.Key)
-			}
+			keys := d.serviceKeys(t)
 			if !slices.Contains(keys, key1) {
 				t.Fatalf("reconcile of acct1 with fix deleted t1's live service %s: the controller lists %v", key1, keys)
 			}
