@@ -3,6 +3,7 @@ package engine_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/testfactory"
 )
 
@@ -54,26 +56,31 @@ func (o *overrideBundle) task(t *testing.T, action string) wimro.Action {
 	return tasks[0]
 }
 
-// events returns the statuses and messages of the instance action's
-// events, one line each.
-func (o *overrideBundle) events(t *testing.T, action string) string {
+// wantEvent waits until an event of the instance action reads want
+// ("<status>: <message>"): events are read only once every older
+// transaction of the cluster has ended (persistence.ReadEvents), so one
+// may be held back for a moment while other tests write.
+func (o *overrideBundle) wantEvent(t *testing.T, action, want string) {
 	t.Helper()
-	page, err := o.db.ReadEvents(o.ctx, action, wimro.EventCursor{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, e := range page.Events {
-		line := ""
-		if e.Status != nil {
-			line += *e.Status
+	eventually.Until(t, 30*time.Second, "an event "+want, func() (bool, string) {
+		page, err := o.db.ReadEvents(o.ctx, action, wimro.EventCursor{}, 100)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if e.ErrorMsg != nil {
-			line += ": " + *e.ErrorMsg
+		var lines []string
+		for _, e := range page.Events {
+			line := ""
+			if e.Status != nil {
+				line += *e.Status
+			}
+			if e.ErrorMsg != nil {
+				line += ": " + *e.ErrorMsg
+			}
+			lines = append(lines, line)
 		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
+		all := strings.Join(lines, "\n")
+		return strings.Contains(all, want), all
+	})
 }
 
 // made plays the worker that made a link's service on the controller:
@@ -125,9 +132,7 @@ func TestCancelActions(t *testing.T) {
 	if l, err := o.db.GetWANLink(o.ctx, link); err != nil || l.Status != wimro.LinkError || !strings.Contains(*l.ErrorMsg, "its CREATE was cancelled by token:0123456789ab") {
 		t.Errorf("the cancelled CREATE's link: %+v, %v", l, err)
 	}
-	if ev := o.events(t, action); !strings.Contains(ev, "CANCELLED: cancelled by token:0123456789ab: the NFVO gave up") {
-		t.Errorf("no CANCELLED event with who and why:\n%s", ev)
-	}
+	o.wantEvent(t, action, "CANCELLED: cancelled by token:0123456789ab: the NFVO gave up")
 	if ia, err := o.db.GetInstanceAction(o.ctx, inst, action); err != nil || ia.Failed != 1 {
 		t.Errorf("instance action after the cancel: %+v, %v; want one failed task", ia, err)
 	}
@@ -208,9 +213,7 @@ func TestAbandonDelete(t *testing.T) {
 	if a := o.task(t, ia.UUID); a.Status != wimro.ActionAbandoned {
 		t.Errorf("the abandoned task is %s", a.Status)
 	}
-	if ev := o.events(t, ia.UUID); !strings.Contains(ev, "ABANDONED: abandoned by operator: controller decommissioned") {
-		t.Errorf("no ABANDONED event with who and why:\n%s", ev)
-	}
+	o.wantEvent(t, ia.UUID, "ABANDONED: abandoned by operator: controller decommissioned")
 
 	for _, opts := range []engine.ReconcileOptions{{Account: "acct1"}, {Account: "acct1", Fix: true}} {
 		rep, err := o.eng.Reconcile(o.ctx, opts)
