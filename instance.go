@@ -118,6 +118,10 @@ const (
 	ActionFailed     = "FAILED"
 	ActionSuperseded = "SUPERSEDED"
 	ActionFinished   = "FINISHED"
+	// ActionCancelled and ActionAbandoned end an action by an operator's
+	// decision, never by a run (see ActionOverride).
+	ActionCancelled = "CANCELLED"
+	ActionAbandoned = "ABANDONED"
 
 	// ItemWANLink is the only item wimro's actions work on.
 	ItemWANLink = "instance_wim_nets"

@@ -28,6 +28,16 @@
 //	        SCHEDULED --retryable error--> SCHEDULED (backoff) ; --permanent error--> FAILED (failed+1)
 //	any other (action, status) --> FAILED ("not defined")
 //
+// Two transitions are an operator's, never a run's (engine/override.go;
+// not the Runner's, so TestStateMachine has no case for them). Each is
+// written with its audit record and an event, counts failed+1, and is
+// refused while the action is claimed (a run is in flight):
+//
+//	CREATE  SCHEDULED --cancel: attempts 0, no service id--> CANCELLED (link ERROR "its CREATE was cancelled by ...")
+//	DELETE  SCHEDULED --cancel: attempts 0, no CREATE of the link reached the controller--> CANCELLED
+//	DELETE  SCHEDULED --abandon with force--> ABANDONED (link DELETED if the row exists; the service recorded
+//	              as abandoned in action_overrides: reconcile lists it as a known leftover)
+//
 // An outcome the database refuses (it cannot happen for text: every text is
 // cleaned before it is written) is replaced by Unrecorded: the status is
 // kept, the reason recorded, and the action runs again after a back-off.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
@@ -18,10 +19,20 @@ import (
 // holds with what the controller lists (connectors.Connector.ListServices,
 // which lists only services carrying wimro's key). Three kinds of drift:
 //
-//   - orphan: a service with wimro's key that belongs to no WAN link of the
-//     account (a crash between create and record, a link deleted while the
-//     controller was away, a copy of the database restored). --fix deletes
-//     it through the connector.
+//   - orphan: a service with wimro's key that nothing in the database
+//     knows: no WAN link of any account has its key (a DELETED link of the
+//     account itself excepted), no unfinished action of any account works
+//     on it, no operator abandoned it (a crash between create and record,
+//     a link deleted while the controller was away, a copy of the database
+//     restored). --fix deletes it through the connector. Accounts share
+//     controllers (several tenants' accounts on one WIM, several WIMs at
+//     one URL), so the controller lists the other accounts' services too:
+//     those are theirs, never drift here (AccountDrift.OtherAccounts
+//     counts them), and a key the database knows is never deleted.
+//   - abandoned: a service whose DELETE an operator abandoned
+//     (Engine.AbandonActions) and that the controller still lists: a
+//     known leftover, reported with who abandoned it, when and why. --fix
+//     leaves it; DeleteAbandoned (--delete-abandoned) deletes it.
 //   - missing: a link the database holds as made (a service id recorded,
 //     status ACTIVE, INACTIVE, DOWN or ERROR) that the controller does not
 //     list. --fix re-queues it as a CREATE action in an instance action
@@ -42,13 +53,14 @@ import (
 
 // Drift kinds.
 const (
-	DriftOrphan   = "orphan"
-	DriftMissing  = "missing"
-	DriftMismatch = "mismatch"
+	DriftOrphan    = "orphan"
+	DriftMissing   = "missing"
+	DriftMismatch  = "mismatch"
+	DriftAbandoned = "abandoned"
 )
 
 // DriftKinds lists the kinds, for metrics and reports.
-var DriftKinds = []string{DriftOrphan, DriftMissing, DriftMismatch}
+var DriftKinds = []string{DriftOrphan, DriftMissing, DriftMismatch, DriftAbandoned}
 
 // Drift is one difference between the database and the controller.
 type Drift struct {
@@ -66,6 +78,8 @@ type Drift struct {
 	// (mismatch).
 	Want []string `json:"want_endpoints,omitempty"`
 	Have []string `json:"have_endpoints,omitempty"`
+	// Abandoned is the audit record of an abandoned service (abandoned).
+	Abandoned *wimro.ActionOverride `json:"abandoned,omitempty"`
 	// Detail says what differs and what fixes it.
 	Detail string `json:"detail"`
 	// Fixed is true when --fix repaired it (orphan deleted, link
@@ -85,9 +99,12 @@ type AccountDrift struct {
 	WIMType     string `json:"wim_type"`
 	// Links is how many links were compared; Services how many services
 	// with wimro's key the controller listed.
-	Links    int     `json:"links"`
-	Services int     `json:"services"`
-	Drift    []Drift `json:"drift"`
+	Links    int `json:"links"`
+	Services int `json:"services"`
+	// OtherAccounts is how many of those services belong to links of
+	// other accounts on the same controller: theirs, not drift.
+	OtherAccounts int     `json:"other_accounts_services"`
+	Drift         []Drift `json:"drift"`
 	// Error is why the account could not be reconciled (controller
 	// unreachable, connector that cannot list): it is not drift.
 	Error string `json:"error,omitempty"`
@@ -171,8 +188,10 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 				byKey[s.Key] = s
 			}
 		default:
+			// A candidate only: Reconcile keeps it only if no other
+			// account's link or action knows its key either.
 			out = append(out, Drift{Kind: DriftOrphan, WANLinkID: s.Key, ServiceID: s.ID, Have: s.Endpoints,
-				Detail: "the controller holds a service with wimro's key that belongs to no WAN link of this account; --fix deletes it"})
+				Detail: "the controller holds a service with wimro's key that no WAN link or unfinished action of any account knows; --fix deletes it"})
 		}
 	}
 	checked := 0
@@ -236,6 +255,10 @@ type ReconcileOptions struct {
 	Account string
 	// Fix deletes orphans and re-queues missing links.
 	Fix bool
+	// DeleteAbandoned, with Fix, also deletes the services that operators
+	// abandoned (DriftAbandoned): an operator's explicit call, never a
+	// side effect of Fix.
+	DeleteAbandoned bool
 }
 
 // Reconcile compares the chosen accounts' WAN links with their
@@ -265,7 +288,7 @@ func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport
 		}
 	}
 	for _, a := range accounts {
-		ad, err := e.reconcileAccount(ctx, a, o.Fix)
+		ad, err := e.reconcileAccount(ctx, a, o)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, fmt.Errorf("reconcile: %w", ctx.Err())
@@ -285,7 +308,7 @@ func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport
 	return rep, nil
 }
 
-func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix bool) (AccountDrift, error) {
+func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o ReconcileOptions) (AccountDrift, error) {
 	ad := AccountDrift{AccountID: a.UUID, AccountName: accountName(a), WIMID: a.WIMID, Drift: []Drift{}}
 	w, err := e.db.GetWIM(ctx, a.WIMID)
 	if err != nil {
@@ -324,25 +347,76 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, fix b
 	drift, checked := CompareDrift(links, st.Busy, services)
 	ad.Links = checked
 	if len(drift) > 0 {
-		// Keep only what a second read agrees on: a link created, or
-		// given work, since the first is not drift.
-		again, err := e.db.DriftStateOf(ctx, a.UUID)
-		if err != nil {
+		if drift, err = e.recheckDrift(ctx, a.UUID, drift, &ad); err != nil {
 			return ad, err
 		}
-		live := map[string]bool{}
-		for _, l := range again.Links {
-			live[l.UUID] = l.Status != wimro.LinkDeleted
-		}
-		drift = slices.DeleteFunc(drift, func(d Drift) bool {
-			return (d.Kind == DriftOrphan && (live[d.WANLinkID] || again.Busy[d.WANLinkID])) || (d.Kind != DriftOrphan && again.Busy[d.WANLinkID])
-		})
 	}
 	ad.Drift = append(ad.Drift, drift...)
-	if fix {
-		e.fixDrift(ctx, c, a.UUID, &ad)
+	if o.Fix {
+		e.fixDrift(ctx, c, a.UUID, o.DeleteAbandoned, &ad)
 	}
 	return ad, nil
+}
+
+// recheckDrift keeps of the drift CompareDrift found only what reads made
+// after the controller's listing agree on. A missing or mismatched link
+// given work since the first read is not drift. An orphan candidate is
+// checked against the whole database: a key that a link of another
+// account (any status), a live link of this one, or an unfinished action
+// of any account knows is not an orphan, and one an operator abandoned is
+// a known leftover (DriftAbandoned).
+func (e *Engine) recheckDrift(ctx context.Context, accountID string, drift []Drift, ad *AccountDrift) ([]Drift, error) {
+	var keys []string
+	others := false
+	for _, d := range drift {
+		if d.Kind == DriftOrphan {
+			keys = append(keys, d.WANLinkID)
+		} else {
+			others = true
+		}
+	}
+	busy := map[string]bool{}
+	if others {
+		again, err := e.db.DriftStateOf(ctx, accountID)
+		if err != nil {
+			return nil, err
+		}
+		busy = again.Busy
+	}
+	known, err := e.db.KnownKeys(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := drift[:0]
+	for _, d := range drift {
+		if d.Kind != DriftOrphan {
+			if !busy[d.WANLinkID] {
+				out = append(out, d)
+			}
+			continue
+		}
+		k, ok := known[d.WANLinkID]
+		switch {
+		case !ok:
+			out = append(out, d)
+		case k.Busy:
+			// Work in flight: a CREATE or DELETE of some account.
+		case k.LinkAccount != "" && k.LinkAccount != accountID:
+			ad.OtherAccounts++
+		case k.LinkAccount != "" && k.LinkStatus != wimro.LinkDeleted:
+			// Made since the first read.
+		case k.Abandoned != nil:
+			ab := k.Abandoned
+			d.Kind, d.Abandoned = DriftAbandoned, ab
+			d.Detail = fmt.Sprintf("a known leftover: an operator (%s) abandoned this service's DELETE at %s (task %d of instance action %s): %s; --fix leaves it, --delete-abandoned deletes it",
+				ab.Actor, ab.At.UTC().Format(time.RFC3339), ab.TaskIndex, ab.InstanceActionID, ab.Reason)
+			out = append(out, d)
+		default:
+			// This account's DELETED link: its service should be gone.
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // endpointsOf computes a link's endpoints as the CREATE would ask for
@@ -366,12 +440,23 @@ func endpointsOf(accountID string, l wimro.WANLink, st persistence.DriftState, m
 
 // fixDrift deletes the orphans through the connector and re-queues the
 // missing links, recording in ad what was fixed.
-func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID string, ad *AccountDrift) {
+func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID string, deleteAbandoned bool, ad *AccountDrift) {
 	log := e.logger.With(slog.String("account_id", accountID), slog.String("connector", ad.WIMType))
 	var missing []string
 	for i := range ad.Drift {
 		d := &ad.Drift[i]
 		switch d.Kind {
+		case DriftAbandoned:
+			if !deleteAbandoned {
+				continue
+			}
+			if err := c.DeleteService(ctx, d.ServiceID, nil); err != nil && !connectors.IsNotFound(err) {
+				d.FixError = err.Error()
+				continue
+			}
+			d.Fixed = true
+			log.Info("reconcile deleted an abandoned service, as asked", slog.String("service_id", d.ServiceID), slog.String("wan_link_id", d.WANLinkID),
+				slog.Int64("override_id", d.Abandoned.ID))
 		case DriftOrphan:
 			if err := c.DeleteService(ctx, d.ServiceID, nil); err != nil && !connectors.IsNotFound(err) {
 				d.FixError = err.Error()

@@ -26,6 +26,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	routes = append(routes, a.datacenterRoutes()...)
 	routes = append(routes, a.wimRoutes()...)
 	routes = append(routes, a.instanceRoutes()...)
+	routes = append(routes, a.overrideRoutes()...)
 	routes = append(routes, a.reconcileRoutes()...)
 	routes = append(routes, a.eventRoutes()...)
 	for i := range routes {

@@ -28,6 +28,8 @@ func TestTenantIsolation(t *testing.T) {
 	bodies := map[string]string{
 		"instances":    `{"instance": {"name": "x", "networks": []}}`,
 		"networks":     `{"network": {"status": "ACTIVE"}}`,
+		"cancel":       `{"cancel": {"reason": "x"}}`,
+		"abandon":      `{"abandon": {"reason": "x", "force": true}}`,
 		"wims":         `{"wim_account": {"name": "x"}}`,
 		"port_mapping": `{"wim_port_mapping": [{"datacenter_name": "dcA", "pop_wan_mappings": [{"pop_switch_dpid": "00:00:00:00:00:00:00:0d", "pop_switch_port": 7, "wan_service_endpoint_id": "x"}]}]}`,
 	}

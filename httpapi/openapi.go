@@ -142,10 +142,11 @@ var pathParamDescriptions = map[string]string{
 var queryParams = map[string]map[string]any{
 	"field": {"description": "A column to show (repeatable); the default columns without it.", "style": "form", "explode": true,
 		"schema": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": toAny(engine.WIMListFields)}}},
-	"limit":   {"description": "At most this many rows (default 100).", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
-	"dry_run": {"description": "true: only plan the WAN links, write nothing; the answer is the plan.", "schema": map[string]any{"type": "boolean"}},
-	"account": {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
-	"fix":     {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches are only reported.", "schema": map[string]any{"type": "boolean"}},
+	"limit":            {"description": "At most this many rows (default 100).", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000}},
+	"dry_run":          {"description": "true: only plan the WAN links, write nothing; the answer is the plan.", "schema": map[string]any{"type": "boolean"}},
+	"account":          {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
+	"fix":              {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches and abandoned services are only reported.", "schema": map[string]any{"type": "boolean"}},
+	"delete_abandoned": {"description": "true, with fix=true: also delete the services whose DELETE an operator abandoned (reported as kind abandoned).", "schema": map[string]any{"type": "boolean"}},
 	lastEventIDQuery: {"description": "Resume after this event id, for clients that cannot set the Last-Event-ID header (which wins when both are given).",
 		"schema": map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}},
 }

@@ -18,8 +18,8 @@ type reconcileResponse struct {
 func (a *api) reconcileRoutes() []Route {
 	return []Route{
 		{Method: "POST", Pattern: "/openmano/reconcile",
-			Summary: "Compare the WIM accounts' controllers with the database: orphan services, missing links, mismatched endpoints (fix=true deletes orphans and re-queues missing links)",
-			Tags:    []string{"wims"}, Query: []string{"account", "fix"}, Response: reconcileResponse{},
+			Summary: "Compare the WIM accounts' controllers with the database: orphan services (no link or unfinished action of any account knows their key), missing links, mismatched endpoints, abandoned services (fix=true deletes orphans and re-queues missing links; abandoned services only with delete_abandoned=true too)",
+			Tags:    []string{"wims"}, Query: []string{"account", "fix", "delete_abandoned"}, Response: reconcileResponse{},
 			Errors: []int{http.StatusNotFound, http.StatusServiceUnavailable}, Handler: a.reconcile},
 	}
 }
@@ -34,6 +34,18 @@ func (a *api) reconcile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		o.Fix = b
+	}
+	if v := q.Get("delete_abandoned"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			a.srv.Error(w, r, wimro.FieldErrorf("delete_abandoned", "Invalid query string at 'delete_abandoned=%s' (true or false)", shorten(v, 80)))
+			return
+		}
+		if b && !o.Fix {
+			a.srv.Error(w, r, wimro.FieldErrorf("delete_abandoned", "delete_abandoned=true needs fix=true"))
+			return
+		}
+		o.DeleteAbandoned = b
 	}
 	rep, err := a.eng.Reconcile(r.Context(), o)
 	if err != nil {

@@ -162,6 +162,15 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{9, func(t *testing.T) {
+			var overrides int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'action_overrides'`).Scan(&overrides)
+			var check string
+			db.QueryRowContext(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'vim_wim_actions_status_check'`).Scan(&check)
+			if overrides != 0 || strings.Contains(check, "CANCELLED") || !strings.Contains(check, "FINISHED") {
+				t.Errorf("version 9: action_overrides tables %d, status check %s; want no table and no operator statuses", overrides, check)
+			}
+		}},
 		{8, func(t *testing.T) {
 			var opts string
 			db.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'instance_wim_nets'`).Scan(&opts)

@@ -14,7 +14,7 @@ type EventPage struct {
 	// Events are in stream order, at most the limit asked for.
 	Events []wimro.Event
 	// Settled is true when every task of the instance action has finished
-	// (DONE, FAILED or SUPERSEDED) and Events holds the last of its events:
+	// (DONE, FAILED, SUPERSEDED, CANCELLED or ABANDONED) and Events holds the last of its events:
 	// nothing after them can belong to the work the action was made for.
 	// (Monitoring may still add events later: a stream ends at Settled.)
 	Settled bool

@@ -118,3 +118,90 @@ func (s *Store) LockIdleLinks(ctx context.Context, accountID string, ids []strin
 	}
 	return links, tenants, nil
 }
+
+// KnownKey is what the whole database knows of one key a controller lists
+// (a WAN link's uuid), whatever the account: reconcile calls a service an
+// orphan only when nothing here knows its key.
+type KnownKey struct {
+	// LinkAccount and LinkStatus are those of the WAN link with this uuid,
+	// "" when there is none (never made, or deleted with its instance).
+	LinkAccount, LinkStatus string
+	// Busy is true when an unfinished action of any account works on it.
+	Busy bool
+	// Abandoned is the newest record of the service's DELETE abandoned by
+	// an operator, nil when none.
+	Abandoned *wimro.ActionOverride
+}
+
+// knownKeysSQL reads, per key of $1, the link of that uuid, whether an
+// unfinished action of any account works on it and the newest abandon of
+// its service, in one statement (one snapshot).
+const knownKeysSQL = `
+	SELECT k.key::text, COALESCE(l.wim_account_id::text, ''), COALESCE(l.status, ''),
+	       EXISTS (SELECT 1 FROM vim_wim_actions a
+	               WHERE a.item = 'instance_wim_nets' AND a.item_id = k.key AND a.status IN ('SCHEDULED', 'BUILD')),
+	       o.id
+	FROM unnest($1::uuid[]) AS k(key)
+	LEFT JOIN instance_wim_nets l ON l.uuid = k.key
+	LEFT JOIN LATERAL (SELECT o.id FROM action_overrides o WHERE o.kind = 'abandon' AND o.wan_link_id = k.key
+	                   ORDER BY o.at DESC, o.id DESC LIMIT 1) o ON true`
+
+// KnownKeys says, for each key that some row of the database knows, what
+// knows it (see KnownKey); a key nothing knows, or that is not a uuid
+// (no link can have it), is not in the map.
+func (db *DB) KnownKeys(ctx context.Context, keys []string) (map[string]KnownKey, error) {
+	out := map[string]KnownKey{}
+	var ids []string
+	for _, k := range keys {
+		if id, ok := wimro.ParseUUID(k); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.q.Query(ctx, knownKeysSQL, ids)
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: known keys: %w", err))
+	}
+	abandoned := map[int64]string{}
+	for rows.Next() {
+		var (
+			key string
+			k   KnownKey
+			id  *int64
+		)
+		if err := rows.Scan(&key, &k.LinkAccount, &k.LinkStatus, &k.Busy, &id); err != nil {
+			rows.Close()
+			return nil, mapError(fmt.Errorf("persistence: known keys: %w", err))
+		}
+		if id != nil {
+			abandoned[*id] = key
+		}
+		if k.LinkAccount != "" || k.Busy || id != nil {
+			out[key] = k
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapError(fmt.Errorf("persistence: known keys: %w", err))
+	}
+	if len(abandoned) > 0 {
+		ids := make([]int64, 0, len(abandoned))
+		for id := range abandoned {
+			ids = append(ids, id)
+		}
+		list, err := getAll[wimro.ActionOverride](ctx, &db.Store, "action_overrides",
+			`SELECT `+overrideCols+` FROM action_overrides o WHERE o.id = ANY($1::bigint[])`, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list {
+			key := abandoned[o.ID]
+			k := out[key]
+			k.Abandoned = &o
+			out[key] = k
+		}
+	}
+	return out, nil
+}

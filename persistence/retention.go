@@ -23,7 +23,7 @@ const purgeActionsSQL = `
 		SELECT a.ctid
 		FROM vim_wim_actions a
 		JOIN instance_actions ia ON ia.uuid = a.instance_action_id
-		WHERE a.status IN ('DONE', 'FAILED', 'SUPERSEDED', 'FINISHED')
+		WHERE a.status IN ('DONE', 'FAILED', 'SUPERSEDED', 'FINISHED', 'CANCELLED', 'ABANDONED')
 		  AND a.modified_at < now() - $1::interval
 		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
 		  AND NOT EXISTS (
@@ -60,7 +60,7 @@ const purgeInstanceActionsSQL = `
 	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 
 // PurgeFinishedActions deletes one batch of history: at most batch
-// finished actions (DONE, FAILED, SUPERSEDED, FINISHED) last modified more
+// finished actions (DONE, FAILED, SUPERSEDED, FINISHED, CANCELLED, ABANDONED) last modified more
 // than olderThan ago whose instance no longer exists, then at most batch
 // instance actions of such instances left with no action, and says how
 // many of each it deleted. An action of an instance that still exists, an

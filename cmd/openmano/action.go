@@ -13,6 +13,65 @@ func actionCommands() []spec {
 	return []spec{
 		{name: "action-list", args: "INSTANCE [ACTION_ID [--wait [--timeout D]]]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.\n" +
 			"With ACTION_ID, " + waitHelp, min: 1, max: 2, setup: setupActionList},
+		{name: "action-cancel", args: "INSTANCE ACTION_ID --reason R [--task N]",
+			summary: "Cancel the unfinished tasks of an action (or only task N) that never reached the controller: not running now,\n" +
+				"no run reached the controller, no service made. They become CANCELLED and nothing is left on the controller\n" +
+				"(a cancelled CREATE's WAN link goes ERROR). All or nothing: the server refuses (409) naming each task that\n" +
+				"reached the controller or is running. Recorded with who, when and the reason, and shown in the action's events.",
+			min: 2, max: 2, setup: setupActionOverride("cancel")},
+		{name: "action-abandon", args: "INSTANCE ACTION_ID --force --reason R [--task N]",
+			summary: "Abandon the unfinished DELETE tasks of an action (or only task N): wimro stops trying to delete their services,\n" +
+				"which may REMAIN on the controller (a dead controller's DELETE otherwise retries for ever). The tasks become\n" +
+				"ABANDONED and no longer block deleting the account or WIM (wim-delete); each service is recorded as abandoned\n" +
+				"(WIM, account, controller URL, service key and id, who, when, why) and reconcile lists it as kind\n" +
+				"\"abandoned\" (reconcile --fix --delete-abandoned deletes it once the controller answers). --force is\n" +
+				"required. Shown in the action's events.",
+			min: 2, max: 2, setup: setupActionOverride("abandon")},
+	}
+}
+
+// setupActionOverride runs action-cancel or action-abandon: kind is the
+// route's last segment and the body's key.
+func setupActionOverride(kind string) func(fs *pflag.FlagSet) runFunc {
+	return func(fs *pflag.FlagSet) runFunc {
+		reason := fs.String("reason", "", "why (required): recorded with who asked and when")
+		task := fs.Int("task", -1, "only this task index (default: every unfinished task the command applies to)")
+		var force *bool
+		if kind == "abandon" {
+			force = fs.Bool("force", false, "required: confirm that the services may remain on the controller")
+		}
+		return func(ctx context.Context, s *session, args []string) error {
+			if strings.TrimSpace(*reason) == "" {
+				return &usageError{msg: "--reason is required: say why (it is recorded)"}
+			}
+			if force != nil && !*force {
+				return &usageError{msg: "action-abandon needs --force: the abandoned DELETEs' services may remain on the controller"}
+			}
+			t, err := s.tenant()
+			if err != nil {
+				return err
+			}
+			in := map[string]any{"reason": *reason}
+			if fs.Changed("task") {
+				in["task_index"] = *task
+			}
+			if force != nil {
+				in["force"] = true
+			}
+			return s.call(ctx, "POST", seg(t, "instances", args[0], "action", args[1], kind), map[string]any{kind: in}, func(doc any) {
+				m := asMap(doc)
+				fmt.Fprintln(s.c.Stdout, str(m["result"]))
+				for _, o := range asList(m["overrides"]) {
+					om := asMap(o)
+					fmt.Fprintf(s.c.Stdout, "  task %s %s of WAN link %s: %s by %s at %s", str(om["task_index"]), str(om["action"]), str(om["wan_link_id"]),
+						str(om["kind"]), str(om["actor"]), str(om["at"]))
+					if kind == "abandon" {
+						fmt.Fprintf(s.c.Stdout, "; service %s left on WIM %s (%s)", orDash(str(om["service_id"])), str(om["wim_name"]), str(om["wim_url"]))
+					}
+					fmt.Fprintln(s.c.Stdout)
+				}
+			})
+		}
 	}
 }
 

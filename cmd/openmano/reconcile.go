@@ -14,9 +14,11 @@ import (
 func reconcileCommands() []spec {
 	return []spec{
 		{name: "reconcile", summary: "Compare the WIM accounts' controllers with wimro's database: orphan services (wimro's key,\n" +
-			"no WAN link), missing links (made, but gone from the controller) and mismatched endpoints.\n" +
-			"--fix deletes the orphans and re-queues the missing links as CREATE actions; mismatches\n" +
-			"are only reported (delete and re-create the instance). Services without wimro's key are\n" +
+			"and no WAN link or unfinished action of any account knows it), missing links (made, but gone\n" +
+			"from the controller), mismatched endpoints and abandoned services (their DELETE abandoned by\n" +
+			"an operator: known leftovers). --fix deletes the orphans and re-queues the missing links as\n" +
+			"CREATE actions; mismatches are only reported (delete and re-create the instance); abandoned\n" +
+			"services are deleted only with --fix --delete-abandoned. Services without wimro's key are\n" +
 			"never touched. The exit status is 0 whenever the server answered: read the report\n" +
 			"(-o json: reconcile.accounts[].drift[]) to tell drift.", max: 0, setup: setupReconcile},
 	}
@@ -25,6 +27,7 @@ func reconcileCommands() []spec {
 func setupReconcile(fs *pflag.FlagSet) runFunc {
 	account := fs.String("account", "", "reconcile only this WIM account (uuid or name)")
 	fix := fs.Bool("fix", false, "delete orphan services and re-queue missing links")
+	deleteAbandoned := fs.Bool("delete-abandoned", false, "with --fix, also delete the services whose DELETE an operator abandoned")
 	return func(ctx context.Context, s *session, _ []string) error {
 		q := url.Values{}
 		if *account != "" {
@@ -32,6 +35,9 @@ func setupReconcile(fs *pflag.FlagSet) runFunc {
 		}
 		if *fix {
 			q.Set("fix", "true")
+		}
+		if *deleteAbandoned {
+			q.Set("delete_abandoned", "true")
 		}
 		path := "/openmano/reconcile"
 		if len(q) > 0 {

@@ -233,14 +233,15 @@ func intStr(p *int) string {
 	return fmt.Sprint(*p)
 }
 
-// counts are done (DONE or SUPERSEDED), failed and all tasks, and the
+// counts are done (DONE or SUPERSEDED), failed (FAILED, or ended by an
+// operator: CANCELLED, ABANDONED) and all tasks, and the
 // ACTIVE and all links.
 func (w *watcher) counts() (done, failed, total, active, links int) {
 	for _, t := range w.tasks {
 		switch t.status {
 		case "DONE", "SUPERSEDED":
 			done++
-		case "FAILED":
+		case "FAILED", "CANCELLED", "ABANDONED":
 			failed++
 		}
 	}

@@ -178,7 +178,14 @@ func instanceBody(vlds int, qos map[string]any) map[string]any {
 // asking qos.
 func (c api) activeInstanceQoS(tenant string, vlds int, qos map[string]any) (string, map[string]any) {
 	c.t.Helper()
-	inst := c.call("POST", "/openmano/"+tenant+"/instances", instanceBody(vlds, qos))["instance"].(map[string]any)
+	return c.activeInstanceOf(tenant, vlds, instanceBody(vlds, qos))
+}
+
+// activeInstanceOf creates in tenant the instance of body, of vlds VLDs,
+// and waits as activeInstance does.
+func (c api) activeInstanceOf(tenant string, vlds int, body map[string]any) (string, map[string]any) {
+	c.t.Helper()
+	inst := c.call("POST", "/openmano/"+tenant+"/instances", body)["instance"].(map[string]any)
 	id := inst["uuid"].(string)
 	created := c.waitAction(fmt.Sprintf("/openmano/%s/instances/%s/action/%s", tenant, id, inst["action_id"]), vlds)
 	eventually.Until(c.t, 60*time.Second, "links ACTIVE", func() (bool, string) {

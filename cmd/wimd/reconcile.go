@@ -39,14 +39,19 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 		"orphans (services with wimro's key that belong to no link), missing links (ACTIVE,\n"+
 		"INACTIVE, DOWN or ERROR in the database, absent on the controller) and mismatched\n"+
 		"endpoints. --fix deletes the orphans and re-queues the missing links as CREATE\n"+
-		"actions (a running wimd makes them); mismatches are only reported. Services\n"+
-		"without wimro's key are never touched. Exit status: 0 no drift left, 1 error,\n"+
-		"2 usage, 3 drift left.")
+		"actions (a running wimd makes them); mismatches are only reported. A service is\n"+
+		"an orphan only when no WAN link or unfinished action of ANY account knows its key\n"+
+		"(accounts may share a controller). Services whose DELETE an operator abandoned\n"+
+		"(openmano instance-action-abandon) are listed as \"abandoned\", known leftovers:\n"+
+		"--fix leaves them, --fix --delete-abandoned deletes them. Services without\n"+
+		"wimro's key are never touched. Exit status: 0 no drift left, 1 error, 2 usage,\n"+
+		"3 drift left (abandoned services still listed included).")
 	c := a.dbFlags(fs)
 	var account, output, keyFile string
-	var fix, dev bool
+	var fix, deleteAbandoned, dev bool
 	fs.StringVar(&account, "account", "", "reconcile only this WIM account (uuid or name)")
 	fs.BoolVar(&fix, "fix", false, "delete orphans and re-queue missing links")
+	fs.BoolVar(&deleteAbandoned, "delete-abandoned", false, "with --fix, also delete the services whose DELETE an operator abandoned")
 	fs.StringVar(&output, "o", "text", "output: text or json")
 	fs.StringVar(&keyFile, "secret-key-file", a.env("WIMRO_SECRET_KEY_FILE", ""),
 		"the key serve seals secrets with (env WIMRO_SECRET_KEY_FILE; default <data-dir>/secret.key; WIMRO_SECRET_KEY overrides it)")
@@ -61,6 +66,10 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	}
 	if err := a.envError(); err != nil {
 		return err
+	}
+	if deleteAbandoned && !fix {
+		fmt.Fprintln(a.Stderr, "wimd reconcile: --delete-abandoned needs --fix")
+		return errUsage
 	}
 	addresses, err := allow.policy(a)
 	if err != nil {
@@ -109,7 +118,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(addresses)
 	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version), db))
-	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix})
+	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix, DeleteAbandoned: deleteAbandoned})
 	if err != nil {
 		return err
 	}
@@ -175,7 +184,8 @@ func printDrift(w io.Writer, rep engine.DriftReport) {
 	}
 	tw.Flush()
 	c := rep.Count()
-	fmt.Fprintf(w, "\n%d orphan(s), %d missing, %d mismatched; %d left\n", c[engine.DriftOrphan], c[engine.DriftMissing], c[engine.DriftMismatch], left(rep))
+	fmt.Fprintf(w, "\n%d orphan(s), %d missing, %d mismatched, %d abandoned; %d left\n", c[engine.DriftOrphan], c[engine.DriftMissing], c[engine.DriftMismatch],
+		c[engine.DriftAbandoned], left(rep))
 }
 
 func dash(s string) string {
@@ -203,7 +213,7 @@ type reconcileChore struct {
 func newReconcileChore(eng *engine.Engine, logger *slog.Logger, interval time.Duration, reg prometheus.Registerer) (*reconcileChore, error) {
 	r := &reconcileChore{eng: eng, logger: logger,
 		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "wimro_reconcile_drift",
-			Help: "Drift found by the last periodic reconcile, by kind (orphan, missing, mismatch); set on the process that runs it."}, []string{"kind"}),
+			Help: "Drift found by the last periodic reconcile, by kind (orphan, missing, mismatch, abandoned); set on the process that runs it."}, []string{"kind"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wimro_reconcile_runs_total",
 			Help: "Periodic drift reconciles run by this process, by result (clean, drift, error)."}, []string{"result"}),
 	}

@@ -199,6 +199,20 @@ func (d *driftBundle) links(inst string) []map[string]any {
 	return out
 }
 
+// serviceKeys lists the keys of the services the controller holds.
+func (d *driftBundle) serviceKeys(t *testing.T) []string {
+	t.Helper()
+	list, err := d.conn.ListServices(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range list {
+		keys = append(keys, s.Key)
+	}
+	return keys
+}
+
 func driftOf(rep engine.DriftReport) []engine.Drift {
 	var out []engine.Drift
 	for _, a := range rep.Accounts {
@@ -279,14 +293,7 @@ func TestReconcile(t *testing.T) {
 				}
 				return false, "link gone"
 			})
-			list, err := d.conn.ListServices(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var keys []string
-			for _, s := range list {
-				keys = append(keys, s.Key)
-			}
+			keys := d.serviceKeys(t)
 			if slices.Contains(keys, orphanKey) || !slices.Contains(keys, goneID) || len(keys) != 2 {
 				t.Errorf("after --fix the controller lists keys %v: want the instance's two links, the orphan %s gone", keys, orphanKey)
 			}
@@ -392,7 +399,7 @@ func TestReconcileBinaries(t *testing.T) {
 	}
 	om := []string{"OPENMANO_HOST=" + strings.Split(addr, ":")[0], "OPENMANO_PORT=" + strings.Split(addr, ":")[1], "OPENMANO_TENANT=t0"}
 
-	if code, out, errs := run(bins[0], nil, "reconcile"); code != 0 || !strings.Contains(out, "0 orphan(s), 0 missing, 0 mismatched; 0 left") {
+	if code, out, errs := run(bins[0], nil, "reconcile"); code != 0 || !strings.Contains(out, "0 orphan(s), 0 missing, 0 mismatched, 0 abandoned; 0 left") {
 		t.Fatalf("wimd reconcile, no drift: exit %d\n%s\n%s", code, out, errs)
 	}
 	r := connectors.NewRegistry()
@@ -472,5 +479,105 @@ func TestReconcileMismatchAndPeriodic(t *testing.T) {
 	}
 	if st := d.links(inst)[0]["status"]; st != "ACTIVE" {
 		t.Errorf("--fix touched the mismatched link: status %v", st)
+	}
+}
+
+// TestReconcileSharedController (issue 30, point 1): accounts share one
+// controller, as two tenants' accounts on one WIM or two WIM records at
+// one URL. Each account's reconcile lists the other's service, which
+// carries wimro's key but is not its own: it is the other account's, not
+// an orphan. Reconciling one account with fix leaves the other's service
+// in place, reconciling the other shows its link fine, and the leader's
+// periodic reconcile reports no orphan.
+func TestReconcileSharedController(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []string{"two tenants on one WIM", "two WIMs at one URL"} {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			var c driftCase
+			for _, x := range driftCases(t) {
+				if x.name == "tapi" {
+					c = x
+				}
+			}
+			d := setupDrift(t, c, "--reconcile-interval", "150ms")
+			a := d.api
+			a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t1"}})
+			wim, dcs := "wan1", []string{"dcA", "dcB"}
+			if layout == "two WIMs at one URL" {
+				// A PoP port is mapped by one WIM: the second WIM reaches
+				// the same controller endpoints from datacenters of its own.
+				wim, dcs = "wan2", []string{"dcC", "dcD"}
+				var mappings []any
+				for i, dc := range dcs {
+					dpid := fmt.Sprintf("00:00:00:00:00:00:00:1%d", i+1)
+					a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+						"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+					mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
+						"pop_switch_dpid": dpid, "pop_switch_port": "1",
+						"wan_service_endpoint_id": fmt.Sprintf("ep-%d", i), "wan_service_mapping_info": c.mappingInfo(i)}}})
+				}
+				a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": wim, "type": c.wimType, "wim_url": c.url,
+					"config": map[string]any{"wim_port_mapping": mappings}}})
+			}
+			for _, dc := range dcs {
+				a.call("POST", "/openmano/t1/datacenters/"+dc, nil)
+			}
+			a.call("POST", "/openmano/t1/wims/"+wim, map[string]any{"wim_account": map[string]any{"name": "acct2", "user": c.user, "password": c.password}})
+
+			// t0's link on VLANs 100/101 (acct1), t1's on 110/111 (acct2).
+			a.activeInstance("t0", 1)
+			body := instanceBody(1, nil)
+			for i, n := range body["instance"].(map[string]any)["networks"].([]any) {
+				n.(map[string]any)["encapsulation_id"] = n.(map[string]any)["encapsulation_id"].(int) + 10
+				n.(map[string]any)["datacenter"] = dcs[i]
+			}
+			inst1, _ := a.activeInstanceOf("t1", 1, body)
+			link1 := a.call("GET", "/openmano/t1/instances/"+inst1+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
+			key1 := link1["uuid"].(string)
+
+			// The periodic reconcile, with both links ACTIVE: two whole runs
+			// later no orphan was reported, nor any drift.
+			metrics := func() (float64, float64, float64) {
+				_, text := a.send("GET", "/metrics", nil)
+				clean, _ := sample(text, "wimro_reconcile_runs_total", "result", "clean")
+				drift, _ := sample(text, "wimro_reconcile_runs_total", "result", "drift")
+				orphans, _ := sample(text, "wimro_reconcile_drift", "kind", "orphan")
+				return clean, drift, orphans
+			}
+			c0, d0, _ := metrics()
+			eventually.Until(t, 30*time.Second, "two periodic reconciles after both links are ACTIVE", func() (bool, string) {
+				clean, drift, orphans := metrics()
+				return clean+drift >= c0+d0+2, fmt.Sprintf("runs clean %v drift %v, orphans %v", clean, drift, orphans)
+			})
+			if _, drift, orphans := metrics(); drift != 0 || orphans != 0 {
+				t.Errorf("the periodic reconcile reported drift: %v run(s) with drift, orphan gauge %v; want none:\n%s", drift, orphans, lastLines(d.stderr.String(), 10))
+			}
+
+			// acct1 reconciled with fix: t1's service is acct2's, not an orphan.
+			var ans struct{ Reconcile engine.DriftReport }
+			raw, _ := json.Marshal(a.call("POST", "/openmano/reconcile?account=acct1&fix=true", nil))
+			if err := json.Unmarshal(raw, &ans); err != nil {
+				t.Fatal(err)
+			}
+			if drift := driftOf(ans.Reconcile); len(drift) != 0 || ans.Reconcile.Accounts[0].OtherAccounts != 1 {
+				t.Errorf("reconcile acct1 with fix: drift %+v, other accounts' services %d; want no drift and acct2's one service", drift, ans.Reconcile.Accounts[0].OtherAccounts)
+			}
+			keys := d.serviceKeys(t)
+			if !slices.Contains(keys, key1) {
+				t.Fatalf("reconcile of acct1 with fix deleted t1's live service %s: the controller lists %v", key1, keys)
+			}
+			raw, _ = json.Marshal(a.call("POST", "/openmano/reconcile?account=acct2", nil))
+			ans = struct{ Reconcile engine.DriftReport }{}
+			if err := json.Unmarshal(raw, &ans); err != nil {
+				t.Fatal(err)
+			}
+			if drift := driftOf(ans.Reconcile); len(drift) != 0 || ans.Reconcile.Accounts[0].Links != 1 {
+				t.Errorf("reconcile acct2: drift %+v, links %d; want its one link fine", drift, ans.Reconcile.Accounts[0].Links)
+			}
+			if st := a.call("GET", "/openmano/t1/instances/"+inst1+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)["status"]; st != "ACTIVE" {
+				t.Errorf("t1's link is %v after acct1's reconcile, want ACTIVE", st)
+			}
+		})
 	}
 }
