@@ -162,6 +162,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{9, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_action_events' AND column_name IN ('attempt','next_try_at')`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 9: %d retry columns of the events still there", cols)
+			}
+		}},
 		{8, func(t *testing.T) {
 			var opts string
 			db.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'instance_wim_nets'`).Scan(&opts)
