@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -92,7 +93,7 @@ func accountWarnings(ctx context.Context, s *persistence.Store, accounts []strin
 		}
 		why := "no reason recorded"
 		if a.StatusMsg != nil {
-			why = wimro.CleanText(*a.StatusMsg, 200)
+			why = strings.Join(strings.Fields(wimro.CleanText(*a.StatusMsg, 200)), " ") // one line
 		}
 		warnings = append(warnings, fmt.Sprintf("WIM account %s is in ERROR (its last credentials check failed: %s): "+
 			"its WAN links are accepted and will be retried until its controller answers; follow them with the action's events (--wait)", name, why))

@@ -177,8 +177,10 @@ const leaseHeld = `COALESCE((
 // part of a statement sees the same snapshot, not the links part's
 // update), so the change is judged against the status the outcome was
 // computed from. A retry (Outcome.Retry) gets an event though nothing
-// changed status, with its attempt and next try. Each part carries forward what the next needs (locked
-// the outcome, done what its link, event and increment need) and reads
+// changed status, with its attempt (counted in the same statement when
+// the run reached the controller) and next try (00011_retry_events.sql).
+// Each part carries forward what the next needs (locked the outcome,
+// done what its link, event and increment need) and reads
 // tables only by primary key: PostgreSQL has no row counts for WITH parts
 // and planned joins between two of them as nested loops, quadratic in the
 // batch (two such joins took more time than the rest of the statement at
