@@ -477,25 +477,14 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
 		},
 		{
-			name: "DELETE: retryable error -> SCHEDULED, backs off",
-			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
-				a := f.made(t)
-				d := f.deleted(t, a.WIMInternalID)
-				f.ctrl.FailNext(1, connectors.KindRetryable)
-				return d, f.ctx
-			},
-			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
+			name:    "DELETE: retryable error -> SCHEDULED, backs off",
+			prepare: retryableDelete(0),
+			want:    want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
 		},
 		{
-			name: "DELETE: retryable error past MaxAttempts -> SCHEDULED, backs off capped at RetryMax (never gives up)",
-			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
-				a := f.made(t)
-				d := f.deleted(t, a.WIMInternalID)
-				d.Attempts = 5 * policy.MaxAttempts
-				f.ctrl.FailNext(1, connectors.KindRetryable)
-				return d, f.ctx
-			},
-			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
+			name:    "DELETE: retryable error past MaxAttempts -> SCHEDULED, backs off capped at RetryMax (never gives up)",
+			prepare: retryableDelete(5 * policy.MaxAttempts),
+			want:    want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
 		},
 		{
 			name: "DELETE: interrupted (worker stopping) -> SCHEDULED, due at once, not an attempt",
@@ -579,6 +568,19 @@ func TestStateMachine(t *testing.T) {
 				t.Fatalf("created without recording the service id: %v", o.WIMInternalID)
 			}
 		})
+	}
+}
+
+// retryableDelete prepares the DELETE of a link whose service exists,
+// after attempts failed runs, with the controller failing the next call
+// retryably.
+func retryableDelete(attempts int) func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+	return func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+		a := f.made(t)
+		d := f.deleted(t, a.WIMInternalID)
+		d.Attempts = attempts
+		f.ctrl.FailNext(1, connectors.KindRetryable)
+		return d, f.ctx
 	}
 }
 
