@@ -272,7 +272,7 @@ func (g *schemaGen) addWarnings(v any) {
 	props, _ := g.components[g.name(t)].(map[string]any)["properties"].(map[string]any)
 	if props != nil && props["warnings"] == nil {
 		props["warnings"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored."}
+			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored, or an instance accepted onto a WIM account in ERROR."}
 	}
 }
 
