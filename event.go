@@ -8,8 +8,10 @@ import (
 )
 
 // Event is one change in an instance action: a task created or changing
-// status, or its WAN link changing status (an outcome, or monitoring
-// finding an ACTIVE link DOWN and back). Events are written with the
+// status, its WAN link changing status (an outcome, or monitoring finding
+// an ACTIVE link DOWN and back), or a task's attempt failing with an error
+// it will be retried after (a retry event: Attempt and NextTryAt are set,
+// ErrorMsg says why). Events are written with the
 // change itself, so a reader sees the same sequence whichever process made
 // the changes.
 type Event struct {
@@ -23,7 +25,12 @@ type Event struct {
 	WANLinkID  *string     `json:"wan_link_id"`
 	LinkStatus *string     `json:"link_status"`
 	ErrorMsg   *string     `json:"error_msg"`
-	At         time.Time   `json:"at"`
+	// Attempt, on a retry event only, is the number of the task's runs
+	// that reached the controller, this one included.
+	Attempt *int `json:"attempt,omitempty"`
+	// NextTryAt, on a retry event only, is when the task runs again.
+	NextTryAt *time.Time `json:"next_try_at,omitempty"`
+	At        time.Time  `json:"at"`
 }
 
 // EventCursor is the position of an event: the writing transaction's id,

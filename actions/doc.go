@@ -11,7 +11,7 @@
 //	CREATE  SCHEDULED --local nets pending--> SCHEDULED (run_after = now+Wait; FAILED after WaitTimeout and > WaitMin checks)
 //	        SCHEDULED --local net broken / no exit port / no port mapping / multipoint / permanent error
 //	              / a service id that is not storable text--> FAILED (link ERROR; failed+1)
-//	        SCHEDULED --retryable controller error--> SCHEDULED (capped exponential backoff; FAILED after MaxAttempts)
+//	        SCHEDULED --retryable controller error--> SCHEDULED (retry event; capped exponential backoff; FAILED after MaxAttempts)
 //	        SCHEDULED --worker stopping--> SCHEDULED (due at once: it was interrupted, not refused)
 //	        SCHEDULED --service created or adopted, then its status read at once in the same run:
 //	              ACTIVE/DOWN/ERROR--> DONE (link status and message copied + service id; done+1)
@@ -25,7 +25,11 @@
 //	              min(backoff, Refresh): polling never stops while the link is BUILD, and a good answer overwrites it)
 //	        BUILD --link gone (a DELETE is queued behind it)--> SUPERSEDED
 //	DELETE  SCHEDULED --deleted, already gone, or nothing was created--> DONE (link DELETED if the row exists; done+1)
-//	        SCHEDULED --retryable error--> SCHEDULED (backoff) ; --permanent error--> FAILED (failed+1)
+//	        SCHEDULED --retryable error--> SCHEDULED (retry event; backoff capped at RetryMax, for ever: the instance is
+//	              gone, so a DELETE given up would leave its service on the controller for good; from MaxAttempts on
+//	              it is counted in wimro_delete_retries_past_max_total and logged at WARN every MaxAttempts attempts)
+//	        SCHEDULED --permanent error--> FAILED (failed+1)
+//	        SCHEDULED --worker stopping--> SCHEDULED (due at once)
 //	any other (action, status) --> FAILED ("not defined")
 //
 // Two transitions are an operator's, never a run's (engine/override.go;
@@ -37,6 +41,13 @@
 //	DELETE  SCHEDULED --cancel: attempts 0, no CREATE of the link reached the controller--> CANCELLED
 //	DELETE  SCHEDULED --abandon with force--> ABANDONED (link DELETED if the row exists; the service recorded
 //	              as abandoned in action_overrides: reconcile lists it as a known leftover)
+//
+// Attempts (vim_wim_actions.attempts) count the runs that reached the
+// controller: the outcome of such a run adds one (Outcome.Reached) in the
+// statement that writes it. A claim adds nothing, so a run stopped before
+// its first connector call and an outcome refused because the claim or the
+// lease was lost leave the count as it was; so does a run whose process
+// died (its claim expires and is swept).
 //
 // An outcome the database refuses (it cannot happen for text: every text is
 // cleaned before it is written) is replaced by Unrecorded: the status is

@@ -22,7 +22,7 @@ import (
 type Policy struct {
 	RetryBase   time.Duration // first retry delay after a retryable error
 	RetryMax    time.Duration // cap of the exponential backoff
-	MaxAttempts int           // attempts before a retryable error fails the action
+	MaxAttempts int           // attempts before a retryable error fails a CREATE (a DELETE never gives up: see onError)
 	Refresh     time.Duration // status poll interval of a link in BUILD
 	Wait        time.Duration // re-check interval while local networks are pending
 	WaitTimeout time.Duration // give up waiting after this long ...
@@ -166,7 +166,12 @@ func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.
 }
 
 // RunLoaded is Run with what the claim read (nil: read it now).
+//
+// The outcome says whether the run called the controller (Reached): only
+// such runs count as attempts, so a run stopped before it (the worker
+// stopping, the database away) never brings an action closer to giving up.
 func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loaded) (out persistence.Outcome) {
+	var reached bool // set right before each connector call
 	defer func() { r.logOutcome(t, a, out) }()
 	defer func() {
 		if p := recover(); p != nil {
@@ -174,6 +179,7 @@ func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loa
 				slog.String("wan_link_id", a.ItemID), slog.String("account_id", t.AccountID), slog.Any("error", p), slog.String("stack", string(debug.Stack())))
 			out = r.fail(a, fmt.Sprintf("internal error: the connector panicked: %v", p))
 		}
+		out.Reached = reached
 	}()
 	var (
 		o   persistence.Outcome
@@ -181,29 +187,66 @@ func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loa
 	)
 	switch {
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
-		o, err = r.create(ctx, t, a, l)
+		o, err = r.create(ctx, t, a, l, &reached)
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionBuild:
-		o, err = r.refresh(ctx, t, a, l)
+		o, err = r.refresh(ctx, t, a, l, &reached)
 	case a.Action == wimro.ActionDelete && a.Status == wimro.ActionScheduled:
-		o, err = r.delete(ctx, t, a)
+		o, err = r.delete(ctx, t, a, &reached)
 	default:
 		err = permanent("The action %s %s in status %s is not defined", a.Action, a.Item, a.Status)
 	}
 	if err == nil {
 		return o
 	}
-	return r.onError(ctx, a, err)
+	return r.onError(ctx, a, err, reached)
+}
+
+// attempt is the number of this run among the action's attempts: the
+// runs before it that reached the controller (a.Attempts, counted by their
+// outcomes), plus this one if it did.
+func attempt(a wimro.Action, reached bool) int {
+	if reached {
+		return a.Attempts + 1
+	}
+	return a.Attempts
+}
+
+// calling is said right before a run's first connector call: it marks
+// the run as one that reached the controller, unless the run is stopping,
+// when it returns why and the run ends without counting.
+func calling(ctx context.Context, reached *bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	*reached = true
+	return nil
+}
+
+// PastMaxAttempts says whether o retries a DELETE that has already failed
+// MaxAttempts times: a CREATE would have given up; a DELETE keeps backing
+// off (a service left on the controller is lost for good otherwise), and
+// this is what the WARN log and wimro_delete_retries_past_max_total report.
+func (r *Runner) PastMaxAttempts(a wimro.Action, o persistence.Outcome) bool {
+	return o.Retry && a.Action == wimro.ActionDelete && attempt(a, o.Reached) >= r.policy.MaxAttempts
 }
 
 // logOutcome logs at INFO an action that failed or will be retried (an
 // error from the controller or the database, kept with a back-off), so an
 // operator sees a dead controller without the debug log. A wait for the
-// local networks (it resets the attempts) is not a failure.
+// local networks (it resets the attempts) is not a failure. A DELETE
+// still failing at MaxAttempts, and at every multiple of it after, is
+// logged at WARN: its service stays on the controller until it succeeds
+// (one line per MaxAttempts attempts, not one per retry).
 func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
 	var msg string
+	level := slog.LevelInfo
+	n := attempt(a, out.Reached)
 	switch {
 	case out.Status == wimro.ActionFailed:
 		msg = "action failed"
+	case r.PastMaxAttempts(a, out) && out.Reached && n%r.policy.MaxAttempts == 0:
+		msg = "DELETE still failing; it keeps being retried, and its service stays on the controller until it succeeds"
+		level = slog.LevelWarn
 	case out.ErrorMsg != nil && out.RunAfter != nil && !out.ResetAttempts:
 		msg = "action will be retried"
 	default:
@@ -211,14 +254,14 @@ func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
 	}
 	attrs := []any{slog.String("action_id", fmt.Sprintf("%s[%d]", a.InstanceActionID, a.TaskIndex)), slog.String("action", a.Action),
 		slog.String("wan_link_id", a.ItemID), slog.String("account_id", t.AccountID), slog.String("connector", t.Type),
-		slog.Int("attempt", a.Attempts), slog.String("status", out.Status)}
+		slog.Int("attempt", n), slog.String("status", out.Status)}
 	if out.RunAfter != nil {
 		attrs = append(attrs, slog.Int64("retry_in_ms", max(0, out.RunAfter.Sub(r.now()).Milliseconds())))
 	}
 	if out.ErrorMsg != nil {
 		attrs = append(attrs, slog.String("error", *out.ErrorMsg))
 	}
-	r.logger.Info(msg, attrs...)
+	r.logger.Log(context.Background(), level, msg, attrs...)
 }
 
 // Unrecorded is the outcome written in place of one the database refused
@@ -250,22 +293,32 @@ func permanent(format string, args ...any) error {
 	return &actionError{msg: fmt.Sprintf(format, args...)}
 }
 
-// onError turns an error into a retry or a failure.
-func (r *Runner) onError(ctx context.Context, a wimro.Action, err error) persistence.Outcome {
+// onError turns an error into a retry or a failure. reached says whether
+// this run called the controller (it then counts as an attempt).
+//
+// A DELETE never fails for a retryable reason: its instance is gone
+// already, so a DELETE given up would leave its service on the controller
+// for good, with nothing left in wimro to delete it by. It keeps backing
+// off, capped at RetryMax; past MaxAttempts it is reported instead
+// (PastMaxAttempts). A CREATE gives up after MaxAttempts: nothing is left
+// behind, and the NFVO learns it failed.
+func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached bool) persistence.Outcome {
 	msg := err.Error()
+	n := attempt(a, reached)
 	var ae *actionError
 	retry := !errors.As(err, &ae) && (connectors.Retryable(err) || wimro.ErrorCode(err) == wimro.EUNAVAILABLE || ctx.Err() != nil)
-	if retry && (a.Attempts < r.policy.MaxAttempts || ctx.Err() != nil) {
-		at := r.now().Add(r.delay(a.Attempts, err))
-		if ctx.Err() != nil {
-			// Stopped, not refused: run it again at once on the next start.
-			at = r.now()
-			msg = "interrupted: " + msg
-		}
+	if retry && ctx.Err() != nil {
+		// Stopped, not refused: run it again at once on the next start.
+		at := r.now()
+		msg = "interrupted: " + msg
 		return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 	}
+	if retry && (n < r.policy.MaxAttempts || a.Action == wimro.ActionDelete) {
+		at := r.now().Add(r.delay(n, err))
+		return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at, Retry: true}
+	}
 	if retry {
-		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, a.Attempts)
+		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, n)
 	}
 	return r.fail(a, msg)
 }
@@ -312,7 +365,7 @@ func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 	return b.String()
 }
 
-func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded) (persistence.Outcome, error) {
+func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (persistence.Outcome, error) {
 	if l == nil {
 		var err error
 		if l, err = r.load(ctx, a); err != nil {
@@ -350,6 +403,9 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	}
 	if link.Multipoint || len(points) > 2 {
 		return persistence.Outcome{}, permanent("%s", connectors.MultipointNotSupported)
+	}
+	if err := calling(ctx, reached); err != nil {
+		return persistence.Outcome{}, err
 	}
 	id, connInfo, err := connectors.Create(ctx, t.Connector, link.UUID, connectors.ServiceELINE, points, QoSOf(link))
 	if err != nil {
@@ -536,7 +592,7 @@ func matches(cond any, info map[string]any) bool {
 	return true
 }
 
-func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loaded) (persistence.Outcome, error) {
+func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (persistence.Outcome, error) {
 	gone := false
 	if l != nil {
 		gone = l.Link == nil
@@ -553,6 +609,9 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loade
 		return persistence.Outcome{}, permanent("action has no service id to refresh")
 	}
 	connInfo, _ := a.Extra["conn_info"].(map[string]any)
+	if err := calling(ctx, reached); err != nil {
+		return persistence.Outcome{}, err
+	}
 	st, err := t.Connector.GetServiceStatus(ctx, *a.WIMInternalID, connInfo)
 	if err != nil {
 		// Whatever the error (an outage, a 401, a service not found), keep
@@ -560,7 +619,7 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loade
 		// WIM_ERROR until a later good answer overwrites it.
 		msg := err.Error()
 		werr := wimro.LinkWIMError
-		next := r.now().Add(min(r.delay(a.Attempts, err), r.policy.Refresh))
+		next := r.now().Add(min(r.delay(a.Attempts+1, err), r.policy.Refresh))
 		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
 			Link: &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
 	}
@@ -572,9 +631,12 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loade
 	return persistence.Outcome{Status: wimro.ActionDone, Link: &up}, nil
 }
 
-func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action) (persistence.Outcome, error) {
+func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action, reached *bool) (persistence.Outcome, error) {
 	id, connInfo, err := r.serviceOf(ctx, a)
 	if err != nil {
+		return persistence.Outcome{}, err
+	}
+	if err := calling(ctx, reached); err != nil {
 		return persistence.Outcome{}, err
 	}
 	if id == "" {

@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,10 @@ type want struct {
 	msg         string // a part of the action's error_msg; "" = none
 	runAfter    [2]time.Duration
 	services    int // on the controller afterwards
+	// retry: the outcome is a retry (a retry event is written with it);
+	// reached, when set: whether the run counts as an attempt.
+	retry   bool
+	reached *bool
 }
 
 // TestStateMachine runs every row of the action state machine in
@@ -264,11 +269,11 @@ func TestStateMachine(t *testing.T) {
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				f.ctrl.FailNext(1, connectors.KindRetryable)
 				a := f.create
-				a.Attempts = 2
+				a.Attempts = 1 // one run reached the controller before: this is attempt 2
 				return a, f.ctx
 			},
 			// Full jitter over the window of attempt 2 (2 s).
-			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, 2*time.Second + time.Second}, services: 0},
+			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, 2*time.Second + time.Second}, services: 0, retry: true, reached: ptr(true)},
 		},
 		{
 			name: "CREATE: 429 with Retry-After -> SCHEDULED, not before the controller asked",
@@ -277,14 +282,14 @@ func TestStateMachine(t *testing.T) {
 				return f.create, f.ctx
 			},
 			// The hint wins over RetryMax (1 min); jitter comes on top.
-			want: want{status: wimro.ActionScheduled, msg: "slow down", runAfter: [2]time.Duration{90 * time.Second, 90*time.Second + policy.RetryBase + time.Second}, services: 0},
+			want: want{status: wimro.ActionScheduled, msg: "slow down", runAfter: [2]time.Duration{90 * time.Second, 90*time.Second + policy.RetryBase + time.Second}, services: 0, retry: true},
 		},
 		{
 			name: "CREATE: retryable error at the last attempt -> FAILED",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				f.ctrl.FailNext(1, connectors.KindRetryable)
 				a := f.create
-				a.Attempts = policy.MaxAttempts
+				a.Attempts = policy.MaxAttempts - 1
 				return a, f.ctx
 			},
 			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "gave up after 3 attempts", runAfter: soon},
@@ -296,7 +301,7 @@ func TestStateMachine(t *testing.T) {
 				cancel()
 				return f.create, ctx
 			},
-			want: want{status: wimro.ActionScheduled, msg: "interrupted", runAfter: soon, services: 0},
+			want: want{status: wimro.ActionScheduled, msg: "interrupted", runAfter: soon, services: 0, reached: ptr(false)},
 		},
 		{
 			name: "CREATE: service created, controller says ACTIVE at once -> DONE, link ACTIVE, counted done",
@@ -472,14 +477,25 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkDeleted, runAfter: soon, services: 0},
 		},
 		{
-			name: "DELETE: retryable error -> SCHEDULED, backs off",
+			name:    "DELETE: retryable error -> SCHEDULED, backs off",
+			prepare: retryableDelete(0),
+			want:    want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
+		},
+		{
+			name:    "DELETE: retryable error past MaxAttempts -> SCHEDULED, backs off capped at RetryMax (never gives up)",
+			prepare: retryableDelete(5 * policy.MaxAttempts),
+			want:    want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
+		},
+		{
+			name: "DELETE: interrupted (worker stopping) -> SCHEDULED, due at once, not an attempt",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				a := f.made(t)
 				d := f.deleted(t, a.WIMInternalID)
-				f.ctrl.FailNext(1, connectors.KindRetryable)
-				return d, f.ctx
+				ctx, cancel := context.WithCancel(f.ctx)
+				cancel()
+				return d, ctx
 			},
-			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1},
+			want: want{status: wimro.ActionScheduled, msg: "interrupted", runAfter: soon, services: 1, reached: ptr(false)},
 		},
 		{
 			name: "DELETE: permanent error -> FAILED, counted failed, link untouched",
@@ -535,6 +551,9 @@ func TestStateMachine(t *testing.T) {
 			if n := f.ctrl.CallCount(fake.MethodGetServiceStatus); w.statusCalls != nil && n != *w.statusCalls {
 				t.Fatalf("%d status calls reached the controller, want %d", n, *w.statusCalls)
 			}
+			if o.Retry != w.retry || (w.reached != nil && o.Reached != *w.reached) {
+				t.Fatalf("retry %v, reached the controller %v; want retry %v, reached %v", o.Retry, o.Reached, w.retry, deref(w.reached))
+			}
 			runAfter := before
 			if o.RunAfter != nil {
 				runAfter = *o.RunAfter
@@ -552,9 +571,22 @@ func TestStateMachine(t *testing.T) {
 	}
 }
 
-func deref(s *string) string {
-	if s == nil {
+// retryableDelete prepares the DELETE of a link whose service exists,
+// after attempts failed runs, with the controller failing the next call
+// retryably.
+func retryableDelete(attempts int) func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+	return func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+		a := f.made(t)
+		d := f.deleted(t, a.WIMInternalID)
+		d.Attempts = attempts
+		f.ctrl.FailNext(1, connectors.KindRetryable)
+		return d, f.ctx
+	}
+}
+
+func deref[T any](p *T) string {
+	if p == nil {
 		return "<nil>"
 	}
-	return *s
+	return fmt.Sprint(*p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -57,10 +58,47 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		if _, err := s.CreateActions(ctx, actions); err != nil {
 			return err
 		}
-		out = InstanceView{Instance: inst, Networks: nets, WANLinks: links, ActionID: ia.UUID}
+		warnings, err := accountWarnings(ctx, s, accounts)
+		if err != nil {
+			return err
+		}
+		out = InstanceView{Instance: inst, Networks: nets, WANLinks: links, ActionID: ia.UUID, Warnings: warnings}
 		return s.NotifyAccounts(ctx, accounts...)
 	})
 	return out, err
+}
+
+// accountWarnings warns of each account in ERROR (its last credentials
+// check failed) that the instance's links were accepted onto: they are
+// queued and retried all the same, and an NFVO that was told nothing saw
+// only a link in BUILD for minutes while the log had a line per retry.
+func accountWarnings(ctx context.Context, s *persistence.Store, accounts []string) ([]string, error) {
+	var warnings []string
+	seen := map[string]bool{}
+	for _, id := range accounts {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		a, err := s.GetAccount(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a.Status != wimro.AccountError {
+			continue
+		}
+		name := a.UUID
+		if a.Name != nil {
+			name = *a.Name + " (" + a.UUID + ")"
+		}
+		why := "no reason recorded"
+		if a.StatusMsg != nil {
+			why = strings.Join(strings.Fields(wimro.CleanText(*a.StatusMsg, 200)), " ") // one line
+		}
+		warnings = append(warnings, fmt.Sprintf("WIM account %s is in ERROR (its last credentials check failed: %s): "+
+			"its WAN links are accepted and will be retried until its controller answers; follow them with the action's events (--wait)", name, why))
+	}
+	return warnings, nil
 }
 
 // GetInstance returns an instance of a tenant with its networks and links.

@@ -108,6 +108,9 @@ type InstanceView struct {
 	WANLinks []wimro.WANLink     `json:"wan_links"`
 	// ActionID is the instance action that creates it (create response only).
 	ActionID string `json:"action_id,omitempty"`
+	// Warnings are for the create response's "warnings" (an account of
+	// the links in ERROR); the HTTP layer places them.
+	Warnings []string `json:"-"`
 }
 
 var linkStatuses = map[string]bool{}

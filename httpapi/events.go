@@ -36,6 +36,7 @@ const (
 // Names of the stream's events and of its resume parameters.
 const (
 	eventChange      = "change"
+	eventRetry       = "retry"
 	eventDone        = "done"
 	eventError       = "error"
 	lastEventID      = "Last-Event-ID"
@@ -50,16 +51,17 @@ type streamError struct {
 
 // eventStreams are the events of the stream route, for the OpenAPI
 // document.
-var eventStreams = map[string]any{eventChange: wimro.Event{}, eventDone: engine.EventSummary{}, eventError: streamError{}}
+var eventStreams = map[string]any{eventChange: wimro.Event{}, eventRetry: wimro.Event{}, eventDone: engine.EventSummary{}, eventError: streamError{}}
 
 func (a *api) eventRoutes() []Route {
 	return []Route{{Method: "GET", Pattern: "/openmano/{tenant_id}/instances/{instance_id}/action/{action_id}/events",
-		Summary: "Follow an instance action: a text/event-stream of its task and WAN link changes, then done", Tags: []string{"instances"},
+		Summary: "Follow an instance action: a text/event-stream of its task and WAN link changes and of its tasks' retries (attempt, error, next_try_at), then done", Tags: []string{"instances"},
 		Query: []string{lastEventIDQuery}, Stream: eventStreams, Handler: a.actionEvents}}
 }
 
 // actionEvents streams the events of an instance action as server-sent
-// events: "change" per task or link change, then "done" with the summary
+// events: "change" per task or link change, "retry" per failed attempt
+// that will run again (with attempt and next_try_at), then "done" with the summary
 // once the action settled, and the handler returns. Each event's id is
 // its cursor; a client resumes after it with Last-Event-ID (or the
 // last_event_id query parameter, for clients that cannot set headers).
@@ -112,7 +114,11 @@ func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		for _, e := range page.Events {
-			if err := s.event(e.Cursor.String(), eventChange, e); err != nil {
+			name := eventChange
+			if e.Attempt != nil {
+				name = eventRetry
+			}
+			if err := s.event(e.Cursor.String(), name, e); err != nil {
 				return // the client is gone
 			}
 			after = e.Cursor

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -269,4 +270,91 @@ func accountOf(t *testing.T, b *bundle) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// Each retry of a task is a "retry" event of the stream, with an id to
+// resume after, the attempt, the error and when the task runs again
+// (issue 30, point 8): a client following an action whose controller
+// refuses every call sees each failed attempt, not minutes of silence.
+// The answers are checked against the OpenAPI document's x-events.
+func TestEventStreamSendsRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	ids := b.liveFixture()
+	api := httpapi.New(b.f.Eng, httpapi.Options{EventPoll: 20 * time.Millisecond})
+	srv := httptest.NewServer(openapitest.MustLoad(t, api.OpenAPI()).Handler(t, api.Handler()))
+	t.Cleanup(srv.Close)
+	ctx := t.Context()
+	leases, err := b.db.AcquireLeases(ctx, "test", []string{accountOf(t, b)}, time.Minute)
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("lease: %v, %v", leases, err)
+	}
+	// Two attempts refused by the controller; the first due again at once.
+	refused := "dynpac create: Post \"http://10.0.0.1:8080/service/create\": dial tcp 10.0.0.1:8080: connect: connection refused"
+	next := []time.Time{time.Now().Add(-time.Second), time.Now().Add(time.Hour)}
+	for i, at := range next {
+		claimed, err := b.db.ClaimActions(ctx, leases[0], fmt.Sprint("c", i), time.Minute, 10, nil)
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim %d: %v, %v", i, claimed, err)
+		}
+		if err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &refused,
+			RunAfter: &at, Reached: true, Retry: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The action never settles: the stream is cut after 10 s at most.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, "GET", srv.URL+eventsPath(ids), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := &sseReader{sc: bufio.NewScanner(resp.Body)}
+	var got []string
+	for len(got) < 3 {
+		id, name, data, ok := r.next()
+		if !ok {
+			t.Fatalf("the stream ended after %q", got)
+		}
+		if name == ":" {
+			continue
+		}
+		if id == "" {
+			t.Fatalf("a %s event without id: %q", name, data)
+		}
+		var e struct {
+			Status    string     `json:"status"`
+			ErrorMsg  *string    `json:"error_msg"`
+			Attempt   *int       `json:"attempt"`
+			NextTryAt *time.Time `json:"next_try_at"`
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatal(err)
+		}
+		line := name + " " + e.Status
+		if e.Attempt != nil {
+			line += fmt.Sprintf(" attempt %d", *e.Attempt)
+		}
+		if e.NextTryAt != nil {
+			line += " next " + e.NextTryAt.UTC().Format(time.RFC3339)
+		}
+		if e.ErrorMsg != nil {
+			line += ": " + *e.ErrorMsg
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"change SCHEDULED",
+		"retry SCHEDULED attempt 1 next " + next[0].UTC().Format(time.RFC3339) + ": " + refused,
+		"retry SCHEDULED attempt 2 next " + next[1].UTC().Format(time.RFC3339) + ": " + refused,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

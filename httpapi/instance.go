@@ -121,7 +121,7 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	respondWarned(w, r, http.StatusOK, instanceResponse{Instance: v}, warnings)
+	respondWarned(w, r, http.StatusOK, instanceResponse{Instance: v}, append(warnings, v.Warnings...))
 }
 
 func (a *api) getInstance(w http.ResponseWriter, r *http.Request) {

@@ -93,7 +93,7 @@ func operationDescription(rt Route) string {
 	}
 	if rt.Stream != nil {
 		return d + " The answer is a text/event-stream (server-sent events): each event has a name (event:) and one line of JSON data " +
-			"(data:), described by the media type's x-events; change events carry an id (id:) to resume after, with the Last-Event-ID " +
+			"(data:), described by the media type's x-events; change and retry events carry an id (id:) to resume after, with the Last-Event-ID " +
 			"header or the last_event_id query parameter. The stream ends after its done event; a comment (: keep-alive) is sent " +
 			"when it has been silent for 15 s. Errors before the stream starts are JSON."
 	}
@@ -111,7 +111,7 @@ func parameters(rt Route) []any {
 	}
 	if rt.Stream != nil {
 		params = append(params, map[string]any{"name": lastEventID, "in": "header", "required": false,
-			"description": "Resume after this event id (the id: of a change event); the events up to it are not sent again.",
+			"description": "Resume after this event id (the id: of a change or retry event); the events up to it are not sent again.",
 			"schema":      map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}})
 	}
 	for _, q := range rt.Query {
@@ -273,7 +273,7 @@ func (g *schemaGen) addWarnings(v any) {
 	props, _ := g.components[g.name(t)].(map[string]any)["properties"].(map[string]any)
 	if props != nil && props["warnings"] == nil {
 		props["warnings"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored."}
+			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored, or an instance accepted onto a WIM account in ERROR."}
 	}
 }
 

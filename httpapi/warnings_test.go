@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/wimro/wimro"
 )
 
 // TestUnknownKeyWarnings checks that every create and edit body accepts
@@ -79,5 +82,40 @@ func checkWarnings(t *testing.T, b *bundle, method, path, contentType string, v 
 	}
 	if present != (want != nil) || !slices.Equal(got, want) {
 		t.Errorf("warnings = %v (present %v), want %v; body %s", got, present, want, r.body)
+	}
+}
+
+// An instance accepted onto an account in ERROR (its last credentials
+// check failed) is answered with a warning naming the account and why
+// (issue 30, point 8): its links are queued and retried all the same, and
+// nothing else told the NFVO. An account ACTIVE or not checked yet gets
+// none; an unknown key's warning stays beside it.
+func TestInstanceOnAnAccountInErrorWarns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	b.liveFixture()
+	acct := accountOf(t, b)
+	inError := "WIM account acc0 (" + acct + ") is in ERROR (its last credentials check failed: HTTP 401: credentials refused): " +
+		"its WAN links are accepted and will be retried until its controller answers; follow them with the action's events (--wait)"
+	typo := instanceBody("ns-typo")
+	typo["instance"].(map[string]any)["descripton"] = "x"
+	for i, tt := range []struct {
+		name, status, msg string
+		body              map[string]any
+		want              []string
+	}{
+		{"ACTIVE", wimro.AccountActive, "", instanceBody("ns-active"), nil},
+		{"not checked yet", wimro.AccountUnknown, "", instanceBody("ns-unknown"), nil},
+		{"ERROR", wimro.AccountError, "HTTP 401: credentials refused", instanceBody("ns-error"), []string{inError}},
+		{"ERROR and a typo", wimro.AccountError, "HTTP 401: credentials refused", typo, []string{"unknown key instance.descripton (ignored)", inError}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b.t = t
+			at := time.Now().Add(time.Duration(i) * time.Second)
+			if _, _, err := b.db.SetAccountStatus(t.Context(), acct, tt.status, tt.msg, at, at); err != nil {
+				t.Fatal(err)
+			}
+			checkWarnings(t, b, "POST", "/openmano/tenant0/instances", "", tt.body, tt.want)
+		})
 	}
 }

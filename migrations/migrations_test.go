@@ -162,6 +162,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{10, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_action_events' AND column_name IN ('attempt','next_try_at')`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 10: %d retry columns of the events still there", cols)
+			}
+		}},
 		{9, func(t *testing.T) {
 			var overrides int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'action_overrides'`).Scan(&overrides)

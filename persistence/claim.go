@@ -124,7 +124,7 @@ var claimSQL = `
 			FOR UPDATE SKIP LOCKED) l),
 	claimed AS (
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $7, claim_expires_at = now() + $8::interval, attempts = a.attempts + 1, modified_at = now()
+		SET claimed_by = $7, claim_expires_at = now() + $8::interval, modified_at = now()
 		FROM picked p
 		WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
 		RETURNING p.epoch AS lease_epoch, ` + actionCols + `),
@@ -208,7 +208,8 @@ type claimedRow struct {
 // transaction, the WAN link, networks and datacenters of each, and when
 // the next action becomes due. SKIP LOCKED lets claimers of several
 // processes race without waiting on each other; their accounts differ
-// anyway (the leases). The claim records a lease and counts the attempt.
+// anyway (the leases). The claim records a lease; the attempt is counted
+// by the outcome, when its run reached the controller (Outcome.Reached).
 func (s *Store) ClaimDue(ctx context.Context, r ClaimRequest) (ClaimResult, error) {
 	var res ClaimResult
 	ids := make([]string, 0, len(r.Free))

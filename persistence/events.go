@@ -35,10 +35,10 @@ const readEventsSQL = `
 		LIMIT $4)
 	SELECT * FROM (
 		SELECT ev.xid::text AS xid, ev.id, ev.task_index, ev.action, ev.status, ev.wan_link_id::text AS wan_link_id,
-		       ev.link_status, ev.error_msg, ev.at, NULL::bool AS settled
+		       ev.link_status, ev.error_msg, ev.attempt, ev.next_try_at, ev.at, NULL::bool AS settled
 		FROM ev ORDER BY ev.xid, ev.id) AS events
 	UNION ALL
-	SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 	       NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = $1 AND a.status IN ('SCHEDULED', 'BUILD'))
 	   AND NOT EXISTS (SELECT 1 FROM instance_action_events e, snap WHERE e.instance_action_id = $1 AND e.xid >= snap.xmin)`
 
@@ -64,7 +64,7 @@ func (s *Store) ReadEvents(ctx context.Context, instanceActionID string, after w
 			when    *time.Time
 			settled *bool
 		)
-		if err := rows.Scan(&xid, &id, &e.TaskIndex, &e.Action, &e.Status, &e.WANLinkID, &e.LinkStatus, &e.ErrorMsg, &when, &settled); err != nil {
+		if err := rows.Scan(&xid, &id, &e.TaskIndex, &e.Action, &e.Status, &e.WANLinkID, &e.LinkStatus, &e.ErrorMsg, &e.Attempt, &e.NextTryAt, &when, &settled); err != nil {
 			return EventPage{}, mapError(fmt.Errorf("persistence: read instance_action_events: %w", err))
 		}
 		if xid == nil {

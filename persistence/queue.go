@@ -23,7 +23,8 @@ import (
 // unfinished, no action of its link is claimed, and its link is not in
 // busyLinks (links the caller is already working on). SKIP LOCKED lets
 // several claimers race without waiting on each other; the claim records a
-// lease and counts the attempt.
+// lease. It does not count an attempt: the outcome does, when its run
+// reached the controller (Outcome.Reached).
 func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -44,7 +45,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $2, claim_expires_at = now() + $3::interval, attempts = a.attempts + 1, modified_at = now()
+		SET claimed_by = $2, claim_expires_at = now() + $3::interval, modified_at = now()
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
@@ -103,6 +104,15 @@ type Outcome struct {
 	RunAfter *time.Time
 	// ResetAttempts clears the attempt counter (a refresh is not a retry).
 	ResetAttempts bool
+	// Reached says the run called the controller: the attempt counter
+	// grows by one with the outcome (unless ResetAttempts). A run stopped
+	// before that, or an outcome refused (ErrClaimLost), counts nothing,
+	// so attempts is the number of runs that reached the controller.
+	Reached bool
+	// Retry marks the outcome of a failed attempt that will run again at
+	// RunAfter: it writes a retry event (attempt, ErrorMsg, RunAfter) in
+	// the same statement, though the status does not change.
+	Retry bool
 	// Done and Failed are added to the instance action's counters.
 	Done, Failed int
 	// Link, when set, updates the WAN link (a missing link is ignored: the
@@ -166,8 +176,11 @@ const leaseHeld = `COALESCE((
 // events part joins the links as the statement's snapshot has them (every
 // part of a statement sees the same snapshot, not the links part's
 // update), so the change is judged against the status the outcome was
-// computed from. Each part carries forward what the next needs (locked
-// the outcome, done what its link, event and increment need) and reads
+// computed from. A retry (Outcome.Retry) gets an event though nothing
+// changed status, with its attempt (counted in the same statement when
+// the run reached the controller) and next try (00011_retry_events.sql).
+// Each part carries forward what the next needs (locked the outcome,
+// done what its link, event and increment need) and reads
 // tables only by primary key: PostgreSQL has no row counts for WITH parts
 // and planned joins between two of them as nested loops, quadratic in the
 // batch (two such joins took more time than the rest of the statement at
@@ -176,9 +189,10 @@ const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		                     $8::timestamptz[], $9::bool[], $10::text[], $11::bigint[],
-		                     $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::int[], $19::int[])
+		                     $12::bool[], $13::text[], $14::text[], $15::bool[], $16::text[], $17::text[], $18::int[], $19::int[],
+		                     $20::bool[], $21::bool[])
 			AS o(id, idx, claim, status, error_msg, wim_internal_id, extra, run_after, reset, owner, epoch,
-			     has_link, link_status, link_error, link_clear, link_svc, link_info, n_done, n_failed)),
+			     has_link, link_status, link_error, link_clear, link_svc, link_info, n_done, n_failed, reached, retry)),
 	locked AS (
 		SELECT a.status AS old_status, o.*
 		FROM o
@@ -190,12 +204,13 @@ const finishSQL = `
 		UPDATE vim_wim_actions AS a
 		SET status = k.status, error_msg = k.error_msg, wim_internal_id = COALESCE(k.wim_internal_id, a.wim_internal_id),
 		    extra = CASE WHEN k.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || k.extra::jsonb END,
-		    run_after = k.run_after, attempts = CASE WHEN k.reset THEN 0 ELSE a.attempts END,
+		    run_after = k.run_after, attempts = CASE WHEN k.reset THEN 0 WHEN k.reached THEN a.attempts + 1 ELSE a.attempts END,
 		    claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
 		FROM locked k
 		WHERE a.instance_action_id = k.id AND a.task_index = k.idx
 		RETURNING a.instance_action_id, a.task_index, a.action, a.item_id, a.status, a.error_msg,
-		          k.old_status, k.has_link, k.link_status, k.link_error, k.link_clear, k.link_svc, k.link_info, k.n_done, k.n_failed),
+		          k.old_status, k.has_link, k.link_status, k.link_error, k.link_clear, k.link_svc, k.link_info, k.n_done, k.n_failed,
+		          k.retry, a.attempts, a.run_after),
 	links AS (
 		UPDATE instance_wim_nets l SET
 			status = COALESCE(d.link_status, l.status),
@@ -207,13 +222,14 @@ const finishSQL = `
 		FROM done d
 		WHERE d.has_link AND l.uuid = d.item_id),
 	events AS (
-		INSERT INTO instance_action_events (instance_action_id, task_index, action, status, wan_link_id, link_status, error_msg)
+		INSERT INTO instance_action_events (instance_action_id, task_index, action, status, wan_link_id, link_status, error_msg, attempt, next_try_at)
 		SELECT d.instance_action_id, d.task_index, d.action, d.status, d.item_id,
 		       CASE WHEN b.uuid IS NULL THEN NULL WHEN d.has_link THEN COALESCE(d.link_status, b.status) ELSE b.status END,
-		       COALESCE(d.error_msg, CASE WHEN d.has_link THEN d.link_error END)
+		       COALESCE(d.error_msg, CASE WHEN d.has_link THEN d.link_error END),
+		       CASE WHEN d.retry THEN d.attempts END, CASE WHEN d.retry THEN d.run_after END
 		FROM done d
 		LEFT JOIN instance_wim_nets b ON b.uuid = d.item_id
-		WHERE d.status IS DISTINCT FROM d.old_status
+		WHERE d.retry OR d.status IS DISTINCT FROM d.old_status
 		   OR (d.has_link AND b.uuid IS NOT NULL AND d.link_status IS NOT NULL AND d.link_status IS DISTINCT FROM b.status)
 		ORDER BY d.instance_action_id, d.task_index),
 	counters AS (
@@ -253,6 +269,7 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]error, e
 		msgs, svcIDs, extras          []*string
 		runAfters                     []time.Time
 		resets, hasLink, linkClear    []bool
+		reached, retry                []bool
 		epochs                        []int64
 		linkStatus, linkErr, linkSvc  []*string
 		linkInfo                      []*string
@@ -293,12 +310,13 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]error, e
 		hasLink, linkStatus, linkErr = append(hasLink, o.Link != nil), append(linkStatus, u.Status), append(linkErr, cleanMsg(u.ErrorMsg))
 		linkClear, linkSvc, linkInfo = append(linkClear, u.ClearError), append(linkSvc, cleanID(u.WIMInternalID)), append(linkInfo, info)
 		nDone, nFailed = append(nDone, int32(o.Done)), append(nFailed, int32(o.Failed))
+		reached, retry = append(reached, o.Reached), append(retry, o.Retry)
 	}
 	written := make([]bool, len(items))
 	if len(ids) > 0 {
 		rows, err := s.query(ctx, "vim_wim_actions", finishSQL,
 			ids, idxs, claims, statuses, msgs, svcIDs, extras, runAfters, resets, owners, epochs,
-			hasLink, linkStatus, linkErr, linkClear, linkSvc, linkInfo, nDone, nFailed)
+			hasLink, linkStatus, linkErr, linkClear, linkSvc, linkInfo, nDone, nFailed, reached, retry)
 		if err != nil {
 			return nil, err
 		}

@@ -118,7 +118,9 @@ func (s *Supervisor) flush(conn *persistence.Pinned, batch []outcome) {
 		}
 		o := batch[0]
 		o.acct.actionLog(o.Action).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
+		reached := o.Outcome.Reached
 		o.Outcome = s.runner.Unrecorded(o.Action, err)
+		o.Outcome.Reached = reached // the run's call to the controller still counts
 		if s.commit(conn, []outcome{o}) == nil {
 			return
 		}

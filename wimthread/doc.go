@@ -89,6 +89,15 @@
 //     live process (the cluster leader, once there is one) returns expired
 //     claims to the queue.
 //
+// A claim counts no attempt: vim_wim_actions.attempts grows with an
+// outcome whose run reached the controller (persistence.Outcome.Reached),
+// in the statement that writes it. An interrupted run, an outcome refused
+// as ErrClaimLost, a claim given up or expired leave it as it was, so a
+// CREATE gives up after MaxAttempts calls the controller failed, not
+// after restarts or lost leases. A DELETE never gives up (actions/doc.go);
+// its retries past MaxAttempts are counted in
+// wimro_delete_retries_past_max_total.
+//
 // VerifyClaims checks the invariant that follows: every unexpired claim
 // the database holds under this owner is in the record. The tests run it
 // continuously.

@@ -34,7 +34,7 @@ func TestSlowAccountDoesNotHoldBackAnother(t *testing.T) {
 	}
 	running := 0
 	for _, a := range s.WIMActions {
-		if a.Attempts > 0 {
+		if a.ClaimedBy != nil {
 			running++
 		}
 	}

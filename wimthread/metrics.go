@@ -15,6 +15,7 @@ import (
 // they were built with (Options.Metrics); nil records nothing.
 type Metrics struct {
 	finished    *prometheus.CounterVec
+	pastMax     *prometheus.CounterVec
 	calls       *prometheus.HistogramVec
 	transitions *prometheus.CounterVec
 	claimed     prometheus.Histogram
@@ -33,7 +34,8 @@ var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 1
 // NewMetrics registers the workers' metrics on reg:
 // wimro_actions_finished_total{action,status,connector},
 // wimro_connector_call_duration_seconds{connector,operation,outcome},
-// wimro_wan_link_transitions_total{from,to}, and how the claimer and the
+// wimro_wan_link_transitions_total{from,to},
+// wimro_delete_retries_past_max_total{connector}, and how the claimer and the
 // completer batch: wimro_claim_actions, wimro_outcome_batch_actions and
 // wimro_outcome_write_duration_seconds.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -42,6 +44,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "wimro_actions_finished_total",
 			Help: "Action outcomes written, by action (CREATE, DELETE, ...), the status the action was left in (DONE, FAILED, or SCHEDULED/BUILD when it runs again) and connector (WIM type).",
 		}, []string{"action", "status", "connector"}),
+		pastMax: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wimro_delete_retries_past_max_total",
+			Help: "Retries written of DELETE actions that have failed MaxAttempts times or more, by connector (WIM type): a DELETE never gives up, and until it succeeds its service stays on the controller.",
+		}, []string{"connector"}),
 		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "wimro_connector_call_duration_seconds",
 			Help:    "Duration of connector calls, by connector (WIM type), operation and outcome (ok or the error kind: retryable, permanent, not_found, unauthorized).",
@@ -67,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.finished, m.calls, m.transitions, m.claimed, m.batch, m.write} {
+	for _, c := range []prometheus.Collector{m.finished, m.pastMax, m.calls, m.transitions, m.claimed, m.batch, m.write} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -78,6 +84,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) actionFinished(action, status, connector string) {
 	if m != nil {
 		m.finished.WithLabelValues(action, status, connector).Inc()
+	}
+}
+
+func (m *Metrics) deleteRetriedPastMax(connector string) {
+	if m != nil {
+		m.pastMax.WithLabelValues(connector).Inc()
 	}
 }
 
@@ -203,6 +215,9 @@ func (s *Supervisor) countFinished(batch []outcome, errs []error) {
 			name = *p
 		}
 		s.opts.Metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		if s.runner.PastMaxAttempts(o.Action, o.Outcome) {
+			s.opts.Metrics.deleteRetriedPastMax(name)
+		}
 	}
 }
 

@@ -38,7 +38,8 @@ func (e *waitError) Error() string { return e.msg }
 var errWaitTimeout = errors.New("--timeout passed")
 
 // waitHelp is the help of --wait, shared by the commands that take it.
-const waitHelp = "--wait follows the action's events (a progress line on a terminal, a line per event otherwise) until every task\n" +
+const waitHelp = "--wait follows the action's events (a progress line on a terminal, a line per event otherwise, and a line per retry:\n" +
+	"the attempt that failed, why, and when the next one runs) until every task\n" +
 	"is done and every link left BUILD: exit 0 when every link is ACTIVE (gone, for a delete), 1 when a task FAILED,\n" +
 	"a link is in ERROR or --timeout (default 10m) passed."
 
@@ -101,7 +102,7 @@ func readSSE(r io.Reader, fn func(sseEvent) (stop bool, err error)) error {
 	return sc.Err()
 }
 
-// wireEvent is the data of a change event.
+// wireEvent is the data of a change or retry event.
 type wireEvent struct {
 	TaskIndex  *int    `json:"task_index"`
 	Action     *string `json:"action"`
@@ -109,7 +110,38 @@ type wireEvent struct {
 	WANLinkID  *string `json:"wan_link_id"`
 	LinkStatus *string `json:"link_status"`
 	ErrorMsg   *string `json:"error_msg"`
-	At         string  `json:"at"`
+	// Attempt and NextTryAt are set on retry events only.
+	Attempt   *int    `json:"attempt"`
+	NextTryAt *string `json:"next_try_at"`
+	At        string  `json:"at"`
+}
+
+// retryExcerpt is how much of a retry's error a retry line shows: the
+// task's full message is in action-list.
+const retryExcerpt = 160
+
+// retryLine is the line of a retry event: which attempt failed, why, and
+// when the task runs again (counted from the event, so a late reader does
+// not print a negative wait).
+func retryLine(e wireEvent) string {
+	msg := strings.Join(strings.Fields(deref(e.ErrorMsg)), " ")
+	if r := []rune(msg); len(r) > retryExcerpt {
+		msg = string(r[:retryExcerpt-1]) + "…"
+	}
+	next := "later"
+	at, err1 := time.Parse(time.RFC3339Nano, e.At)
+	when, err2 := time.Parse(time.RFC3339Nano, deref(e.NextTryAt))
+	if err1 == nil && err2 == nil {
+		next = "in " + max(when.Sub(at), 0).Round(100*time.Millisecond).String()
+	}
+	line := fmt.Sprintf("%s task %s %s retry: attempt %d failed, next try %s", e.At, intStr(e.TaskIndex), deref(e.Action), *e.Attempt, next)
+	if e.WANLinkID != nil {
+		line += " (link " + *e.WANLinkID + ")"
+	}
+	if msg != "" {
+		line += ": " + msg
+	}
+	return line
 }
 
 // wireSummary is the data of the done event.
@@ -211,6 +243,19 @@ func (w *watcher) change(e wireEvent) {
 		if e.ErrorMsg != nil {
 			l.errorMsg = *e.ErrorMsg
 		}
+	}
+	if e.Attempt != nil {
+		// A retry is a line of its own on a terminal too: the progress
+		// line alone would sit still while a controller refuses every call.
+		if w.terminal {
+			fmt.Fprintf(w.out, "\r%s\r", strings.Repeat(" ", w.lastLen))
+			w.lastLen = 0
+		}
+		fmt.Fprintln(w.out, retryLine(e))
+		if w.terminal {
+			w.progress()
+		}
+		return
 	}
 	if w.terminal {
 		w.progress()
@@ -442,7 +487,7 @@ func (s *session) followOnce(ctx context.Context, client *http.Client, path stri
 	var streamErr error
 	err = readSSE(resp.Body, func(ev sseEvent) (bool, error) {
 		switch ev.name {
-		case "change":
+		case "change", "retry":
 			var e wireEvent
 			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
 				return true, cliErrorf("cannot parse an event of the stream: %v", err)

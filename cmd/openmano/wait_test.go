@@ -112,4 +112,18 @@ func TestWaitThroughCLI(t *testing.T) {
 	if code != exitServer || !strings.Contains(errs, "gave up after --timeout 1s: tasks done 0/2") {
 		t.Fatalf("create --wait --timeout: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
+
+	// A controller refusing every call, retryably (issue 30, point 8):
+	// the answer warns that the account is in ERROR, and --wait prints a
+	// line per retry (attempt, next try, why) instead of nothing until
+	// --timeout. The first attempts run at once; the default back-off
+	// (2 s, doubling) leaves the later ones to the timeout.
+	om.ok("wim-account-edit", "wan2", "--config", "{kind: retryable, reason: controller refuses connections}")
+	code, out, errs = om.run("", "instance-scenario-create", instance("ns4", "ACTIVE", "wan2"), "--wait", "--timeout", "3s")
+	if code != exitServer || !strings.Contains(errs, "gave up after --timeout 3s: tasks done 0/2") ||
+		!strings.Contains(errs, "warning: WIM account") || !strings.Contains(errs, "is in ERROR") ||
+		strings.Count(out, " CREATE retry: attempt 1 failed, next try in ") != 2 || !strings.Contains(out, "controller refuses connections") {
+		t.Fatalf("create --wait on a refusing controller: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	t.Logf("create --wait on a refusing controller:\n%s", out)
 }

@@ -140,3 +140,33 @@ func TestWaitProgressLine(t *testing.T) {
 		t.Fatalf("progress output: %q", text)
 	}
 }
+
+// A retry line says which attempt failed, when the next one runs
+// (counted from the event) and why, on one line, the error cut short.
+func TestRetryLine(t *testing.T) {
+	t.Parallel()
+	str := func(s string) *string { return &s }
+	idx := func(i int) *int { return &i }
+	long := strings.Repeat("refused ", 40)
+	for _, tt := range []struct {
+		name string
+		e    wireEvent
+		want string
+	}{
+		{"next try in 7.6 s", wireEvent{TaskIndex: idx(0), Action: str("CREATE"), WANLinkID: str("L1"), Attempt: idx(3), At: "2026-01-01T00:00:00Z",
+			NextTryAt: str("2026-01-01T00:00:07.6Z"), ErrorMsg: str("Impossible to connect ELINE.\n\tconnection refused")},
+			"2026-01-01T00:00:00Z task 0 CREATE retry: attempt 3 failed, next try in 7.6s (link L1): Impossible to connect ELINE. connection refused"},
+		{"next try already passed", wireEvent{TaskIndex: idx(1), Action: str("DELETE"), Attempt: idx(12), At: "2026-01-01T00:00:09Z",
+			NextTryAt: str("2026-01-01T00:00:08Z"), ErrorMsg: str("HTTP 503")},
+			"2026-01-01T00:00:09Z task 1 DELETE retry: attempt 12 failed, next try in 0s: HTTP 503"},
+		{"no next try time, a long error", wireEvent{TaskIndex: idx(0), Action: str("CREATE"), Attempt: idx(1), At: "t", ErrorMsg: str(long)},
+			"t task 0 CREATE retry: attempt 1 failed, next try later: " + string([]rune(strings.TrimSpace(long))[:retryExcerpt-1]) + "…"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := retryLine(tt.e); got != tt.want {
+				t.Fatalf("retryLine =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
