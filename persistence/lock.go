@@ -115,4 +115,3 @@ func (db *DB) closeLocks() {
 		db.locks.Close(ctx)
 	}
 }
-

@@ -21,11 +21,13 @@
 //     (persistence.ConnectorInputs). It claims on a pool connection of
 //     its own, kept between claims (persistence.Pinned), so the backend
 //     that plans the claim has its caches warm.
+//
 //   - Each claimed action runs in its own goroutine, with its account's
 //     connector. Options.Parallel bounds the actions of an account at the
 //     controller: an action whose outcome waits for the completer frees
 //     its slot for another link; its own link stays busy until the
 //     outcome is written.
+//
 //   - One completer per process writes the outcomes of every account in
 //     batches: whatever has accumulated, up to a fixed size, in one
 //     transaction (persistence.FinishActions), with at most two batches
