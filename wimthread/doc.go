@@ -21,13 +21,11 @@
 //     (persistence.ConnectorInputs). It claims on a pool connection of
 //     its own, kept between claims (persistence.Pinned), so the backend
 //     that plans the claim has its caches warm.
-//
 //   - Each claimed action runs in its own goroutine, with its account's
 //     connector. Options.Parallel bounds the actions of an account at the
 //     controller: an action whose outcome waits for the completer frees
 //     its slot for another link; its own link stays busy until the
 //     outcome is written.
-//
 //   - One completer per process writes the outcomes of every account in
 //     batches: whatever has accumulated, up to a fixed size, in one
 //     transaction (persistence.FinishActions), with at most two batches
@@ -38,7 +36,6 @@
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
-//
 //   - One lease keeper per process (a goroutine of the Supervisor) takes,
 //     renews and releases the account leases and renews the claims in
 //     flight, every SweepEvery, on a connection of its own outside the
@@ -55,9 +52,11 @@
 // a lock held while a controller answers costs no connection. What the
 // accounts share (the pool, the claimer, the completer, the keeper) is
 // never held for the length of a controller call; what one account's
-// slow calls take is its own Options.Parallel slots. The credentials
-// check and the links monitor do call one controller at a time (each
-// call bounded): a slow controller slows monitoring, not actions.
+// slow calls take is its own Options.Parallel slots. Monitoring is not
+// so walled off: the credentials checks run one at a time and the links
+// monitor's calls share a few slots of the process, each call bounded, so
+// a slow controller can slow the monitoring of the others, not their
+// actions.
 //
 // What the process keeps per account is a map entry, not a goroutine: the
 // lease, the count of actions in flight, and the account's connector
