@@ -89,6 +89,12 @@ func TestLocksHeldTakeNoPoolConnection(t *testing.T) {
 	t.Cleanup(pool.Close)
 	db := persistence.NewDB(pool, nil)
 	var unlocks []func()
+	// Before the pool closes (it waits for its connections to come back).
+	t.Cleanup(func() {
+		for _, u := range unlocks {
+			u()
+		}
+	})
 	for i := range 3 * db.MaxConns() {
 		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 		unlock, err := db.Lock(ctx, fmt.Sprint("held-", i))
