@@ -107,8 +107,8 @@
 //     written back as above, the completer writes everything, and every
 //     remaining claim of the owner is released.
 //   - A process that dies leaves its claims to expire; the sweep of any
-//     live process (the cluster leader, once there is one) returns expired
-//     claims to the queue.
+//     live process (the cluster leader's chores.Rescuer, once there is a
+//     leader) returns expired claims to the queue.
 //
 // # What a lease guarantees
 //
@@ -123,9 +123,9 @@
 //   - When a lease's bound passes without a renewal (the database away or
 //     slow, the process paused or starved), the account is stopped at once
 //     (its context cancelled, no new claims) and no longer reported as
-//     owned (Owned, Accounts, wimro_accounts_owned); the keeper takes the
-//     lease again when it can, under the same epoch if it was still its
-//     own. This does not wait for a later renewal to say the lease is lost.
+//     owned (Owned, Accounts, wimro_accounts_owned); the keeper's next
+//     round takes the lease again if it can, under the same epoch if it
+//     was still its own. This does not wait for a later renewal to say the lease is lost.
 //   - Right before every call that changes the controller (create, edit,
 //     delete: the account's connector wrapper, and again the REST client
 //     before each POST, PUT, PATCH or DELETE it sends, through

@@ -570,8 +570,8 @@ func (s *Supervisor) holdLease(l persistence.Lease, start time.Time) {
 // process can no longer prove it holds it (the database may be away, or
 // the process was paused), so it stops the account now (no new claims,
 // its running actions cancelled and written back as interrupted) and
-// stops reporting it as owned. If the lease is still its own, the keeper
-// takes it again under the same epoch. Its actions' controller calls
+// stops reporting it as owned. The keeper's next round takes the lease
+// again if it can (under the same epoch if it is still its own). Its actions' controller calls
 // check the same bound (actionFence), so none is sent past it even
 // before this runs.
 func (s *Supervisor) expire(id string, b *leaseBound) {
@@ -584,7 +584,6 @@ func (s *Supervisor) expire(id string, b *leaseBound) {
 	s.dropLease(id)
 	s.logger.Warn("account lease not renewed within its local bound; the account is no longer driven here",
 		slog.String("account_id", id), slog.Int64("epoch", l.Epoch), slog.Duration("bound", b.ttl))
-	s.signal(s.kick)
 }
 
 // releaseGivenUp releases the claims whose outcome could not be written.
