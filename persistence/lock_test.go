@@ -16,7 +16,18 @@ import (
 // own, standing in for another wimd process.
 func otherProcess(t *testing.T, b *bundle) *persistence.DB {
 	t.Helper()
-	pool, err := pgxpool.New(b.ctx, b.db.Pool().Config().ConnString())
+	return otherProcessWith(t, b, func(*pgxpool.Config) {})
+}
+
+// otherProcessWith is otherProcess with its pool's settings changed by tune.
+func otherProcessWith(t *testing.T, b *bundle, tune func(*pgxpool.Config)) *persistence.DB {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(b.db.Pool().Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tune(cfg)
+	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +88,8 @@ func TestLockSerialisesProcesses(t *testing.T) {
 func TestLocksHeldTakeNoPoolConnection(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg, err := pgxpool.ParseConfig(b.db.Pool().Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := persistence.NewDB(pool, nil)
+	db := otherProcessWith(t, b, func(c *pgxpool.Config) { c.MaxConns = 2 })
+	pool := db.Pool()
 	var unlocks []func()
 	// Before the pool closes (it waits for its connections to come back).
 	t.Cleanup(func() {
@@ -132,18 +134,8 @@ func TestLocksHeldTakeNoPoolConnection(t *testing.T) {
 func TestLockFreedWhenTheHolderDies(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg, err := pgxpool.ParseConfig(b.db.Pool().Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
 	app := "wimro-dying-" + t.Name()
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	dying := persistence.NewDB(pool, nil)
+	dying := otherProcessWith(t, b, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["application_name"] = app })
 	unlockDead, err := dying.Lock(b.ctx, "x")
 	if err != nil {
 		t.Fatal(err)
