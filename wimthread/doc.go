@@ -118,7 +118,9 @@
 // the time from a check to the request reaching the controller, and for
 // the drift between this clock and the database's). The database set the
 // expiry to its now() + Lease after that start, so while the bound holds
-// no other process can have taken the lease or the claim.
+// no other process can have taken the lease or the claim. (So
+// Options.SweepEvery must stay well under Lease*4/5: the default Lease/3
+// leaves room for two failed renewals.)
 //
 //   - When a lease's bound passes without a renewal (the database away or
 //     slow, the process paused or starved), the account is stopped at once
