@@ -1,9 +1,10 @@
 // Package coordinator decides which WIM accounts this process runs, and
 // which process runs the cluster-wide chores. It knows nothing of workers:
 // it tells a Runner the accounts it should own (SetAccounts) and starts or
-// stops Chores (the expired-claim rescue, the retention purge) as this
-// process gains or loses the right to run them, the way a leader's
-// components are switched on without knowing about leadership.
+// stops Chores (package chores: the expired-claim rescue, the retention
+// purge, and wimd's periodic drift reconcile) as this process gains or
+// loses the right to run them, the way a leader's components are switched
+// on without knowing about leadership.
 //
 // Two modes: None (this process owns every account and runs every chore)
 // and Consul (processes split the accounts through Consul). Whatever the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,6 +37,10 @@ type DB struct {
 	Store
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+
+	// locks is the connection the process's advisory locks live on (Lock).
+	locksOnce sync.Once
+	locks     *Session
 }
 
 // PoolOption tunes the pool Open makes.
@@ -91,8 +96,11 @@ func (db *DB) MaxConns() int { return int(db.pool.Config().MaxConns) }
 // Pool returns the underlying pool (for LISTEN connections and migrations).
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-// Close closes the pool.
-func (db *DB) Close() { db.pool.Close() }
+// Close closes the pool and the lock connection.
+func (db *DB) Close() {
+	db.closeLocks()
+	db.pool.Close()
+}
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/wimro/wimro/internal/startstop"
 )
 
 // ChannelAccountList is the NOTIFY channel that says the set of accounts
@@ -62,8 +64,7 @@ type Listener struct {
 	subs      map[string][]*Subscription
 	started   bool
 	connected bool
-	cancel    context.CancelFunc
-	done      chan struct{}
+	svc       startstop.Service
 }
 
 // NewListener returns a stopped listener on db's server.
@@ -104,44 +105,26 @@ func (l *Listener) Start(ctx context.Context) error {
 		return errors.New("persistence: listener already started")
 	}
 	l.started = true
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l.cancel, l.done = cancel, make(chan struct{})
 	l.mu.Unlock()
+	l.svc.Name = "persistence: listener"
 	ready := make(chan error, 1)
-	go func() {
-		defer close(l.done)
-		l.run(runCtx, ready)
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			cancel()
-			<-l.done
-		}
+	if err := l.svc.Start(ctx, func(ctx context.Context) { l.run(ctx, ready) }); err != nil {
 		return err
-	case <-ctx.Done():
-		cancel()
-		<-l.done
-		return ctx.Err()
 	}
+	var err error
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		_ = l.svc.Stop(context.WithoutCancel(ctx))
+	}
+	return err
 }
 
 // Stop ends the listening and waits for it.
-func (l *Listener) Stop(ctx context.Context) error {
-	l.mu.Lock()
-	cancel, done := l.cancel, l.done
-	l.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("persistence: stop listener: %w", ctx.Err())
-	}
-}
+func (l *Listener) Stop(ctx context.Context) error { return l.svc.Stop(ctx) }
 
 func (l *Listener) run(ctx context.Context, ready chan<- error) {
 	first := true

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -17,24 +16,23 @@ import (
 // own, standing in for another wimd process.
 func otherProcess(t *testing.T, b *bundle) *persistence.DB {
 	t.Helper()
-	pool, err := pgxpool.New(b.ctx, b.db.Pool().Config().ConnString())
+	return otherProcessWith(t, b, func(*pgxpool.Config) {})
+}
+
+// otherProcessWith is otherProcess with its pool's settings changed by tune.
+func otherProcessWith(t *testing.T, b *bundle, tune func(*pgxpool.Config)) *persistence.DB {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(b.db.Pool().Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tune(cfg)
+	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
 	return persistence.NewDB(pool, nil)
-}
-
-// waiters counts sessions waiting for an advisory lock.
-func waiters(t *testing.T, b *bundle, n int) func() (bool, string) {
-	return func() (bool, string) {
-		var got int
-		err := b.db.Pool().QueryRow(b.ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got == n, fmt.Sprintf("%d waiting sessions", got)
-	}
 }
 
 func TestLockSerialisesProcesses(t *testing.T) {
@@ -53,50 +51,82 @@ func TestLockSerialisesProcesses(t *testing.T) {
 	}
 	unlockOther()
 
-	acquired := make(chan func(), 1)
-	go func() {
-		unlock, err := other.Lock(b.ctx, "onos-vpls:http://c1")
-		if err != nil {
-			t.Error(err)
-			close(acquired)
-			return
+	// Held by the first process: the second waits, and gives up when its
+	// ctx ends, leaving nothing behind.
+	waitFor := func(db *persistence.DB) error {
+		ctx, cancel := context.WithTimeout(b.ctx, 300*time.Millisecond)
+		defer cancel()
+		unlock, err := db.Lock(ctx, "onos-vpls:http://c1")
+		if err == nil {
+			unlock()
 		}
-		acquired <- unlock
-	}()
-	eventually.Until(t, 30*time.Second, "the second process to wait for the lock", waiters(t, b, 1))
-	select {
-	case <-acquired:
-		t.Fatal("the second process took a lock the first one holds")
-	default:
+		return err
+	}
+	if err := waitFor(other); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the second process while the first holds the lock: %v, want context.DeadlineExceeded", err)
 	}
 	unlockA()
 	unlockA() // idempotent
-	var unlockB func()
-	select {
-	case unlockB = <-acquired:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the second process did not get the lock after it was released")
+	unlockB, err := other.Lock(b.ctx, "onos-vpls:http://c1")
+	if err != nil {
+		t.Fatalf("the second process after the first released the lock: %v", err)
 	}
-	if unlockB == nil {
-		t.FailNow()
-	}
-
-	// A waiter whose ctx ends gives up and leaves nothing behind.
-	ctx, cancel := context.WithCancel(b.ctx)
-	gaveUp := make(chan error, 1)
-	go func() {
-		_, err := b.db.Lock(ctx, "onos-vpls:http://c1")
-		gaveUp <- err
-	}()
-	eventually.Until(t, 30*time.Second, "the first process to wait again", waiters(t, b, 1))
-	cancel()
-	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
+	if err := waitFor(b.db); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the first process while the second holds the lock: %v, want context.DeadlineExceeded", err)
 	}
 	unlockB()
 	unlock, err := b.db.Lock(b.ctx, "onos-vpls:http://c1")
 	if err != nil {
-		t.Fatalf("lock after the cancelled waiter: %v", err)
+		t.Fatalf("lock after the waiter gave up: %v", err)
+	}
+	unlock()
+}
+
+// Locks held for the length of a controller call take no connection of
+// the pool (issue 30): a process holding more locks than its pool has
+// connections still serves every other use of the pool at once.
+func TestLocksHeldTakeNoPoolConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := otherProcessWith(t, b, func(c *pgxpool.Config) { c.MaxConns = 2 })
+	pool := db.Pool()
+	var unlocks []func()
+	// Before the pool closes (it waits for its connections to come back).
+	t.Cleanup(func() {
+		for _, u := range unlocks {
+			u()
+		}
+	})
+	for i := range 3 * db.MaxConns() {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		unlock, err := db.Lock(ctx, fmt.Sprint("held-", i))
+		cancel()
+		if err != nil {
+			t.Fatalf("lock %d with a pool of %d: %v", i+1, db.MaxConns(), err)
+		}
+		unlocks = append(unlocks, unlock)
+	}
+	if n := pool.Stat().AcquiredConns(); n != 0 {
+		t.Errorf("%d pool connections acquired while %d locks are held, want 0", n, len(unlocks))
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("the pool while locks are held: %v", err)
+	}
+	// Another process sees them held, and gets them once released.
+	other := otherProcess(t, b)
+	ctx, cancel = context.WithTimeout(b.ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := other.Lock(ctx, "held-0"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("another process took a held lock: %v", err)
+	}
+	for _, u := range unlocks {
+		u()
+	}
+	unlock, err := other.Lock(b.ctx, "held-0")
+	if err != nil {
+		t.Fatal(err)
 	}
 	unlock()
 }
@@ -104,18 +134,8 @@ func TestLockSerialisesProcesses(t *testing.T) {
 func TestLockFreedWhenTheHolderDies(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg, err := pgxpool.ParseConfig(b.db.Pool().Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
 	app := "wimro-dying-" + t.Name()
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	dying := persistence.NewDB(pool, nil)
+	dying := otherProcessWith(t, b, func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["application_name"] = app })
 	unlockDead, err := dying.Lock(b.ctx, "x")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,9 @@ import (
 type account struct {
 	id    string
 	lease persistence.Lease
+	// bound is the lease's local validity bound (fence.go), checked
+	// before every controller call that changes something.
+	bound *leaseBound
 	log   *slog.Logger
 	// ctx is cancelled when the account stops (lease lost, no longer
 	// wanted, or the supervisor stops): its running actions come back
@@ -45,9 +48,10 @@ type account struct {
 	connName atomic.Pointer[string] // the connector's WIM type, for the metrics
 }
 
+// newAccount starts driving the account of lease l. Call with s.mu held.
 func (s *Supervisor) newAccount(l persistence.Lease) *account {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &account{id: l.AccountID, lease: l, ctx: ctx, cancel: cancel,
+	return &account{id: l.AccountID, lease: l, bound: s.bounds[l.AccountID], ctx: ctx, cancel: cancel,
 		log: s.logger.With(slog.String("account_id", l.AccountID))}
 }
 

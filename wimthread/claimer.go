@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -89,7 +90,7 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	slots := 0
 	for id, a := range s.accounts {
 		n := opts.Parallel - a.running
-		if a.stopping {
+		if a.stopping || !a.bound.valid() {
 			n = 0
 		}
 		if n != opts.Parallel {
@@ -124,6 +125,7 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	// back at once as interrupted.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), min(opts.Lease, 30*time.Second))
 	defer cancel()
+	at := claimTimes{claimed: time.Now()}
 	err := s.claims.claim(func() ([]persistence.ClaimKey, error) {
 		err := conn.Do(ctx, func(st *persistence.Store) error {
 			var err error
@@ -145,6 +147,7 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	if err != nil {
 		return 0, err
 	}
+	at.recorded = time.Now()
 	opts.Metrics.claimTook(len(res.Claimed))
 	s.buildTargets(ctx, s.accountsOf(res.Claimed))
 	var stray []persistence.ClaimKey
@@ -165,7 +168,7 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 		s.runningN.Add(1)
 		s.busy[c.Action.ItemID] = true
 		s.running.Add(1)
-		go s.runAction(a, c)
+		go s.runAction(a, c, at)
 	}
 	s.mu.Unlock()
 	if len(stray) > 0 {
@@ -179,6 +182,10 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	}
 	return 0, nil
 }
+
+// claimTimes are when the claim statement of an action began and when
+// its claims were recorded (for the claim's local bound, fence.go).
+type claimTimes struct{ claimed, recorded time.Time }
 
 // accountsOf returns the driven accounts of the claimed actions, once each.
 func (s *Supervisor) accountsOf(claimed []persistence.Claimed) []*account {
@@ -217,8 +224,15 @@ func (s *Supervisor) releaseStray(keys []persistence.ClaimKey) {
 // runAction runs one claimed action and hands its outcome to the
 // completer. The runner turns a panic into a FAILED outcome, so a broken
 // connector fails its action and the process goes on.
-func (s *Supervisor) runAction(a *account, c persistence.Claimed) {
+func (s *Supervisor) runAction(a *account, c persistence.Claimed, at claimTimes) {
 	defer s.running.Done()
+	// The action's calls that change the controller are fenced by its
+	// lease and claim (fence.go); a failed check cancels ctx, so the
+	// action comes back interrupted.
+	actx, cancel := context.WithCancelCause(a.ctx)
+	defer cancel(nil)
+	f := &actionFence{s: s, a: a, claimed: at.claimed, recorded: at.recorded, cancel: cancel}
+	ctx := connectors.WithFence(actx, f.check)
 	var o persistence.Outcome
 	t, err := s.connector(a)
 	if err != nil {
@@ -229,7 +243,7 @@ func (s *Supervisor) runAction(a *account, c persistence.Claimed) {
 		}
 		o = s.runner.Postponed(c.Action, err)
 	} else {
-		o = s.runner.RunLoaded(a.ctx, t, c.Action, &actions.Loaded{Link: c.Link, Nets: c.Nets, Datacenters: c.Datacenters})
+		o = s.runner.RunLoaded(ctx, t, c.Action, &actions.Loaded{Link: c.Link, Nets: c.Nets, Datacenters: c.Datacenters})
 	}
 	// The controller is done with this link: its slot goes to another
 	// link while the outcome waits for the completer (the link itself

@@ -36,6 +36,27 @@
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
+//   - One lease keeper per process (a goroutine of the Supervisor) takes,
+//     renews and releases the account leases and renews the claims in
+//     flight, every SweepEvery, on a connection of its own outside the
+//     pool (persistence.Session), each statement within Lease/4: however
+//     busy the pool, however slow the controllers, a renewal never waits
+//     for a pooled connection, and a round ends well within one lease.
+//
+// # One slow controller
+//
+// A controller call holds no pooled connection: the connector locks
+// (persistence.Lock, for read-modify-write of shared controller state)
+// all live on one connection of their own, taken with
+// pg_try_advisory_lock and retried while another process holds one, so
+// a lock held while a controller answers costs no connection. What the
+// accounts share (the pool, the claimer, the completer, the keeper) is
+// never held for the length of a controller call; what one account's
+// slow calls take is its own Options.Parallel slots. Monitoring is not
+// so walled off: the credentials checks run one at a time and the links
+// monitor's calls share a few slots of the process, each call bounded, so
+// a slow controller can slow the monitoring of the others, not their
+// actions.
 //
 // What the process keeps per account is a map entry, not a goroutine: the
 // lease, the count of actions in flight, and the account's connector
@@ -86,8 +107,58 @@
 //     written back as above, the completer writes everything, and every
 //     remaining claim of the owner is released.
 //   - A process that dies leaves its claims to expire; the sweep of any
-//     live process (the cluster leader, once there is one) returns expired
-//     claims to the queue.
+//     live process (the cluster leader's chores.Rescuer, once there is a
+//     leader) returns expired claims to the queue.
+//
+// # What a lease guarantees
+//
+// Each lease and each claim also has a local validity bound: the start of
+// the statement that last took or renewed it, on the process's monotonic
+// clock (time.Now carries it), plus Lease, minus a margin of Lease/5 (for
+// the time from a check to the request reaching the controller, and for
+// the drift between this clock and the database's). The database set the
+// expiry to its now() + Lease after that start, so while the bound holds
+// no other process can have taken the lease or the claim. (So
+// Options.SweepEvery must stay well under Lease*4/5: the default Lease/3
+// leaves room for two failed renewals.)
+//
+//   - When a lease's bound passes without a renewal (the database away or
+//     slow, the process paused or starved), the account is stopped at once
+//     (its context cancelled, no new claims) and no longer reported as
+//     owned (Owned, Accounts, wimro_accounts_owned); the keeper's next
+//     round takes the lease again if it can, under the same epoch if it
+//     was still its own. This does not wait for a later renewal to say the lease is lost.
+//   - Right before every call that changes the controller (create, edit,
+//     delete: the account's connector wrapper, and again the REST client
+//     before each POST, PUT, PATCH or DELETE it sends, through
+//     connectors.WithFence), the action's lease and claim bounds are
+//     checked; a call past either is not sent, and the action comes back
+//     "interrupted" (due at once, for the lease's holder), never failed.
+//
+// What this does not guarantee, since controllers take no fencing token:
+//
+//   - A request sent before the bound passed can still land after it: one
+//     that was on the wire (or queued in the controller) when the process
+//     was paused, and one sent in the instant between the check and the
+//     write to the socket (the margin covers that instant, not a pause
+//     that falls inside it). Its outcome is then refused by the database
+//     (the completer's fencing), and the lease's new holder runs the
+//     action again, which every connector's create and delete survive
+//     (they adopt, or find nothing to delete).
+//   - The bound is only as good as the monotonic clock. CLOCK_MONOTONIC
+//     does not advance while a virtual machine is suspended (nor, on
+//     Linux, during a system suspend): a process whose VM was frozen for
+//     longer than a lease wakes up believing its leases still valid for
+//     whatever was left of them, and can send changes for up to
+//     Lease - margin after resuming, while another process may hold the
+//     leases. Run wimd where a freeze is shorter than the margin, or make
+//     Lease long enough for the freezes the platform can cause (live
+//     migration pauses are usually well under a second). A SIGSTOP, a GC
+//     pause or a starved scheduler do not have this problem: the monotonic
+//     clock goes on.
+//   - A connector lock (persistence.Lock) lives on a session: if that
+//     connection breaks while a call runs under the lock, PostgreSQL frees
+//     the lock and the holder is not told.
 //
 // A claim counts no attempt: vim_wim_actions.attempts grows with an
 // outcome whose run reached the controller (persistence.Outcome.Reached),

@@ -196,11 +196,12 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 	return err
 }
 
-// instrument wraps an account's connector (Options.Metrics) and records
-// its name for wimro_actions_finished_total.
+// instrument wraps an account's connector (Options.Metrics) and its
+// fence (fence.go), and records its name for
+// wimro_actions_finished_total.
 func (s *Supervisor) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
-	return s.opts.Metrics.Instrument(name, c)
+	return fenced{s.opts.Metrics.Instrument(name, c)}
 }
 
 // countFinished counts the outcomes of batch that were written (errs are

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
@@ -43,7 +44,7 @@ func (h purgeLog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h purgeLog) WithGroup(string) slog.Handler      { return h }
 
 // stopRetention stops r and fails the test unless it stops in time.
-func stopRetention(t *testing.T, r *wimthread.Retention) {
+func stopRetention(t *testing.T, r *chores.Retention) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -60,7 +61,7 @@ func TestRetentionPurgesDeletedInstances(t *testing.T) {
 	b := setup(t, "fake", nil)
 	b.start(t, registry(), wimthread.Options{})
 	purged := make(purgeLog, 16)
-	r := wimthread.NewRetention(b.db, slog.New(purged), wimthread.RetentionOptions{Retention: time.Millisecond, Interval: 20 * time.Millisecond})
+	r := chores.NewRetention(b.db, slog.New(purged), chores.RetentionOptions{Retention: time.Millisecond, Interval: 20 * time.Millisecond})
 	if err := r.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +112,10 @@ func TestRetentionPurgesDeletedInstances(t *testing.T) {
 func TestRetentionStartStop(t *testing.T) {
 	t.Parallel()
 	db := persistence.NewDB(pgtest.NewPool(t), nil)
-	stopRetention(t, wimthread.NewRetention(db, nil, wimthread.RetentionOptions{Retention: time.Hour})) // never started
+	stopRetention(t, chores.NewRetention(db, nil, chores.RetentionOptions{Retention: time.Hour})) // never started
 
 	for _, retention := range []time.Duration{0, time.Hour} {
-		r := wimthread.NewRetention(db, nil, wimthread.RetentionOptions{Retention: retention})
+		r := chores.NewRetention(db, nil, chores.RetentionOptions{Retention: retention})
 		if err := r.Start(t.Context()); err != nil {
 			t.Fatalf("retention %v: start: %v", retention, err)
 		}

@@ -45,9 +45,11 @@ type Options struct {
 
 // PoolSize is the PostgreSQL pool a process needs for a supervisor
 // running parallel links per account beside the API: the claimer 1, the
-// completer's flushes 2, lease and claim renewal 1, cluster chores 1,
-// connector locks and reads parallel, and 8 for API requests. The LISTEN
-// connection is not in the pool.
+// completer's flushes 2, cluster chores 1, connector reads parallel, and 9
+// for API requests. Not in the pool, one connection each: the LISTEN
+// connection, the lease keeper's (lease and claim renewal never queue
+// behind the pool) and the connector locks' (persistence.Lock: a lock held
+// while a controller answers holds no pooled connection).
 func PoolSize(parallel int) int { return parallel + 13 }
 
 func (o Options) withDefaults() Options {
@@ -88,6 +90,17 @@ type Supervisor struct {
 	cancel context.CancelFunc
 	want   map[string]bool
 	leases map[string]persistence.Lease
+	// bounds are the local validity bounds of the leases held (fence.go):
+	// a lease past its bound is dropped, its account stopped.
+	bounds map[string]*leaseBound
+	// base is the monotonic origin of the bounds.
+	base time.Time
+	// keeper is the connection of the lease keeper, outside the pool: the
+	// renewal never queues behind the pool's other users (issue 30).
+	keeper *persistence.Session
+	// claimRenewal is the last claim renewal that succeeded, for the
+	// claims' local bounds.
+	claimRenewal claimRenewal
 	// accounts are the accounts driven, and those stopping (no new claims)
 	// until their actions in flight are written.
 	accounts  map[string]*account
@@ -128,6 +141,8 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 		claims:   newClaims(),
 		want:     map[string]bool{},
 		leases:   map[string]persistence.Lease{},
+		bounds:   map[string]*leaseBound{},
+		base:     time.Now(),
 		accounts: map[string]*account{},
 		busy:     map[string]bool{},
 		foreign:  map[string]bool{},
@@ -161,6 +176,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	// channel only makes finished actions wait for the completer.
 	s.outcomes = make(chan outcome, maxBatch)
 	s.written = make(chan struct{})
+	s.keeper = s.db.Session()
 	s.wg.Add(6)
 	go func() { defer s.wg.Done(); s.follow() }()
 	go func() { defer s.wg.Done(); s.monitor() }()
@@ -195,7 +211,7 @@ func (s *Supervisor) Accounts() []string {
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.accounts))
 	for id, a := range s.accounts {
-		if !a.stopping {
+		if !a.stopping && a.bound.valid() {
 			ids = append(ids, id)
 		}
 	}
@@ -203,13 +219,17 @@ func (s *Supervisor) Accounts() []string {
 	return ids
 }
 
-// Owned returns the accounts whose lease this process holds now.
+// Owned returns the accounts whose lease this process holds now: taken or
+// renewed recently enough that it is within its local validity bound (a
+// lease past it may be another process's already).
 func (s *Supervisor) Owned() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.leases))
 	for id := range s.leases {
-		ids = append(ids, id)
+		if b := s.bounds[id]; b != nil && b.valid() {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	return ids
@@ -296,6 +316,7 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("wimthread: stop: %w", ctx.Err())
 	}
+	s.keeper.Close(ctx)
 	// Nothing runs any more: every claim of this process, including any
 	// given up while the database was away, goes back to the queue.
 	n, err := s.db.ReleaseClaims(ctx, s.opts.Owner)
@@ -312,6 +333,10 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		leases = append(leases, l)
 	}
 	clear(s.leases)
+	for _, b := range s.bounds {
+		b.timer.Stop()
+	}
+	clear(s.bounds)
 	clear(s.accounts)
 	clear(s.busy)
 	clear(s.foreign)
@@ -402,6 +427,9 @@ func (s *Supervisor) reloadAll() {
 // it renews the leases held and the claims in flight, releases the
 // claims given up after a failed outcome write, takes the leases of the
 // accounts it should own, and starts and stops driving accounts to match.
+// Every statement runs on the keeper's own connection (never the pool's)
+// and within keeperTimeout, so a round ends well within one lease whatever
+// the pool, the controllers or the database do.
 func (s *Supervisor) keep() {
 	t := time.NewTicker(s.opts.SweepEvery)
 	defer t.Stop()
@@ -418,10 +446,24 @@ func (s *Supervisor) keep() {
 	}
 }
 
+// keeperTimeout bounds each statement of the keeper: four of them (renew
+// leases, renew claims, release, take) fit in one lease.
+func (s *Supervisor) keeperTimeout() time.Duration { return s.opts.Lease / 4 }
+
+// onKeeper runs fn on the keeper's connection, within keeperTimeout.
+func (s *Supervisor) onKeeper(fn func(ctx context.Context, st *persistence.Store) error) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.keeperTimeout())
+	defer cancel()
+	return s.keeper.Do(ctx, func(st *persistence.Store) error { return fn(ctx, st) })
+}
+
 // renew extends the leases held and the claims in the record. A lease
 // that could not be renewed (it expired and may be another process's now)
 // stops the account at once (no new claims, running actions cancelled):
 // PostgreSQL, not this process's memory, says who may drive the account.
+// A lease that is renewed has its local bound moved to the start of the
+// statement plus the lease, minus the margin; one that is not keeps its
+// bound, and is dropped when that passes (expire).
 func (s *Supervisor) renew() {
 	s.mu.Lock()
 	held := make([]persistence.Lease, 0, len(s.leases))
@@ -431,29 +473,48 @@ func (s *Supervisor) renew() {
 	s.mu.Unlock()
 	start := time.Now()
 	if len(held) > 0 {
-		kept, err := s.db.RenewLeases(s.ctx, held, s.opts.Lease)
+		var kept []persistence.Lease
+		err := s.onKeeper(func(ctx context.Context, st *persistence.Store) error {
+			var err error
+			kept, err = st.RenewLeases(ctx, held, s.opts.Lease)
+			return err
+		})
 		s.recordRenewal(start, err)
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.logger.Error("renew account leases", slog.Int("accounts", len(held)), slog.Any("error", err))
 			}
 		} else {
-			s.dropLost(held, kept)
+			s.dropLost(held, kept, start)
 		}
 	} else {
 		// Holding nothing, the keeper still proves it can reach the
 		// database: a process that cannot would take no lease either.
-		s.recordRenewal(start, s.db.Ping(s.ctx))
+		ctx, cancel := context.WithTimeout(s.ctx, s.keeperTimeout())
+		s.recordRenewal(start, s.keeper.Ping(ctx))
+		cancel()
 	}
+	// A claim recorded before snapshot is in keys, and renewed from start.
+	snapshot := time.Now()
 	if keys := s.claims.Running(); len(keys) > 0 {
-		if _, err := s.db.ExtendClaims(s.ctx, keys, s.opts.Lease); err != nil && s.ctx.Err() == nil {
-			s.logger.Error("renew claim leases", slog.Int("actions", len(keys)), slog.Any("error", err))
+		start := time.Now()
+		err := s.onKeeper(func(ctx context.Context, st *persistence.Store) error {
+			_, err := st.ExtendClaims(ctx, keys, s.opts.Lease)
+			return err
+		})
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Error("renew claim leases", slog.Int("actions", len(keys)), slog.Any("error", err))
+			}
+		} else {
+			s.claimRenewal.renewed(start, snapshot)
 		}
 	}
 }
 
-// dropLost stops the accounts whose lease was not renewed.
-func (s *Supervisor) dropLost(held, kept []persistence.Lease) {
+// dropLost stops the accounts whose lease was not renewed, and moves the
+// bounds of those renewed from start.
+func (s *Supervisor) dropLost(held, kept []persistence.Lease, start time.Time) {
 	ok := make(map[string]bool, len(kept))
 	for _, l := range kept {
 		ok[l.AccountID] = true
@@ -461,18 +522,68 @@ func (s *Supervisor) dropLost(held, kept []persistence.Lease) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range held {
-		if ok[l.AccountID] || s.leases[l.AccountID] != l {
+		if s.leases[l.AccountID] != l {
 			continue
 		}
-		delete(s.leases, l.AccountID)
-		if a := s.accounts[l.AccountID]; a != nil {
-			a.stop()
-			if a.inflight == 0 {
-				delete(s.accounts, l.AccountID)
+		if ok[l.AccountID] {
+			if b := s.bounds[l.AccountID]; b != nil {
+				b.extend(start)
+				b.timer.Reset(b.left())
 			}
+			continue
 		}
+		s.dropLease(l.AccountID)
 		s.logger.Warn("account lease lost; the account is no longer driven here", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
 	}
+}
+
+// dropLease forgets the lease of account id and stops driving it. Call
+// with s.mu held.
+func (s *Supervisor) dropLease(id string) {
+	delete(s.leases, id)
+	if b := s.bounds[id]; b != nil {
+		b.timer.Stop()
+		delete(s.bounds, id)
+	}
+	if a := s.accounts[id]; a != nil {
+		a.stop()
+		if a.inflight == 0 {
+			delete(s.accounts, id)
+		}
+	}
+}
+
+// holdLease records lease l, taken or renewed by a statement sent at
+// start, with its local bound. Call with s.mu held.
+func (s *Supervisor) holdLease(l persistence.Lease, start time.Time) {
+	id := l.AccountID
+	if old := s.bounds[id]; old != nil {
+		old.timer.Stop()
+	}
+	s.leases[id] = l
+	b := newLeaseBound(s.base, start, s.opts.Lease)
+	b.timer = time.AfterFunc(b.left(), func() { s.expire(id, b) })
+	s.bounds[id] = b
+}
+
+// expire drops a lease whose local bound passed without a renewal: this
+// process can no longer prove it holds it (the database may be away, or
+// the process was paused), so it stops the account now (no new claims,
+// its running actions cancelled and written back as interrupted) and
+// stops reporting it as owned. The keeper's next round takes the lease
+// again if it can (under the same epoch if it is still its own). Its actions' controller calls
+// check the same bound (actionFence), so none is sent past it even
+// before this runs.
+func (s *Supervisor) expire(id string, b *leaseBound) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bounds[id] != b || b.valid() {
+		return // renewed, or dropped already
+	}
+	l := s.leases[id]
+	s.dropLease(id)
+	s.logger.Warn("account lease not renewed within its local bound; the account is no longer driven here",
+		slog.String("account_id", id), slog.Int64("epoch", l.Epoch), slog.Duration("bound", b.ttl))
 }
 
 // releaseGivenUp releases the claims whose outcome could not be written.
@@ -481,7 +592,12 @@ func (s *Supervisor) releaseGivenUp() {
 	if len(keys) == 0 {
 		return
 	}
-	n, err := s.db.ReleaseClaimsOf(s.ctx, keys)
+	var n int64
+	err := s.onKeeper(func(ctx context.Context, st *persistence.Store) error {
+		var err error
+		n, err = st.ReleaseClaimsOf(ctx, keys)
+		return err
+	})
 	if err != nil {
 		if s.ctx.Err() == nil {
 			s.logger.Warn("release claims whose outcome could not be written", slog.Int("actions", len(keys)), slog.Any("error", err))
@@ -516,7 +632,7 @@ func (s *Supervisor) apply() {
 		_, busy := s.accounts[id]
 		if !s.want[id] && !busy {
 			release = append(release, l)
-			delete(s.leases, id)
+			s.dropLease(id)
 		}
 	}
 	var missing []string
@@ -528,7 +644,8 @@ func (s *Supervisor) apply() {
 	s.mu.Unlock()
 
 	if len(release) > 0 {
-		if err := s.db.ReleaseLeases(s.ctx, release); err != nil {
+		err := s.onKeeper(func(ctx context.Context, st *persistence.Store) error { return st.ReleaseLeases(ctx, release) })
+		if err != nil {
 			if s.ctx.Err() == nil {
 				s.logger.Warn("release account leases", slog.Int("accounts", len(release)), slog.Any("error", err))
 			}
@@ -537,7 +654,13 @@ func (s *Supervisor) apply() {
 		}
 	}
 	if len(missing) > 0 {
-		got, err := s.db.AcquireLeases(s.ctx, s.opts.Owner, missing, s.opts.Lease)
+		start := time.Now()
+		var got []persistence.Lease
+		err := s.onKeeper(func(ctx context.Context, st *persistence.Store) error {
+			var err error
+			got, err = st.AcquireLeases(ctx, s.opts.Owner, missing, s.opts.Lease)
+			return err
+		})
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.logger.Error("take account leases", slog.Int("accounts", len(missing)), slog.Any("error", err))
@@ -545,9 +668,12 @@ func (s *Supervisor) apply() {
 		} else {
 			s.mu.Lock()
 			for _, l := range got {
-				s.leases[l.AccountID] = l
+				s.holdLease(l, start)
 			}
 			s.mu.Unlock()
+			if len(got) > 0 {
+				s.logger.Info("took account leases", slog.Int("accounts", len(got)))
+			}
 			if n := len(missing) - len(got); n > 0 {
 				s.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))
 			}

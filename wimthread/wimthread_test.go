@@ -18,6 +18,7 @@ import (
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/coordinator"
+	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -137,7 +138,7 @@ func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, 
 		rescueEvery = 100 * time.Millisecond
 	}
 	c := coordinator.NewNone(coordinator.NoneConfig{DB: b.db, AccountList: list, Runner: s, Logger: logger,
-		Chores: []coordinator.Chore{wimthread.NewRescuer(b.db, logger, rescueEvery)}})
+		Chores: []coordinator.Chore{chores.NewRescuer(b.db, logger, rescueEvery)}})
 	if err := c.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
 		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
-			"(claimer 1, completer 2, lease and claim renewal 1, cluster chores 1, connector locks and reads --parallel, API 8); the LISTEN connection is extra")
+			"(claimer 1, completer 2, cluster chores 1, connector reads --parallel, API 9); the LISTEN connection, the lease keeper's and the connector locks' are extra, one each")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
 		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),

@@ -15,11 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pglocal"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
-	"github.com/wimro/wimro/wimthread"
 )
 
 // exitDrift is wimd reconcile's exit status when drift remains: found
@@ -207,7 +207,7 @@ type reconcileChore struct {
 	runs   *prometheus.CounterVec
 	// The first run comes one interval after Start: a process that just
 	// took the lead has workers still catching up.
-	wimthread.Periodic
+	chores.Periodic
 }
 
 func newReconcileChore(eng *engine.Engine, logger *slog.Logger, interval time.Duration, reg prometheus.Registerer) (*reconcileChore, error) {
@@ -228,7 +228,7 @@ func newReconcileChore(eng *engine.Engine, logger *slog.Logger, interval time.Du
 	for _, res := range []string{"clean", "drift", "error"} {
 		r.runs.WithLabelValues(res)
 	}
-	r.Periodic = wimthread.Periodic{Name: "reconcile", Interval: interval, Job: r.run, WaitFirst: true}
+	r.Periodic = chores.Periodic{Name: "reconcile", Interval: interval, Job: r.run, WaitFirst: true}
 	return r, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/coordinator"
+	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/internal/pglocal"
@@ -170,9 +171,9 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	chores := []coordinator.Chore{
-		wimthread.NewRescuer(db, logger, c.claimLease/3),
-		wimthread.NewRetention(db, logger, wimthread.RetentionOptions{Retention: c.retention}),
+	leaderChores := []coordinator.Chore{
+		chores.NewRescuer(db, logger, c.claimLease/3),
+		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention}),
 		reconciler,
 	}
 	var coord coordinator.Coordinator
@@ -181,13 +182,13 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
 			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Prefix: c.consul.prefix,
 			SessionTTL: c.consul.sessionTTL, LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
-			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: chores, Logger: logger})
+			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores, Logger: logger})
 		if err != nil {
 			return err
 		}
 	default:
 		// Without a cluster this process owns every account and runs every chore.
-		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: chores,
+		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores,
 			InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
 	}
 	if err := coord.Start(ctx); err != nil {

@@ -226,6 +226,13 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 	if err := ctx.Err(); err != nil {
 		return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %w", c.name, op, err)
 	}
+	if mutating(req.Method) {
+		// Right before the request leaves: a process that lost its lease
+		// while it waited (a pause, a slow step before) sends nothing.
+		if err := connectors.Fence(ctx); err != nil {
+			return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %s %s not sent: %w", c.name, op, req.Method, req.Path, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var body io.Reader
@@ -261,6 +268,15 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 		return Reply{}, connectors.Errorf(connectors.KindOf(err), "%s %s: reading the reply: %w", c.name, op, err)
 	}
 	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// mutating reports whether a request of method may change the controller.
+func mutating(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
 }
 
 // JSON sends in (nil for no body) as JSON with the given content type

@@ -1,11 +1,10 @@
-package wimthread
+package chores
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
 	"time"
+
+	"github.com/wimro/wimro/internal/startstop"
 )
 
 // Periodic runs a job every interval, in the background, between Start
@@ -20,48 +19,23 @@ type Periodic struct {
 	// of at once (for a chore that should let the workers settle first).
 	WaitFirst bool
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	svc startstop.Service
 }
 
 // Start begins the runs; ctx only bounds the start, Stop ends them.
 func (p *Periodic) Start(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done != nil {
-		return errors.New("wimthread: " + p.Name + " already started")
+	if p.Interval <= 0 {
+		return ctx.Err()
 	}
-	if err := ctx.Err(); err != nil || p.Interval <= 0 {
-		return err
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.cancel, p.done = cancel, make(chan struct{})
-	go p.run(runCtx, p.done)
-	return nil
+	p.svc.Name = "chores: " + p.Name
+	return p.svc.Start(ctx, p.run)
 }
 
 // Stop ends the runs, cancelling one in flight, and waits for it until ctx
 // ends. Stopping a stopped Periodic does nothing.
-func (p *Periodic) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.cancel, p.done = nil, nil
-	p.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wimthread: stop %s: %w", p.Name, ctx.Err())
-	}
-}
+func (p *Periodic) Stop(ctx context.Context) error { return p.svc.Stop(ctx) }
 
-func (p *Periodic) run(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
+func (p *Periodic) run(ctx context.Context) {
 	t := time.NewTicker(p.Interval)
 	defer t.Stop()
 	for first := true; ; first = false {

@@ -1,4 +1,4 @@
-package wimthread
+package chores
 
 import (
 	"context"

@@ -1,0 +1,158 @@
+package wimthread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wimro/wimro/connectors"
+)
+
+// ErrFenced is why a controller call was not made: the process can no
+// longer prove it holds the account's lease or the action's claim (see
+// doc.go, "What a lease guarantees"). The action comes back "interrupted".
+var ErrFenced = errors.New("lease or claim past its local validity bound; nothing sent")
+
+// boundMargin is what the local validity bound of a lease or a claim
+// keeps short of the lease the database gave: the time between a check
+// and the request reaching the controller, and the drift between this
+// machine's clock and the database's over one lease.
+func boundMargin(lease time.Duration) time.Duration { return lease / 5 }
+
+// leaseBound is the local validity bound of one lease: until when this
+// process may act on it without hearing from the database again. It is
+// measured on the monotonic clock from the start of the statement that
+// last took or renewed the lease (the database set expires_at = now() +
+// Lease after that start), minus boundMargin.
+type leaseBound struct {
+	base  time.Time     // monotonic origin of until
+	until atomic.Int64  // nanoseconds after base
+	ttl   time.Duration // the lease minus the margin
+	// timer stops the account when the bound passes (Supervisor.expire);
+	// reset by each renewal, under Supervisor.mu.
+	timer *time.Timer
+}
+
+func newLeaseBound(base, start time.Time, lease time.Duration) *leaseBound {
+	b := &leaseBound{base: base, ttl: lease - boundMargin(lease)}
+	b.until.Store(int64(start.Sub(base) + b.ttl))
+	return b
+}
+
+// extend moves the bound to start + the lease minus the margin, start
+// being when the renewal that succeeded was sent. It never moves it back.
+func (b *leaseBound) extend(start time.Time) {
+	u := int64(start.Sub(b.base) + b.ttl)
+	for {
+		old := b.until.Load()
+		if u <= old || b.until.CompareAndSwap(old, u) {
+			return
+		}
+	}
+}
+
+// left is how long the bound still holds (<= 0: passed).
+func (b *leaseBound) left() time.Duration {
+	return time.Duration(b.until.Load()) - time.Since(b.base)
+}
+
+func (b *leaseBound) valid() bool { return b.left() > 0 }
+
+// claimRenewal remembers the last claim renewal round that succeeded: a
+// claim recorded before its snapshot was renewed by it.
+type claimRenewal struct {
+	mu              sync.Mutex
+	start, snapshot time.Time
+}
+
+func (c *claimRenewal) renewed(start, snapshot time.Time) {
+	c.mu.Lock()
+	c.start, c.snapshot = start, snapshot
+	c.mu.Unlock()
+}
+
+// since returns when the last statement that took or renewed a claim
+// began: claimed (its claim statement) or the last renewal round that
+// included it (it was recorded at recorded).
+func (c *claimRenewal) since(claimed, recorded time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.snapshot.IsZero() && recorded.Before(c.snapshot) && c.start.After(claimed) {
+		return c.start
+	}
+	return claimed
+}
+
+// actionFence is what an action's controller calls check right before
+// they change the controller (connectors.WithFence): the account's lease
+// and the action's claim both within their local bound.
+type actionFence struct {
+	s                 *Supervisor
+	a                 *account
+	claimed, recorded time.Time
+	cancel            context.CancelCauseFunc
+}
+
+// check returns nil while the lease and the claim hold. Otherwise it
+// cancels the action (so it comes back "interrupted", never failed), stops
+// the account when the lease is the one past its bound, and returns
+// ErrFenced.
+func (f *actionFence) check() error {
+	var err error
+	switch {
+	case !f.a.bound.valid():
+		err = fmt.Errorf("account lease (epoch %d): %w", f.a.lease.Epoch, ErrFenced)
+		f.s.expire(f.a.id, f.a.bound)
+	case time.Since(f.s.claimRenewal.since(f.claimed, f.recorded)) >= f.s.opts.Lease-boundMargin(f.s.opts.Lease):
+		err = fmt.Errorf("action claim: %w", ErrFenced)
+	default:
+		return nil
+	}
+	f.cancel(err)
+	return err
+}
+
+// fenced is the account's connector with its fence checked right before
+// every call that changes the controller (the rest client checks again
+// before each request it sends).
+type fenced struct{ connectors.Connector }
+
+func (c fenced) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+	if err := connectors.Fence(ctx); err != nil {
+		return "", nil, connectors.Errorf(connectors.KindRetryable, "create: %w", err)
+	}
+	return c.Connector.CreateService(ctx, key, t, points)
+}
+
+// CreateServiceQoS passes QoS through (connectors.Create refuses QoS the
+// wrapped connector cannot honour).
+func (c fenced) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+	if err := connectors.Fence(ctx); err != nil {
+		return "", nil, connectors.Errorf(connectors.KindRetryable, "create: %w", err)
+	}
+	return connectors.Create(ctx, c.Connector, key, t, points, q)
+}
+
+func (c fenced) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+	if err := connectors.Fence(ctx); err != nil {
+		return nil, connectors.Errorf(connectors.KindRetryable, "edit: %w", err)
+	}
+	return c.Connector.EditService(ctx, id, connInfo, points)
+}
+
+func (c fenced) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {
+	if err := connectors.Fence(ctx); err != nil {
+		return connectors.Errorf(connectors.KindRetryable, "delete: %w", err)
+	}
+	return c.Connector.DeleteService(ctx, id, connInfo)
+}
+
+func (c fenced) ClearAll(ctx context.Context) error {
+	if err := connectors.Fence(ctx); err != nil {
+		return connectors.Errorf(connectors.KindRetryable, "clear: %w", err)
+	}
+	return c.Connector.ClearAll(ctx)
+}
