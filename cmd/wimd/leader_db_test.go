@@ -1,144 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/tcpproxy"
 )
-
-// tcpProxy forwards TCP connections to target until it is cut: Cut resets
-// every connection and refuses new ones (accepted and reset at once), as a
-// network partition between a process and its database would; Restore
-// forwards again.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-}
-
-func startProxy(t testing.TB, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		p.Cut()
-	})
-	return p
-}
-
-func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
-
-// track records c, or resets it when the proxy is cut; false if reset.
-func (p *tcpProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		reset(c)
-		return false
-	}
-	p.conns[c] = true
-	return true
-}
-
-func (p *tcpProxy) serve(client net.Conn) {
-	if !p.track(client) {
-		return
-	}
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-	if err != nil || !p.track(server) {
-		if server != nil {
-			server.Close()
-		}
-		p.drop(client)
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		// One direction ended: end both, like a connection that broke.
-		p.drop(dst)
-		p.drop(src)
-	}
-	go pipe(server, client)
-	go pipe(client, server)
-	wg.Wait()
-}
-
-func (p *tcpProxy) drop(c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conns[c] {
-		delete(p.conns, c)
-		reset(c)
-	}
-}
-
-// Cut resets every connection and refuses new ones.
-func (p *tcpProxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		reset(c)
-	}
-	clear(p.conns)
-}
-
-// Restore forwards new connections again.
-func (p *tcpProxy) Restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
-}
-
-// reset closes c with a TCP reset rather than a clean end.
-func reset(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	c.Close()
-}
-
-// viaProxy returns dbURL with its host and port replaced by the proxy's.
-func viaProxy(t testing.TB, dbURL string, p *tcpProxy) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.Addr()
-	return u.String()
-}
 
 // Issue 30, point 3: the leader loses PostgreSQL (its connections reset,
 // new ones refused) while Consul still answers it. It must step down and
@@ -150,8 +21,8 @@ func TestLeaderWithoutDatabaseStepsDown(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	c.n = 8
-	proxy := startProxy(t, hostPort(t, c.db))
-	cut := c.start("w1", "WIMRO_DATABASE_URL="+viaProxy(t, c.db, proxy))
+	proxy := tcpproxy.Start(t, tcpproxy.Target(t, c.db))
+	cut := c.start("w1", "WIMRO_DATABASE_URL="+proxy.URL(t, c.db))
 	eventually.Until(t, time.Minute, "w1 leads", func() (bool, string) {
 		st, ok := c.status("w1")
 		return ok && st.Leader == "w1", fmt.Sprintf("%+v", st)
@@ -206,17 +77,4 @@ func TestLeaderWithoutDatabaseStepsDown(t *testing.T) {
 	if bad := c.log.overlaps(); len(bad) > 0 {
 		t.Fatalf("accounts driven by two processes at once:\n%s", strings.Join(bad, "\n"))
 	}
-}
-
-// hostPort returns the host:port of a database URL.
-func hostPort(t testing.TB, dbURL string) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Port() == "" {
-		t.Fatal(errors.New("database URL without a port: " + dbURL))
-	}
-	return u.Host
 }
