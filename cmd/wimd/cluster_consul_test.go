@@ -168,8 +168,13 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // status asks member id for GET /cluster; ok is false when it cannot say.
 func (c *cluster) status(id string) (wimro.ClusterStatus, bool) {
+	return clusterOf(c.members[id])
+}
+
+// clusterOf asks p for GET /cluster; ok is false when it cannot say.
+func clusterOf(p *process) (wimro.ClusterStatus, bool) {
 	var st wimro.ClusterStatus
-	resp, err := http.Get("http://" + c.members[id].addr + "/cluster")
+	resp, err := http.Get("http://" + p.addr + "/cluster")
 	if err != nil {
 		return st, false
 	}

@@ -1,31 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/eventually"
 )
-
-// clusterOf asks p for GET /cluster; ok is false when it cannot say.
-func clusterOf(p *process) (wimro.ClusterStatus, bool) {
-	var st wimro.ClusterStatus
-	resp, err := http.Get("http://" + p.addr + "/cluster")
-	if err != nil {
-		return st, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, false
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st) == nil
-}
 
 // Issue 30, point 5: two processes started with one instance id never
 // both drive an account. Their lease owners differ by a nonce of each
