@@ -125,7 +125,7 @@ func (c *Consul) release(ctx context.Context, sess *session, what, key string) {
 	for {
 		err := c.deleteHeld(ctx, key, sess.id)
 		if err == nil {
-			c.logger.Info(what+" released", slog.String("session_id", sess.id))
+			c.logger.Debug(what+" deleted if this session held it", slog.String("session_id", sess.id))
 			return
 		}
 		if ctx.Err() != nil {

@@ -131,7 +131,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	// Leases and claims are taken under the instance id and a nonce of
 	// this start: two processes given one id never share a lease.
 	boot := coordinator.NewBoot()
-	logger.Info("instance", slog.String("instance_id", c.instanceID), slog.String("lease_owner", coordinator.LeaseOwner(c.instanceID, boot)))
+	logger.Info("leases and claims taken under this start's owner", slog.String("instance_id", c.instanceID), slog.String("lease_owner", coordinator.LeaseOwner(c.instanceID, boot)))
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	eng.SetTypeCheck(typeCheck(registry))
 	eng.SetQoSSupport(registry.HonouredQoSOf)
