@@ -24,9 +24,9 @@
 //
 // The session, named "wimro <id> boot <nonce>" (the nonce is new at every
 // start), has behaviour "delete" (its keys go with it), the configured TTL
-// and an explicit lock-delay. Only the leader writes
-// assignments, in transactions that first check that the leader key is
-// held by its session: a deposed leader writes nothing.
+// and an explicit lock-delay. Only the leader writes assignments, in
+// transactions that first check that the leader key is held by its
+// session: a deposed leader writes nothing.
 //
 // # Timings (defaults)
 //
@@ -64,7 +64,10 @@
 // longer than 2 x its TTL + lock-delay + one call timeout is another live
 // process, and Failed delivers an error naming it (wimd exits with it).
 // Until then that process applies no assignment and does not compete for
-// leadership: both wait for its membership key.
+// leadership: both wait for its membership key. (Consul restarts session
+// timers when its own leader changes, so a dead run's session can outlive
+// that bound once in a while: the refused process then exits, and its next
+// start finds the id free.)
 //
 // # Roles
 //
