@@ -34,10 +34,15 @@ type ConsulConfig struct {
 	Token string
 	// InstanceID names this process in the cluster: its membership key,
 	// its assignment folder, the leader key's value. wimd runs the
-	// Runner's account leases under the same name, which is how the
-	// leader tells whether an account's previous owner let it go. It must
-	// be unique per process and contain no '/'.
+	// Runner's account leases under LeaseOwner(InstanceID, Boot), which is
+	// how the leader tells whether an account's previous owner let it go.
+	// It must be unique per process (a second live process with the same
+	// id is refused: see Failed) and contain neither '/' nor '#'.
 	InstanceID string
+	// Boot is this start's nonce (NewBoot; empty makes one): it names the
+	// session, which tells this process's own sessions from another's
+	// holding the same membership key.
+	Boot string
 	// Prefix is the root of every key (default "service/wimro").
 	Prefix string
 	// SessionTTL is the TTL of the Consul session (default 10 s; Consul
@@ -66,6 +71,12 @@ type ConsulConfig struct {
 	Runner      Runner
 	// Chores run on the leader only.
 	Chores []Chore
+	// Health says whether the Runner can keep its account leases (wimd:
+	// the supervisor's LeaseHealth); nil means it always can. While it
+	// returns an error this process is no leader and no member: it ends
+	// its term, releases the leader key and its membership key, and
+	// applies no assignment; it rejoins once Health is nil again.
+	Health func() error
 	Logger *slog.Logger
 }
 
@@ -92,6 +103,9 @@ func (c ConsulConfig) withDefaults() ConsulConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Boot == "" {
+		c.Boot = NewBoot()
+	}
 	return c
 }
 
@@ -106,6 +120,10 @@ type Consul struct {
 	sessions *sessions
 	ready    atomic.Bool
 	leading  atomic.Bool // a term is running
+	healthy  *flag       // cfg.Health answers nil
+	member   *flag       // this process holds its membership key
+	failed   chan error  // the reason this process must not run (Failed)
+	failOnce sync.Once
 
 	mu       sync.Mutex
 	started  time.Time
@@ -121,9 +139,10 @@ type Consul struct {
 // NewConsul checks cfg and returns a stopped Consul. It contacts nothing.
 func NewConsul(cfg ConsulConfig) (*Consul, error) {
 	cfg = cfg.withDefaults()
+	if err := CheckInstanceID(cfg.InstanceID); err != nil {
+		return nil, fmt.Errorf("coordinator: consul: %w", err)
+	}
 	switch {
-	case cfg.InstanceID == "" || strings.Contains(cfg.InstanceID, "/"):
-		return nil, fmt.Errorf("coordinator: consul: instance id %q must be non-empty and contain no '/'", cfg.InstanceID)
 	case cfg.DB == nil:
 		return nil, errors.New("coordinator: consul: no database")
 	case cfg.Runner == nil:
@@ -146,8 +165,9 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 	timeout := max(cfg.SessionTTL/3, time.Second)
 	return &Consul{
 		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, logger: logger, timeout: timeout,
-		sessions: newSessions(client, "wimro "+cfg.InstanceID, cfg.SessionTTL, cfg.LockDelay, logger),
+		sessions: newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, logger),
 		chores:   chores{list: cfg.Chores, logger: logger},
+		healthy:  newFlag(true), member: newFlag(false), failed: make(chan error, 1),
 	}, nil
 }
 
@@ -166,7 +186,7 @@ func (c *Consul) Start(ctx context.Context) error {
 	c.started = time.Now().UTC()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	for _, loop := range []func(context.Context){c.sessions.run, c.keepMembership, c.elect, c.followAssignments} {
+	for _, loop := range []func(context.Context){c.sessions.run, c.followHealth, c.keepMembership, c.elect, c.followAssignments} {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -245,9 +265,27 @@ func (c *Consul) retryUntil(ctx context.Context, what string, op func() error) e
 	}
 }
 
-// Ready reports whether the first assignment confirmed by a leader was
-// handed to the Runner (an empty one included).
-func (c *Consul) Ready() bool { return c.ready.Load() }
+// Ready reports whether an assignment confirmed by a leader was handed to
+// the Runner (an empty one included) since this process last joined the
+// cluster; it is false while Health fails.
+func (c *Consul) Ready() bool {
+	healthy, _ := c.healthy.get()
+	return healthy && c.ready.Load()
+}
+
+// Failed delivers, once, why this process must not go on: another live
+// process uses its instance id (see keepMembership). wimd exits with it.
+func (c *Consul) Failed() <-chan error { return c.failed }
+
+func (c *Consul) fail(err error) {
+	c.failOnce.Do(func() { c.failed <- err })
+}
+
+// sessionName names this boot's sessions: a membership key held by a
+// session of another name is another process's.
+func sessionName(instanceID, boot string) string {
+	return "wimro " + instanceID + " boot " + boot
+}
 
 func (c *Consul) setLeader(id string) {
 	c.mu.Lock()

@@ -19,37 +19,54 @@ type ownSet struct {
 
 // followAssignments hands this process's assignment to the Runner: it
 // watches the folder, lets a change settle for AssignmentSoak, and calls
-// SetAccounts. Only a confirmed folder (its marker present) is applied;
-// while the folder is unconfirmed or Consul does not answer, the Runner
-// keeps what it has (the PostgreSQL leases go on fencing it).
+// SetAccounts. Only a confirmed folder (its marker present) is applied,
+// and only while this process holds its membership key (a process that
+// left for want of health, or that another live process with its id keeps
+// out, applies nothing); otherwise, and while Consul does not answer, the
+// Runner keeps what it has (the PostgreSQL leases go on fencing it). The
+// folder is applied again on rejoining, changed or not: that is what makes
+// the process ready again.
 func (c *Consul) followAssignments(ctx context.Context) {
 	updates := make(chan ownSet)
 	done := make(chan struct{})
 	go func() { defer close(done); c.watchOwnFolder(ctx, updates) }()
 	defer func() { <-done }()
 	soak := newSettler(c.cfg.AssignmentSoak)
-	var applied, next []string
+	var applied []string
+	var seen ownSet // the folder as last read
 	everApplied := false
+	member, joined := c.member.get()
+	consider := func() {
+		switch {
+		case !seen.marker || !member:
+			soak.stop()
+		case everApplied && c.ready.Load() && slices.Equal(seen.accounts, applied):
+			soak.stop()
+		default:
+			soak.changed()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case u := <-updates:
-			switch {
-			case !u.marker:
-				soak.stop()
-			case everApplied && slices.Equal(u.accounts, applied):
-				soak.stop()
-			default:
-				next = u.accounts
-				soak.changed()
-			}
+		case <-joined:
+			member, joined = c.member.get()
+			consider()
+		case seen = <-updates:
+			consider()
 		case <-soak.C():
 			soak.stop()
+			if on, _ := c.member.get(); !on {
+				continue // applied when the membership key is held again
+			}
+			next := seen.accounts
 			added, removed := diff(applied, next)
 			c.cfg.Runner.SetAccounts(slices.Clone(next))
 			applied, everApplied = next, true
-			c.ready.Store(true)
+			if on, _ := c.healthy.get(); on {
+				c.ready.Store(true)
+			}
 			c.logger.Info("account assignment applied", slog.Int("accounts", len(next)),
 				slog.Int("added", len(added)), slog.Int("removed", len(removed)))
 		}

@@ -15,22 +15,71 @@ type term struct {
 }
 
 // elect competes for the leader key with each session in turn, for as
-// long as ctx lasts. A term ends when the key is seen held by another
-// session or vacant, or when the session ends (Consul said it is gone, or
-// it could not be renewed within TTL minus the margin).
+// long as ctx lasts, while this process is healthy and a member. A term
+// ends when the key is seen held by another session or vacant, when the
+// session ends (Consul said it is gone, or it could not be renewed within
+// TTL minus the margin), or when Health fails: the term's chores are then
+// stopped and the leader key deleted, so that a healthy member takes it at
+// once rather than after a session TTL.
 func (c *Consul) elect(ctx context.Context) {
 	for {
+		if !c.healthy.wait(ctx) {
+			return
+		}
 		sess := c.sessions.current(ctx)
 		if sess == nil {
 			return
 		}
-		c.campaign(ctx, sess)
+		// Only a member leads: a leader the membership does not list
+		// would assign itself nothing, and a process refused its
+		// membership key (another uses its id) must not lead either.
+		if c.waitMember(ctx, sess) {
+			hctx, cancel := c.healthy.whileOn(ctx)
+			c.campaign(hctx, sess)
+			cancel()
+		}
 		if ctx.Err() != nil {
 			return // Stop ends the term
+		}
+		if on, _ := c.healthy.get(); !on {
+			c.logEndTerm(c.endTerm(ctx, "account leases cannot be kept: "+errString(c.healthy.reason())))
+			c.setLeader("")
+			c.release(ctx, sess, "leader key", c.keys.leader())
+			continue
 		}
 		c.logEndTerm(c.endTerm(ctx, "consul session ended"))
 		c.setLeader("")
 	}
+}
+
+// waitMember waits until this process holds its membership key with sess;
+// false if sess, ctx or health ended first.
+func (c *Consul) waitMember(ctx context.Context, sess *session) bool {
+	for {
+		on, changed := c.member.get()
+		if on && c.sessions.id() == sess.id {
+			return true
+		}
+		healthy, sick := c.healthy.get()
+		if !healthy {
+			return false
+		}
+		select {
+		case <-changed:
+		case <-sick:
+		case <-sess.done:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown"
+	}
+	return err.Error()
 }
 
 // campaign acquires the leader key with sess when it is vacant and

@@ -3,24 +3,36 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 )
 
 // keepMembership holds this process's membership key with the live
-// session: acquired as soon as a session exists, watched, and acquired
-// again when it is lost (the key deleted, or held by no session or
-// another one).
+// session while the process is healthy: acquired as soon as a session
+// exists, watched, and acquired again when it is lost (the key deleted, or
+// held by no session or another one). When Health fails the key is
+// deleted: the leader then takes this process for gone and moves its
+// accounts once their leases, which it can no longer renew, have expired.
 func (c *Consul) keepMembership(ctx context.Context) {
 	for {
+		if !c.healthy.wait(ctx) {
+			return
+		}
 		sess := c.sessions.current(ctx)
 		if sess == nil {
 			return
 		}
-		c.holdMembership(ctx, sess)
+		hctx, cancel := c.healthy.whileOn(ctx)
+		c.holdMembership(hctx, sess)
+		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if on, _ := c.healthy.get(); !on {
+			c.release(ctx, sess, "membership key", c.keys.member(c.cfg.InstanceID))
 		}
 	}
 }
@@ -36,6 +48,7 @@ func (c *Consul) holdMembership(ctx context.Context, sess *session) {
 		panic(err) // plain strings and a time
 	}
 	var refused backoff
+	var other foreignHolder
 	for {
 		ok, alive := c.acquireRetry(ctx, "membership key", key, value, sess.id)
 		if !alive {
@@ -45,13 +58,20 @@ func (c *Consul) holdMembership(ctx context.Context, sess *session) {
 			break
 		}
 		// Held by a session of ours given up earlier, or under lock-delay
-		// after one was invalidated.
+		// after one was invalidated, or held by another process.
+		if err := c.checkHolder(ctx, key, &other); err != nil {
+			c.logger.Error("refusing to run", slog.Any("error", err))
+			c.fail(err)
+			return
+		}
 		c.logger.Debug("membership key not free yet; retrying", slog.String("session_id", sess.id))
 		if !refused.wait(ctx, nil) {
 			return
 		}
 	}
 	c.logger.Info("joined the cluster", slog.String("session_id", sess.id))
+	c.member.set(true, nil)
+	defer c.member.set(false, nil)
 	w := newWatch()
 	for {
 		pair, ok := blockingRead(ctx, w, c.logger, "watch membership key", func(q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
@@ -65,6 +85,56 @@ func (c *Consul) holdMembership(ctx context.Context, sess *session) {
 			return
 		}
 	}
+}
+
+// foreignHolder is a session of another process seen holding this
+// process's membership key, and since when.
+type foreignHolder struct {
+	session string
+	since   time.Time
+}
+
+// checkHolder reads who holds the membership key this process could not
+// acquire. A session of another boot is either a previous run of this
+// instance that died (Consul invalidates its session at the latest two
+// TTLs after its last renewal) or another live process started with the
+// same instance id. Held by the same such session for longer than that,
+// it is the latter: the error says so, and this process must not run (two
+// processes under one id would follow one assignment folder).
+func (c *Consul) checkHolder(ctx context.Context, key string, seen *foreignHolder) error {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	q := (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx)
+	pair, _, err := c.api.KV().Get(key, q)
+	if err != nil || pair == nil || pair.Session == "" {
+		*seen = foreignHolder{}
+		return nil
+	}
+	info, _, err := c.api.Session().Info(pair.Session, q)
+	if err != nil || info == nil || info.Name == c.sessions.name {
+		*seen = foreignHolder{}
+		return nil
+	}
+	if seen.session != pair.Session {
+		*seen = foreignHolder{session: pair.Session, since: time.Now()}
+		c.logger.Warn("membership key held by another process's session; waiting for it to expire",
+			slog.String("key", key), slog.String("holder_session", pair.Session), slog.String("holder", info.Name))
+	}
+	ttl := c.cfg.SessionTTL
+	if d, perr := time.ParseDuration(info.TTL); perr == nil && d > ttl {
+		ttl = d
+	}
+	bound := 2*ttl + c.cfg.LockDelay + c.timeout
+	held := time.Since(seen.since)
+	if held < bound {
+		return nil
+	}
+	var m Member
+	_ = json.Unmarshal(pair.Value, &m) // best effort, for the message
+	return fmt.Errorf("instance id %q is in use by another live process (API address %s, started %s): "+
+		"its membership key %s has been held by its Consul session %s for %s, longer than that session could outlive a dead process; "+
+		"give every wimd its own --instance-id",
+		c.cfg.InstanceID, m.Address, m.StartedAt.Format(time.RFC3339), key, pair.Session, held.Round(time.Second))
 }
 
 // self is this process's membership record.

@@ -27,17 +27,23 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 	current := c.keys.parseAssignments(list)
 	wanted := owners(view.memberIDs(), view.accounts)
 	var holders map[string]string
+	var holdersErr error
 	if needsHolders(wanted, current) {
-		if holders, err = c.cfg.DB.LeaseHolders(ctx); err != nil {
-			return 0, fmt.Errorf("read account leases: %w", err)
+		holders, holdersErr = c.cfg.DB.LeaseHolders(ctx)
+	}
+	// Without the leases every move waits, but what needs none (the
+	// revocations, the markers that confirm members) is written anyway.
+	p := makePlan(wanted, current, holders, holdersErr == nil, view.departed)
+	if !p.empty() {
+		if err := c.write(ctx, sessionID, p); err != nil {
+			return 0, err
 		}
 	}
-	p := makePlan(wanted, current, holders, view.departed)
+	if holdersErr != nil {
+		return 0, fmt.Errorf("read account leases: %w", holdersErr)
+	}
 	if p.empty() {
 		return p.pending, nil
-	}
-	if err := c.write(ctx, sessionID, p); err != nil {
-		return 0, err
 	}
 	c.logger.Info("accounts reassigned", slog.Int("members", len(view.members)), slog.Int("accounts", len(view.accounts)),
 		slog.Int("assigned", len(p.assign)), slog.Int("revoked", p.revoked), slog.Int("moved", p.moved),

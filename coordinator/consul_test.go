@@ -2,9 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,4 +275,103 @@ func noNewSets(t *testing.T, runners map[string]*leasingRunner, before map[strin
 			t.Fatalf("%s was given a new set %d time(s) while the split did not change: %v", id, len(calls)-before[id], calls[before[id]:])
 		}
 	}
+}
+
+// health is a switchable Health check: the Runner's lease health as the
+// test decides it.
+type health struct{ err atomic.Pointer[error] }
+
+func (h *health) check() error {
+	if p := h.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (h *health) set(err error) {
+	if err == nil {
+		h.err.Store(nil)
+		return
+	}
+	h.err.Store(&err)
+}
+
+// Issue 30, point 3: the leader's Runner cannot keep its leases (Health
+// fails) while Consul answers it. It ends its term and releases the leader
+// key at once (well before its live session could expire it), leaves the
+// membership so that its accounts go to the others (their leases, taken
+// here for an hour, count once it has been gone a session TTL), is not
+// Ready and competes for nothing; healthy again, it rejoins and is Ready.
+func TestConsulUnhealthyLeaderStepsDownAndRejoins(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	h := newHarness(t, ttl)
+	h.createAccounts(12)
+	checks := map[string]*health{}
+	for _, id := range []string{"a", "b", "c"} {
+		checks[id] = &health{}
+		h.startOn(id, h.leasing(id, false), h.db, checks[id].check)
+	}
+	eventually.Until(t, convergeTimeout, "a, b and c to split 12 accounts", h.converged)
+	sick := h.leaders()[0]
+	checks[sick.id].set(errors.New("account leases not renewed for 3s: database unavailable"))
+	cut := time.Now()
+	eventually.Until(t, convergeTimeout, "another leader", func() (bool, string) {
+		l := h.leaders()
+		return len(l) == 1 && l[0] != sick && !sick.chore.running.Load(), fmt.Sprintf("%d leaders, chores of %s running %v", len(l), sick.id, sick.chore.running.Load())
+	})
+	if took := time.Since(cut); took >= ttl {
+		t.Errorf("a new leader after %v: the sick leader's key waited for its session", took)
+	}
+	eventually.Until(t, convergeTimeout, "the others to own every account", func() (bool, string) {
+		st, err := h.leaders()[0].coord.Status(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for m, accts := range st.Assignments {
+			if m == sick.id {
+				return false, sick.id + " still has a folder"
+			}
+			n += len(accts)
+		}
+		for _, m := range st.Members {
+			if m.ID == sick.id {
+				return false, sick.id + " still a member"
+			}
+		}
+		return n == 12, fmt.Sprintf("%d of 12 assigned", n)
+	})
+	if sick.coord.Ready() || sick.coord.leading.Load() {
+		t.Fatalf("%s: ready %v, leading %v while unhealthy", sick.id, sick.coord.Ready(), sick.coord.leading.Load())
+	}
+	checks[sick.id].set(nil)
+	eventually.Until(t, convergeTimeout, "the cluster to converge again with "+sick.id, h.converged)
+}
+
+// The root of a member left unready for minutes (issue 30, point 3): a
+// leader that cannot read PostgreSQL (Health not failing, so it keeps its
+// term) wrote nothing at all, not even the marker that confirms a new
+// member. It now writes the marker and the revocations; only the moves
+// wait for the leases.
+func TestConsulLeaderWithoutDatabaseConfirmsMembers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, 2*time.Second)
+	h.createAccounts(12)
+	db, proxy := h.cuttable()
+	leader := h.startOn("a", nil, db, nil)
+	eventually.Until(t, convergeTimeout, "a to lead and own every account", h.converged)
+	proxy.Cut()
+	b := h.start("b", nil)
+	eventually.Until(t, convergeTimeout, "b to be ready", func() (bool, string) {
+		return b.coord.Ready(), "b not ready"
+	})
+	if !leader.coord.leading.Load() {
+		t.Fatal("a no longer leads: the test proves nothing")
+	}
+	if got, _ := b.runner.current(); len(got) != 0 {
+		t.Fatalf("b was given %v while the leader could not read the leases", got)
+	}
+	proxy.Restore()
+	eventually.Until(t, convergeTimeout, "a and b to split the accounts", h.converged)
 }

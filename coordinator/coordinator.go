@@ -34,6 +34,10 @@ type Coordinator interface {
 	// Ready reports whether the first assignment has been applied.
 	Ready() bool
 	Status(ctx context.Context) (Status, error)
+	// Failed delivers the error that forbids this process to run on
+	// (another live process has its instance id); it never fires for a
+	// policy without such a case.
+	Failed() <-chan error
 }
 
 // chores starts and stops a set of chores together.

@@ -23,10 +23,11 @@
 //	                                   (value: the leader's id)
 //	<prefix>/assignments/<id>/<uuid>   account <uuid> is assigned to member <id> (empty value)
 //
-// The session has behaviour "delete" (its keys go with it), the
-// configured TTL and an explicit lock-delay. Only the leader writes
-// assignments, in transactions that first check that the leader key is
-// held by its session: a deposed leader writes nothing.
+// The session, named "wimro <id> boot <nonce>" (the nonce is new at every
+// start), has behaviour "delete" (its keys go with it), the configured TTL
+// and an explicit lock-delay. Only the leader writes assignments, in
+// transactions that first check that the leader key is held by its
+// session: a deposed leader writes nothing.
 //
 // # Timings (defaults)
 //
@@ -51,16 +52,37 @@
 //     500 ms, 1 s, 2 s, then every 5 s; each loop counts its own
 //     failures, and a success resets them.
 //
+// # Instance ids and lease owners
+//
+// A process's instance id names its keys; its Runner takes account leases
+// and action claims under LeaseOwner: "<instance id>#<boot nonce>". Two
+// processes given one id (a copied configuration, a restart while the old
+// process still runs) therefore never share a lease or its epoch; wherever
+// a lease owner is compared with a member, its instance id part is used.
+// With Consul the second live process is also refused: its membership key
+// is held by a session of another name; a dead previous run's session
+// expires within two TTLs, so a key held by the same foreign session for
+// longer than 2 x its TTL + lock-delay + one call timeout is another live
+// process, and Failed delivers an error naming it (wimd exits with it).
+// Until then that process applies no assignment and does not compete for
+// leadership: both wait for its membership key. (Consul restarts session
+// timers when its own leader changes, so a dead run's session can outlive
+// that bound once in a while: the refused process then exits, and its next
+// start finds the id free.)
+//
 // # Roles
 //
 // Every process keeps a session and its membership key (acquired again
-// whenever it is lost), competes for the leader key, and follows its own
-// assignment folder. Leadership: the key is acquired when vacant —
+// whenever it is lost), competes for the leader key once it holds its
+// membership key, and applies its own assignment folder while it holds
+// its membership key. Both need Health (the Runner can keep its leases):
+// see "Stepping down". Leadership: the key is acquired when vacant —
 // missing or held by no session — at once, and again after the
 // lock-delay if Consul refused (the delay is in force after a holder's
 // session was invalidated); it is watched with blocking reads. A term
-// ends when the key is seen held by another session or vacant, or when
-// the session ends (gone, or not renewed within TTL minus the margin).
+// ends when the key is seen held by another session or vacant, when the
+// session ends (gone, or not renewed within TTL minus the margin), or
+// when Health fails.
 // The term starts the Chores and stops them when it ends.
 //
 // The leader watches the members (keys held by a session) and the account
@@ -70,18 +92,45 @@
 // id): only the accounts whose best member changed move. It deletes what
 // is no longer wanted first (the whole folder of a member gone), then
 // writes folder markers and new assignments. An account moves only once
-// its previous owner let go: its PostgreSQL lease is free or already the
-// new owner's (lease owner = member id), or its holder has been out of
-// the membership for one session TTL (long enough to re-create a session
-// after Consul restarts; its lease then expires on its own). Until then
-// the move is pending and tried again every LeaderSoak.
+// its previous owner let go: its PostgreSQL lease is free (released, or
+// expired: LeaseHolders lists only leases not expired) or already the new
+// owner's (the lease owner's instance id is the member id), or its holder
+// has been out of the membership for one session TTL (long enough to
+// re-create a session after Consul restarts; its lease then expires on its
+// own). Until then the move is pending and tried again every LeaderSoak.
+// When the leases cannot be read every move is pending, but the
+// revocations and the folder markers are written all the same: a member
+// is confirmed (and becomes ready) without the leader reading PostgreSQL.
 //
 // A member applies its folder only when the marker is there: an absent
 // marker means no leader confirmed this member (yet, or any more: it was
 // taken for gone, or Consul came back empty), and the Runner keeps what
 // it has. Ready turns true with the first set applied, an empty one
-// included: in a cluster without accounts the leader still writes every
-// member's marker.
+// included (in a cluster without accounts the leader still writes every
+// member's marker), and again with the first set applied after the
+// process left the cluster for want of Health and rejoined; it is false
+// while Health fails.
+//
+// # Stepping down
+//
+// Health (wimd: the supervisor's LeaseHealth) fails when the Runner has
+// not reached PostgreSQL to renew its leases for one lease: its leases
+// have expired or are about to, and it can prove it owns nothing. Asked
+// every 200 ms; while it fails the process:
+//
+//   - ends its term at once if it leads: the chores stop, then the leader
+//     key is deleted (not left to expire with the session), so a healthy
+//     member acquires it within its watch, with no lock-delay;
+//   - deletes its membership key: the leader takes it for gone, drops its
+//     folder and gives its accounts to the others as soon as their leases
+//     are free, which they are, having expired in PostgreSQL;
+//   - does not compete for leadership and applies no assignment (its
+//     Runner keeps what it has, fenced by the leases it no longer holds);
+//   - is not Ready, and /readyz names the lease error.
+//
+// Its session stays. When Health is nil again it acquires its membership
+// key, competes again, applies its folder once the leader confirmed it,
+// and is Ready again.
 //
 // # Failure cases
 //
@@ -107,6 +156,17 @@
 //     its accounts under their leases; the leader's moves of them stay
 //     pending (or the new owners wait for the leases) until it returns or
 //     stops.
+//   - Member (the leader included) cut off from PostgreSQL but not from
+//     Consul: once its leases could not be renewed for one lease it steps
+//     down and leaves (see "Stepping down"); a healthy member leads, and
+//     owns its accounts after the leader soak and the assignment soak.
+//     A leader that cannot read the leases (but still renews its own)
+//     keeps leading: it confirms members and revokes, and its moves wait.
+//   - Cut off from both: the session is given up after TTL minus the
+//     margin (Consul deletes its keys at its expiry), and the leases
+//     expire; the others take over as after a crash.
+//   - Two processes with one instance id: see "Instance ids and lease
+//     owners".
 //   - Two leaders (a deposed one not yet aware): its assignment writes are
 //     refused by the transaction's check of the leader key's session.
 //

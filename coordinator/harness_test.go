@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/consultest"
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/logtest"
 	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/tcpproxy"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -166,6 +171,37 @@ func (h *harness) leasing(id string, hold bool) *leasingRunner {
 // given.
 func (h *harness) start(id string, runner Runner) *node {
 	h.t.Helper()
+	return h.startOn(id, runner, h.db, nil)
+}
+
+// cuttable returns a handle on the harness's database that reaches it
+// through a proxy the test can cut.
+func (h *harness) cuttable() (*persistence.DB, *tcpproxy.Proxy) {
+	h.t.Helper()
+	cfg := h.db.Pool().Config().Copy()
+	proxy := tcpproxy.Start(h.t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	host, port, err := net.SplitHostPort(proxy.Addr())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(pool.Close)
+	return persistence.NewDB(pool, nil), proxy
+}
+
+// startOn starts a coordinator named id on db, with health as its
+// Health check.
+func (h *harness) startOn(id string, runner Runner, db *persistence.DB, health func() error) *node {
+	h.t.Helper()
 	if runner == nil {
 		runner = &recorder{}
 	}
@@ -183,7 +219,7 @@ func (h *harness) start(id string, runner Runner) *node {
 		SessionTTL: h.ttl, LeaderSoak: testLeaderSoak, AssignmentSoak: testAssignmentSoak,
 		LockDelay: testLockDelay, Relist: 5 * time.Second,
 		APIAddress: "127.0.0.1:" + id, Version: "test",
-		DB: h.db, AccountList: sub, Runner: runner, Chores: []Chore{chore}, Logger: logger,
+		DB: db, AccountList: sub, Runner: runner, Chores: []Chore{chore}, Health: health, Logger: logger,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -146,6 +146,11 @@ func (n *None) Stop(ctx context.Context) error {
 // Ready reports whether the accounts were handed to the runner once.
 func (n *None) Ready() bool { return n.ready.Load() }
 
+// Failed never fires: without a cluster nothing tells whether another
+// process uses the same instance id (their lease owners differ by the boot
+// nonce, so they never share a lease).
+func (n *None) Failed() <-chan error { return nil }
+
 // Status shows this process as the leader and only member, assigned every
 // account.
 func (n *None) Status(context.Context) (Status, error) {

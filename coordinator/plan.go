@@ -50,11 +50,16 @@ func (p plan) empty() bool {
 
 // makePlan compares the wanted owners with the current assignments. A
 // wanted assignment is written only once nobody else holds the account:
-// its PostgreSQL lease (holders: account → lease owner, which is the
-// member id) is free or the new owner's, or its holder departed (its
-// session has been gone for a while; the lease expires on its own).
-// Otherwise it is pending, and the next pass tries again.
-func makePlan(wanted map[string][]string, current assignments, holders map[string]string, departed func(member string) bool) plan {
+// its PostgreSQL lease (holders: account → lease owner, LeaseOwner of a
+// member id) is free (released, or expired: a member cut from the database
+// holds nothing once its leases ran out) or the new owner's, or its holder
+// departed (its session has been gone for a while; the lease expires on
+// its own). Otherwise it is pending, and the next pass tries again. With
+// known false the leases could not be read: every assignment still to
+// write is pending, but revocations and folder markers, which need no
+// lease, are written all the same (a new member is confirmed, and becomes
+// ready, even while the leader cannot read the database).
+func makePlan(wanted map[string][]string, current assignments, holders map[string]string, known bool, departed func(member string) bool) plan {
 	var p plan
 	owner := make(map[string]string)
 	for m, accts := range wanted {
@@ -93,9 +98,11 @@ func makePlan(wanted map[string][]string, current assignments, holders map[strin
 					moving = true
 				}
 			}
-			if h := holders[a]; h != "" && h != m && !departed(h) {
+			if h := memberOf(holders[a]); !known || h != "" && h != m && !departed(h) {
 				p.pending++
-				p.moved++
+				if known || moving {
+					p.moved++
+				}
 				continue
 			}
 			if moving {

@@ -43,7 +43,9 @@ func TestMakePlan(t *testing.T) {
 		// departed lists the members gone long enough for their leases
 		// not to matter.
 		departed []string
-		want     plan
+		// unknown: the leases could not be read.
+		unknown bool
+		want    plan
 	}{
 		{
 			name:   "empty cluster: every member is confirmed",
@@ -113,6 +115,20 @@ func TestMakePlan(t *testing.T) {
 			want:    plan{pending: 1, moved: 1},
 		},
 		{
+			name:    "leases unreadable: markers and revocations written, every move waits",
+			wanted:  map[string][]string{"a": {"1"}, "b": {"2"}, "c": nil},
+			current: cur("a", "", "a", "2", "b", ""),
+			unknown: true,
+			want:    plan{revoke: []assignment{{"a", "2"}}, markers: []string{"c"}, revoked: 1, pending: 2, moved: 1},
+		},
+		{
+			name:    "lease owners carry a boot nonce: the member is what counts",
+			wanted:  map[string][]string{"a": {"1"}, "b": {"2", "3"}},
+			current: cur("a", "", "b", ""),
+			holders: map[string]string{"1": "a#0f0f0f0f0f0f", "2": "a#1e1e1e1e1e1e", "3": "b#2d2d2d2d2d2d"},
+			want:    plan{assign: []assignment{{"a", "1"}, {"b", "3"}}, pending: 1, moved: 1},
+		},
+		{
 			name:    "assigned twice (broken state): the wrong one is revoked",
 			wanted:  map[string][]string{"a": {"1"}, "b": nil},
 			current: cur("a", "", "a", "1", "b", "", "b", "1"),
@@ -127,7 +143,7 @@ func TestMakePlan(t *testing.T) {
 				current = assignments{}
 			}
 			departed := func(m string) bool { return slices.Contains(tc.departed, m) }
-			got := makePlan(tc.wanted, current, tc.holders, departed)
+			got := makePlan(tc.wanted, current, tc.holders, !tc.unknown, departed)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("plan:\n got %+v\nwant %+v", got, tc.want)
 			}

@@ -28,9 +28,10 @@ type Options struct {
 	TokenFile    *TokenFile                      // WIMRO_API_TOKEN_FILE; accepted besides Token
 	MaxBodyBytes int64                           // 0 means 1 MiB
 	Health       func(ctx context.Context) error // database ping for /healthz; nil is always healthy
-	// Ready says whether the process does its work (database, schema,
-	// listener, workers, coordinator's first assignment) for /readyz: an error names the
-	// failing check; nil is always ready.
+	// Ready says whether the process does its work (account leases kept,
+	// database, schema, listener, workers, an assignment applied since the
+	// coordinator joined) for /readyz: an error names the failing check;
+	// nil is always ready.
 	Ready func(ctx context.Context) error
 	// Cluster answers GET /cluster; nil answers 404.
 	Cluster func(ctx context.Context) (wimro.ClusterStatus, error)
@@ -101,7 +102,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.healthz},
 		{Method: "GET", Pattern: "/openmano/version", Summary: "The version of this server", Tags: []string{"meta"}, Response: versionBody{}, Handler: s.version},
-		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: database, schema, notifications, workers and the first account assignment", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.readyz},
+		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: account leases kept, database, schema, notifications, workers and an account assignment applied", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.readyz},
 		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{},
 			Errors: []int{http.StatusNotFound, http.StatusServiceUnavailable}, Handler: s.cluster},
 		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},

@@ -135,15 +135,22 @@ func newCluster(t testing.TB) *cluster {
 	return c
 }
 
-// start starts member id.
-func (c *cluster) start(id string) *process {
+// start starts member id, with env added to the cluster's.
+func (c *cluster) start(id string, env ...string) *process {
 	c.t.Helper()
-	p := startWimd(c.t, c.bin, c.env, "--data-dir", c.t.TempDir(), "--instance-id", id,
-		"--coordinator", "consul", "--consul", c.consul.Addr(),
-		"--session-ttl", clusterTTL.String(), "--leader-soak", clusterLeaderSoak.String(), "--assignment-soak", clusterAssignSoak.String(),
-		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4")
+	p := c.spawn(id, "consul", env...)
 	c.members[id] = p
 	return p
+}
+
+// spawn starts a wimd process named id with the given coordinator, and
+// env added to the cluster's, without making it a member of c.
+func (c *cluster) spawn(id, coordinator string, env ...string) *process {
+	c.t.Helper()
+	return startWimd(c.t, c.bin, append(slices.Clone(c.env), env...), "--data-dir", c.t.TempDir(), "--instance-id", id,
+		"--coordinator", coordinator, "--consul", c.consul.Addr(),
+		"--session-ttl", clusterTTL.String(), "--leader-soak", clusterLeaderSoak.String(), "--assignment-soak", clusterAssignSoak.String(),
+		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4")
 }
 
 // any returns a live member.
@@ -161,8 +168,13 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // status asks member id for GET /cluster; ok is false when it cannot say.
 func (c *cluster) status(id string) (wimro.ClusterStatus, bool) {
+	return clusterOf(c.members[id])
+}
+
+// clusterOf asks p for GET /cluster; ok is false when it cannot say.
+func clusterOf(p *process) (wimro.ClusterStatus, bool) {
 	var st wimro.ClusterStatus
-	resp, err := http.Get("http://" + c.members[id].addr + "/cluster")
+	resp, err := http.Get("http://" + p.addr + "/cluster")
 	if err != nil {
 		return st, false
 	}
@@ -239,7 +251,7 @@ func (c *cluster) settled(what string, within time.Duration) (map[string]string,
 	return owner, leader
 }
 
-// accounts creates one WIM on the emulator and clusterAccounts tenants,
+// accounts creates one WIM on the emulator and c.n tenants,
 // each attached through its own account (user u<i>).
 func (c *cluster) accounts(p *process) []string {
 	c.t.Helper()
@@ -251,7 +263,7 @@ func (c *cluster) accounts(p *process) []string {
 	p.call(c.t, "POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "ietfl2vpn", "wim_url": c.url,
 		"config": map[string]any{"wim_port_mapping": mappings}}})
 	var tenants []string
-	for i := range clusterAccounts {
+	for i := range c.n {
 		tn := fmt.Sprintf("t%02d", i)
 		p.call(c.t, "POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": tn}})
 		for _, dc := range []string{"dcA", "dcB"} {

@@ -153,7 +153,7 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.reconcile, "reconcile-interval", a.envDuration("WIMRO_RECONCILE_INTERVAL", time.Hour),
 		"how often the leader (every process without a cluster) compares each account's controller with the database and logs drift, report only (wimd reconcile --fix repairs); 0 turns it off (env WIMRO_RECONCILE_INTERVAL)")
 	fs.StringVar(&c.instanceID, "instance-id", a.env("WIMRO_INSTANCE_ID", ""),
-		"this process's name in the cluster, in account leases and claims and in the User-Agent of controller requests (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
+		"this process's name in the cluster, in the User-Agent of controller requests and, with a nonce of each start (<id>#<nonce>), in account leases and claims; unique per live process (with Consul a second live process with the same id is refused), no '/' or '#' (env WIMRO_INSTANCE_ID; default <hostname>:<listen port>)")
 	fs.StringVar(&c.coordinator, "coordinator", a.env("WIMRO_COORDINATOR", "none"),
 		"none: this process owns every account; consul: processes sharing the database split the accounts through Consul (env WIMRO_COORDINATOR)")
 	fs.StringVar(&c.consul.addr, "consul", a.env("WIMRO_CONSUL", a.env("CONSUL_HTTP_ADDR", "127.0.0.1:8500")),
@@ -191,6 +191,11 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	}
 	if c.dbMaxConns < 0 {
 		return nil, fmt.Errorf("--db-max-conns must not be negative (got %d)", c.dbMaxConns)
+	}
+	if c.instanceID != "" {
+		if err := coordinator.CheckInstanceID(c.instanceID); err != nil {
+			return nil, fmt.Errorf("--instance-id: %w", err)
+		}
 	}
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return nil, fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)

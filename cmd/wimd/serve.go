@@ -125,7 +125,14 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if c.instanceID == "" {
 		host, _ := os.Hostname()
 		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		if err := coordinator.CheckInstanceID(c.instanceID); err != nil {
+			return fmt.Errorf("the default instance id (<hostname>:<port>): %w; set --instance-id", err)
+		}
 	}
+	// Leases and claims are taken under the instance id and a nonce of
+	// this start: two processes given one id never share a lease.
+	boot := coordinator.NewBoot()
+	logger.Info("leases and claims taken under this start's owner", slog.String("instance_id", c.instanceID), slog.String("lease_owner", coordinator.LeaseOwner(c.instanceID, boot)))
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(c.addresses)
 	logger.Info("controller address policy", slog.String("controller_allow", c.addresses.String()))
@@ -155,7 +162,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 			return fmt.Errorf("metrics: %w", err)
 		}
 	}
-	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: c.instanceID, Parallel: c.parallel, Lease: c.claimLease,
+	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: coordinator.LeaseOwner(c.instanceID, boot), Parallel: c.parallel, Lease: c.claimLease,
 		Policy: actions.Policy{Refresh: c.refresh}, MonitorInterval: c.monitor, Notifications: accountNotes, Metrics: metrics.workers,
 		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
 	if err := sup.Start(ctx); err != nil {
@@ -180,9 +187,10 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	switch c.coordinator {
 	case "consul":
 		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
-			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Prefix: c.consul.prefix,
+			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Boot: boot, Prefix: c.consul.prefix,
 			SessionTTL: c.consul.sessionTTL, LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
-			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores, Logger: logger})
+			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores,
+			Health: sup.LeaseHealth, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -208,7 +216,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		TokenFile:    tokenFile,
 		MaxBodyBytes: c.maxBodyBytes,
 		Health:       db.Ping,
-		Ready:        readiness(db, schemaDB, listener, workers.Load, coord),
+		Ready:        readiness(db, schemaDB, listener, workers.Load, sup.LeaseHealth, coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
 			st, err := coord.Status(ctx)
 			if err != nil {
@@ -221,17 +229,37 @@ func (a *App) serve(ctx context.Context, args []string) error {
 		Metrics:        metrics.handler(logger),
 		RequestMetrics: metrics.http,
 	})
-	return a.runHTTP(ctx, ln, api.Handler(), api.CloseStreams, tlsConf, logger, slog.String("instance_id", c.instanceID))
+	// The coordinator may find this process must not run (another live
+	// process has its instance id): serve then stops, with that error.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	go func() {
+		select {
+		case err := <-coord.Failed():
+			stopRun(err)
+		case <-runCtx.Done():
+		}
+	}()
+	err = a.runHTTP(runCtx, ln, api.Handler(), api.CloseStreams, tlsConf, logger, slog.String("instance_id", c.instanceID))
+	if cause := context.Cause(runCtx); err == nil && ctx.Err() == nil && cause != nil {
+		return cause
+	}
+	return err
 }
 
-// readiness is /readyz: the database answers, its schema is the one this
-// binary knows (migrations.Check: a newer wimd may have migrated it, or a
-// migrate down rolled it back, while this one serves), the notification
-// listener is connected, the workers are started, and the coordinator
-// applied its first assignment; the error names the first check that
-// fails.
-func readiness(db *persistence.DB, sqlDB *sql.DB, l *persistence.Listener, workers func() bool, c coordinator.Coordinator) func(context.Context) error {
+// readiness is /readyz: the workers keep their account leases (a process
+// that could not renew them for one lease has stepped out of the cluster,
+// see coordinator/doc.go), the database answers, its schema is the one
+// this binary knows (migrations.Check: a newer wimd may have migrated it,
+// or a migrate down rolled it back, while this one serves), the
+// notification listener is connected, the workers are started, and the
+// coordinator applied an assignment since it (re)joined; the error names
+// the first check that fails.
+func readiness(db *persistence.DB, sqlDB *sql.DB, l *persistence.Listener, workers func() bool, leases func() error, c coordinator.Coordinator) func(context.Context) error {
 	return func(ctx context.Context) error {
+		if err := leases(); err != nil {
+			return wimro.Errorf(wimro.EUNAVAILABLE, "account leases: %v", err)
+		}
 		if err := db.Ping(ctx); err != nil {
 			return wimro.Errorf(wimro.EUNAVAILABLE, "database: %s", wimro.ErrorMessage(err))
 		}
@@ -245,7 +273,7 @@ func readiness(db *persistence.DB, sqlDB *sql.DB, l *persistence.Listener, worke
 			return wimro.Errorf(wimro.EUNAVAILABLE, "notification listener: not connected")
 		}
 		if !c.Ready() {
-			return wimro.Errorf(wimro.EUNAVAILABLE, "coordinator: no account assignment applied yet")
+			return wimro.Errorf(wimro.EUNAVAILABLE, "coordinator: no account assignment applied since this process joined the cluster")
 		}
 		return nil
 	}
