@@ -162,6 +162,15 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		// Down from version 13 (issue 30); the versions between belong to
+		// other changes of the issue and come before it once merged.
+		{9, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'vim_wim_actions' AND column_name = 'woken_claim'`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 9: vim_wim_actions.woken_claim still there")
+			}
+		}},
 		{8, func(t *testing.T) {
 			var opts string
 			db.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname = 'instance_wim_nets'`).Scan(&opts)

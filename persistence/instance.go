@@ -322,15 +322,30 @@ func (s *Store) CountUnfinishedActions(ctx context.Context, accountIDs []string)
 
 // MakeLinksDue makes the waiting CREATE of each of the WAN links due now:
 // a CREATE that waits for its local networks is SCHEDULED with run_after
-// in the future, and a NOTIFY alone would not run it before then. A
-// claimed action is left to its worker. It returns how many were moved.
+// in the future, and a NOTIFY alone would not run it before then. It is
+// called in the transaction that changed a network, and writes every
+// SCHEDULED CREATE of the links, due or not, so that its row lock orders
+// the report against a claim of the CREATE (schema 13):
+//   - the report locks the row first: a claim skips the CREATE (SKIP
+//     LOCKED) until the report commits and notifies, and the next claim
+//     reads the new network;
+//   - a claim locks it first, and may read the networks before the report
+//     commits: the report then marks the CREATE with the claim it runs
+//     under (woken_claim), and FinishActions makes that claim's outcome
+//     due at once if it still waits.
+//
+// Only a CREATE not yet due was written before: a second report landing
+// just after the first one made it due, while its claim read the
+// networks, was lost, and the CREATE waited its whole interval. It returns
+// how many actions it made due or marked.
 func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, error) {
 	if len(linkIDs) == 0 {
 		return 0, nil
 	}
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now(), modified_at = now()
-		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
-		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
+	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions
+		SET run_after = CASE WHEN claimed_by IS NULL THEN least(run_after, now()) ELSE run_after END,
+		    woken_claim = claimed_by, modified_at = now()
+		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action = 'CREATE' AND status = 'SCHEDULED'`, linkIDs)
 }
 
 // detachFinishedActions clears the account of the finished actions of the
