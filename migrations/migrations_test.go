@@ -47,6 +47,22 @@ func emptyDB(t *testing.T) (*sql.DB, *goose.Provider) {
 	return db, p
 }
 
+// atVersion opens a database of its own migrated up to version and runs
+// the statements rows in it.
+func atVersion(t *testing.T, version int64, rows ...string) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db, p := emptyDB(t)
+	if _, err := p.UpTo(t.Context(), version); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range rows {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return db, p
+}
+
 // Up, down to zero, and up again all work, and each step leaves the schema
 // it should.
 func TestRoundTrip(t *testing.T) {
@@ -261,22 +277,13 @@ func TestDownOneStep(t *testing.T) {
 // an unfinished one stops the migration with a message that says what to do.
 func TestUpRefusesUnfinishedFind(t *testing.T) {
 	t.Parallel()
-	db, p := emptyDB(t)
-	ctx := t.Context()
-	if _, err := p.UpTo(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	db, p := atVersion(t, 2,
 		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
 		`INSERT INTO instance_actions (uuid, tenant_id, description, number_tasks) VALUES ('00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001', 'FIND', 2)`,
 		`INSERT INTO vim_wim_actions (instance_action_id, task_index, action, item_id, status) VALUES
 			('00000000-0000-4000-8000-000000000002', 0, 'FIND', gen_random_uuid(), 'DONE'),
-			('00000000-0000-4000-8000-000000000002', 1, 'FIND', gen_random_uuid(), 'SCHEDULED')`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+			('00000000-0000-4000-8000-000000000002', 1, 'FIND', gen_random_uuid(), 'SCHEDULED')`)
+	ctx := t.Context()
 	_, err := p.Up(ctx)
 	if err == nil || !strings.Contains(err.Error(), "1 unfinished FIND action(s)") {
 		t.Fatalf("up with an unfinished FIND = %v", err)
@@ -358,12 +365,7 @@ func TestCheck(t *testing.T) {
 // exact, and the triggers keep them so.
 func TestLinkCountsFilledOnUpgrade(t *testing.T) {
 	t.Parallel()
-	db, p := emptyDB(t)
-	ctx := t.Context()
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	db, p := atVersion(t, 9,
 		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
 		`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000002', 'w', 'fake', 'http://x')`,
 		`INSERT INTO wim_accounts (uuid, name, wim_id) VALUES ('00000000-0000-4000-8000-000000000003', 'a', '00000000-0000-4000-8000-000000000002')`,
@@ -371,12 +373,8 @@ func TestLinkCountsFilledOnUpgrade(t *testing.T) {
 		`INSERT INTO instance_wim_nets (uuid, instance_scenario_id, wim_id, wim_account_id, status)
 			SELECT gen_random_uuid(), '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003',
 			       CASE WHEN i % 3 = 0 THEN 'DOWN' ELSE 'ACTIVE' END
-			FROM generate_series(1, 30) i`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+			FROM generate_series(1, 30) i`)
+	ctx := t.Context()
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}

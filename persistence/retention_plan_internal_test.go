@@ -77,43 +77,28 @@ func historyTables(exec func(sql string, args ...any), finished, purgeable int) 
 }
 
 // The old statements, the baselines of the plan test and the benchmark:
-// the purge took its actions by modified_at alone, and the scrape counted
-// the links table.
+// the purge took its actions by modified_at alone, in no order, and the
+// scrape counted the links table and read the queue in two halves.
+var (
+	oldPurgeActionsSQL = without(purgeActionsSQL,
+		"a.created_at < now() - $1::interval AND ", "ORDER BY a.created_at\n\t\t")
+	oldPurgeInstanceActionsSQL = without(purgeInstanceActionsSQL,
+		"ia.created_at < now() - $1::interval AND ", "ORDER BY ia.created_at\n\t\t")
+)
+
+// without returns sql with each of parts taken out once; a part it does
+// not hold is a baseline gone stale, and panics.
+func without(sql string, parts ...string) string {
+	for _, p := range parts {
+		if !strings.Contains(sql, p) {
+			panic("baseline: the statement no longer holds " + strconv.Quote(p))
+		}
+		sql = strings.Replace(sql, p, "", 1)
+	}
+	return sql
+}
+
 const (
-	oldPurgeActionsSQL = `
-	WITH doomed AS (
-		SELECT a.ctid
-		FROM vim_wim_actions a
-		JOIN instance_actions ia ON ia.uuid = a.instance_action_id
-		WHERE a.status IN ('DONE', 'FAILED', 'SUPERSEDED', 'FINISHED')
-		  AND a.modified_at < now() - $1::interval
-		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
-		  AND NOT EXISTS (
-			SELECT 1 FROM vim_wim_actions u
-			WHERE u.instance_action_id = a.instance_action_id AND u.status IN ('SCHEDULED', 'BUILD'))
-		  AND NOT EXISTS (
-			SELECT 1 FROM vim_wim_actions l
-			WHERE l.item = a.item AND l.item_id = a.item_id AND l.status IN ('SCHEDULED', 'BUILD'))
-		LIMIT $2
-		FOR UPDATE OF a SKIP LOCKED
-	)
-	DELETE FROM vim_wim_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
-	oldPurgeInstanceActionsSQL = `
-	WITH doomed AS (
-		SELECT ia.ctid, ia.uuid
-		FROM instance_actions ia
-		WHERE ia.modified_at < now() - $1::interval
-		  AND NOT EXISTS (SELECT 1 FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid AND p.created_at >= now() - $1::interval)
-		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
-		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED
-	),
-	events AS (
-		DELETE FROM instance_action_events e WHERE e.instance_action_id IN (SELECT uuid FROM doomed)),
-	progress AS (
-		DELETE FROM instance_action_progress p WHERE p.instance_action_id IN (SELECT uuid FROM doomed))
-	DELETE FROM instance_actions WHERE ctid = ANY (ARRAY (SELECT ctid FROM doomed))`
 	oldLinkCountsSQL = `SELECT status, count(*) FROM instance_wim_nets GROUP BY status`
 	oldQueueStatsSQL = `SELECT wim_account_id::text, count(*),
 			coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE run_after <= now())), 0)::float8
