@@ -342,10 +342,20 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 	if len(linkIDs) == 0 {
 		return 0, nil
 	}
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions
-		SET run_after = CASE WHEN claimed_by IS NULL THEN least(run_after, now()) ELSE run_after END,
-		    woken_claim = claimed_by, modified_at = now()
-		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action = 'CREATE' AND status = 'SCHEDULED'`, linkIDs)
+	// Locked in primary-key order first, as every multi-row writer of the
+	// actions locks them: a claimed CREATE is now written too, and the
+	// outcome batch that holds it locks in that order.
+	return s.exec(ctx, "vim_wim_actions", `
+		WITH locked AS (
+			SELECT instance_action_id, task_index FROM vim_wim_actions
+			WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action = 'CREATE' AND status = 'SCHEDULED'
+			ORDER BY instance_action_id, task_index
+			FOR UPDATE)
+		UPDATE vim_wim_actions a
+		SET run_after = CASE WHEN a.claimed_by IS NULL THEN least(a.run_after, now()) ELSE a.run_after END,
+		    woken_claim = a.claimed_by, modified_at = now()
+		FROM locked l
+		WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, linkIDs)
 }
 
 // detachFinishedActions clears the account of the finished actions of the
