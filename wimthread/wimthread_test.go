@@ -335,11 +335,11 @@ func TestCreateWaitsForLocalNetworks(t *testing.T) {
 
 // Both networks of a link reported ACTIVE 1 ms apart make the link ACTIVE
 // at once, never after the CREATE's wait for its networks (issue 30, point
-// 11). The first report makes the waiting CREATE due; its run can read the
-// second network still BUILD while the second report, finding the CREATE
-// claimed, used to leave it to its worker: the run then waited its whole
-// interval (10 s, the default, kept here). Many rounds, since the two
-// reports race with the run.
+// 11). The first report makes the waiting CREATE due; its claim can read
+// the second network still BUILD while the second report, finding the
+// CREATE claimed or already due, used to leave it as it was: the run then
+// waited its whole interval (10 s, the default, kept here). Many rounds,
+// since the two reports race with the claim.
 func TestNetworkReportsDuringTheirCreateRun(t *testing.T) {
 	t.Parallel()
 	const (
