@@ -47,6 +47,22 @@ func emptyDB(t *testing.T) (*sql.DB, *goose.Provider) {
 	return db, p
 }
 
+// atVersion opens a database of its own migrated up to version and runs
+// the statements rows in it.
+func atVersion(t *testing.T, version int64, rows ...string) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db, p := emptyDB(t)
+	if _, err := p.UpTo(t.Context(), version); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range rows {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return db, p
+}
+
 // Up, down to zero, and up again all work, and each step leaves the schema
 // it should.
 func TestRoundTrip(t *testing.T) {
@@ -162,6 +178,16 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{11, func(t *testing.T) {
+			var cols, indexes, counts, triggers int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'vim_wim_actions' AND column_name = 'woken_claim'`).Scan(&cols)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname IN ('vim_wim_actions_finished_idx', 'instance_actions_created_idx')`).Scan(&indexes)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wan_link_status_counts'`).Scan(&counts)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'instance_wim_nets_count_%'`).Scan(&triggers)
+			if cols != 0 || indexes != 0 || counts != 0 || triggers != 0 {
+				t.Errorf("version 11: woken_claim %d, purge indexes %d, link counts table %d, count triggers %d; want all gone", cols, indexes, counts, triggers)
+			}
+		}},
 		{10, func(t *testing.T) {
 			var cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_action_events' AND column_name IN ('attempt','next_try_at')`).Scan(&cols)
@@ -265,22 +291,13 @@ func TestDownOneStep(t *testing.T) {
 // an unfinished one stops the migration with a message that says what to do.
 func TestUpRefusesUnfinishedFind(t *testing.T) {
 	t.Parallel()
-	db, p := emptyDB(t)
-	ctx := t.Context()
-	if _, err := p.UpTo(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	db, p := atVersion(t, 2,
 		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
 		`INSERT INTO instance_actions (uuid, tenant_id, description, number_tasks) VALUES ('00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001', 'FIND', 2)`,
 		`INSERT INTO vim_wim_actions (instance_action_id, task_index, action, item_id, status) VALUES
 			('00000000-0000-4000-8000-000000000002', 0, 'FIND', gen_random_uuid(), 'DONE'),
-			('00000000-0000-4000-8000-000000000002', 1, 'FIND', gen_random_uuid(), 'SCHEDULED')`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+			('00000000-0000-4000-8000-000000000002', 1, 'FIND', gen_random_uuid(), 'SCHEDULED')`)
+	ctx := t.Context()
 	_, err := p.Up(ctx)
 	if err == nil || !strings.Contains(err.Error(), "1 unfinished FIND action(s)") {
 		t.Fatalf("up with an unfinished FIND = %v", err)
@@ -355,5 +372,35 @@ func TestCheck(t *testing.T) {
 	}
 	if err := migrations.Check(ctx, db); err == nil || !strings.Contains(err.Error(), "schema version(s) 999") {
 		t.Fatalf("check with an unknown version = %v", err)
+	}
+}
+
+// Version 13 counts the links that exist when it runs: the counts start
+// exact, and the triggers keep them so.
+func TestLinkCountsFilledOnUpgrade(t *testing.T) {
+	t.Parallel()
+	db, p := atVersion(t, 9,
+		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
+		`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000002', 'w', 'fake', 'http://x')`,
+		`INSERT INTO wim_accounts (uuid, name, wim_id) VALUES ('00000000-0000-4000-8000-000000000003', 'a', '00000000-0000-4000-8000-000000000002')`,
+		`INSERT INTO instance_scenarios (uuid, name, tenant_id) VALUES ('00000000-0000-4000-8000-000000000004', 'ns', '00000000-0000-4000-8000-000000000001')`,
+		`INSERT INTO instance_wim_nets (uuid, instance_scenario_id, wim_id, wim_account_id, status)
+			SELECT gen_random_uuid(), '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003',
+			       CASE WHEN i % 3 = 0 THEN 'DOWN' ELSE 'ACTIVE' END
+			FROM generate_series(1, 30) i`)
+	ctx := t.Context()
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE instance_wim_nets SET status = 'ERROR' WHERE uuid IN (SELECT uuid FROM instance_wim_nets WHERE status = 'ACTIVE' LIMIT 5)`); err != nil {
+		t.Fatal(err)
+	}
+	var counts string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(status || '=' || n, ',' ORDER BY status)
+		FROM (SELECT status, sum(n) AS n FROM wan_link_status_counts GROUP BY status HAVING sum(n) <> 0) c`).Scan(&counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts != "ACTIVE=15,DOWN=10,ERROR=5" {
+		t.Fatalf("link counts after the upgrade and one update: %s, want ACTIVE=15,DOWN=10,ERROR=5", counts)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // execOn returns a function that runs a statement on pool and fails the
 // test if it fails: the plan tests build their tables by hand.
-func execOn(t *testing.T, pool *pgxpool.Pool) func(sql string, args ...any) {
+func execOn(t testing.TB, pool *pgxpool.Pool) func(sql string, args ...any) {
 	return func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(context.Background(), sql, args...); err != nil {

@@ -322,15 +322,40 @@ func (s *Store) CountUnfinishedActions(ctx context.Context, accountIDs []string)
 
 // MakeLinksDue makes the waiting CREATE of each of the WAN links due now:
 // a CREATE that waits for its local networks is SCHEDULED with run_after
-// in the future, and a NOTIFY alone would not run it before then. A
-// claimed action is left to its worker. It returns how many were moved.
+// in the future, and a NOTIFY alone would not run it before then. It is
+// called in the transaction that changed a network, and writes every
+// SCHEDULED CREATE of the links, due or not, so that its row lock orders
+// the report against a claim of the CREATE (schema 13):
+//   - the report locks the row first: a claim skips the CREATE (SKIP
+//     LOCKED) until the report commits and notifies, and the next claim
+//     reads the new network;
+//   - a claim locks it first, and may read the networks before the report
+//     commits: the report then marks the CREATE with the claim it runs
+//     under (woken_claim), and FinishActions makes that claim's outcome
+//     due at once if it still waits.
+//
+// Only a CREATE not yet due was written before: a second report landing
+// just after the first one made it due, while its claim read the
+// networks, was lost, and the CREATE waited its whole interval. It returns
+// how many actions it made due or marked.
 func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, error) {
 	if len(linkIDs) == 0 {
 		return 0, nil
 	}
-	return s.exec(ctx, "vim_wim_actions", `UPDATE vim_wim_actions SET run_after = now(), modified_at = now()
-		WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[])
-		  AND action = 'CREATE' AND status = 'SCHEDULED' AND claimed_by IS NULL AND run_after > now()`, linkIDs)
+	// Locked in primary-key order first, as every multi-row writer of the
+	// actions locks them: a claimed CREATE is now written too, and the
+	// outcome batch that holds it locks in that order.
+	return s.exec(ctx, "vim_wim_actions", `
+		WITH locked AS (
+			SELECT instance_action_id, task_index FROM vim_wim_actions
+			WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action = 'CREATE' AND status = 'SCHEDULED'
+			ORDER BY instance_action_id, task_index
+			FOR UPDATE)
+		UPDATE vim_wim_actions a
+		SET run_after = CASE WHEN a.claimed_by IS NULL THEN least(a.run_after, now()) ELSE a.run_after END,
+		    woken_claim = a.claimed_by, modified_at = now()
+		FROM locked l
+		WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, linkIDs)
 }
 
 // detachFinishedActions clears the account of the finished actions of the

@@ -150,10 +150,36 @@ func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (b
 	return n > 0, nil
 }
 
+// foldLinkCountsName names the advisory lock (in lockClass) of the one
+// folder of wan_link_status_counts at a time.
+const foldLinkCountsName = "wimro:fold-link-status-counts"
+
+// linkCountsSQL returns how many WAN links have each status (statuses
+// with none left out): the sums of wan_link_status_counts, the signed
+// deltas that the links table's statement triggers append (schema 13),
+// exact in the statement's snapshot. It also folds the rows it reads into
+// one per status, so the next read sums a few rows: every part of the
+// statement sees the same snapshot, so the sums are of the rows before the
+// fold, and deltas committed meanwhile are neither read nor deleted. One
+// folder at a time (a transaction-scoped advisory lock taken without
+// waiting): two would each delete what the other already folded and count
+// it once less. A statement that finds the lock taken only reads.
+const linkCountsSQL = `
+	WITH lk AS (SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS got),
+	gone AS (
+		DELETE FROM wan_link_status_counts WHERE (SELECT got FROM lk)
+		RETURNING status, n),
+	folded AS (
+		INSERT INTO wan_link_status_counts (status, n)
+		SELECT status, sum(n) FROM gone GROUP BY status HAVING sum(n) <> 0)
+	SELECT status, sum(n)::bigint FROM wan_link_status_counts GROUP BY status HAVING sum(n) <> 0`
+
 // CountWANLinksByStatus returns how many WAN links have each status, over
-// every account (one scan of the links table).
+// every account, exactly, from the counts the links table's triggers keep
+// (see linkCountsSQL): the links table itself is not read, however large.
+// It writes (the fold), so it needs a primary.
 func (s *Store) CountWANLinksByStatus(ctx context.Context) (map[string]int, error) {
-	rows, err := s.query(ctx, "instance_wim_nets", `SELECT status, count(*) FROM instance_wim_nets GROUP BY status`)
+	rows, err := s.query(ctx, "wan_link_status_counts", linkCountsSQL, lockClass, foldLinkCountsName)
 	if err != nil {
 		return nil, err
 	}

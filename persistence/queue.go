@@ -185,6 +185,12 @@ const leaseHeld = `COALESCE((
 // and planned joins between two of them as nested loops, quadratic in the
 // batch (two such joins took more time than the rest of the statement at
 // 400 outcomes). Data-modifying WITH parts always run, referenced or not.
+// An outcome that keeps its action SCHEDULED is due at once when a network
+// report marked the action under this very claim (woken_claim, see
+// MakeLinksDue): the run read the networks before the report, and its
+// wait would hold the report back a whole interval. The row is locked
+// first, so a report that commits before the write is seen, and one that
+// comes after finds the action unclaimed and makes it due itself.
 const finishSQL = `
 	WITH o AS (
 		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -204,8 +210,9 @@ const finishSQL = `
 		UPDATE vim_wim_actions AS a
 		SET status = k.status, error_msg = k.error_msg, wim_internal_id = COALESCE(k.wim_internal_id, a.wim_internal_id),
 		    extra = CASE WHEN k.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || k.extra::jsonb END,
-		    run_after = k.run_after, attempts = CASE WHEN k.reset THEN 0 WHEN k.reached THEN a.attempts + 1 ELSE a.attempts END,
-		    claimed_by = NULL, claim_expires_at = NULL, modified_at = now()
+		    run_after = CASE WHEN a.woken_claim = k.claim AND k.status = 'SCHEDULED' THEN least(k.run_after, now()) ELSE k.run_after END,
+		    attempts = CASE WHEN k.reset THEN 0 WHEN k.reached THEN a.attempts + 1 ELSE a.attempts END,
+		    claimed_by = NULL, claim_expires_at = NULL, woken_claim = NULL, modified_at = now()
 		FROM locked k
 		WHERE a.instance_action_id = k.id AND a.task_index = k.idx
 		RETURNING a.instance_action_id, a.task_index, a.action, a.item_id, a.status, a.error_msg,

@@ -18,13 +18,23 @@ const purgeLockName = "wimro:purge-finished-actions"
 // WAN link (a DELETE still queued may read the link's earlier CREATE for
 // the service id). The rows are picked and locked in one statement and
 // deleted by ctid; SKIP LOCKED passes over the rows a worker is writing.
+// They are taken oldest first through vim_wim_actions_finished_idx
+// (schema 13): created_at never changes and is never after modified_at,
+// so "created before the cutoff" keeps every row the purge may delete.
+// modified_at itself cannot be indexed: every claim and renewal sets it,
+// and would no longer be a HOT update. A batch reads the finished actions
+// created before the cutoff until it has its rows, so what it reads
+// besides them is the old history of live instances (a live link's
+// CREATE), not the table: with the modified_at filter alone, a batch that
+// found little read every finished action, and the last batch of every
+// purge finds little.
 const purgeActionsSQL = `
 	WITH doomed AS (
 		SELECT a.ctid
 		FROM vim_wim_actions a
 		JOIN instance_actions ia ON ia.uuid = a.instance_action_id
 		WHERE a.status IN ('DONE', 'FAILED', 'SUPERSEDED', 'FINISHED', 'CANCELLED', 'ABANDONED')
-		  AND a.modified_at < now() - $1::interval
+		  AND a.created_at < now() - $1::interval AND a.modified_at < now() - $1::interval
 		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
 		  AND NOT EXISTS (
 			SELECT 1 FROM vim_wim_actions u
@@ -32,6 +42,7 @@ const purgeActionsSQL = `
 		  AND NOT EXISTS (
 			SELECT 1 FROM vim_wim_actions l
 			WHERE l.item = a.item AND l.item_id = a.item_id AND l.status IN ('SCHEDULED', 'BUILD'))
+		ORDER BY a.created_at
 		LIMIT $2
 		FOR UPDATE OF a SKIP LOCKED
 	)
@@ -41,15 +52,17 @@ const purgeActionsSQL = `
 // (their row and their newest progress increment) that have no action
 // left and whose instance is gone, with their events; their increments go
 // with them (cascade). Locking the row (SKIP LOCKED) keeps it from a
-// transaction adding an action to it.
+// transaction adding an action to it. Oldest first through
+// instance_actions_created_idx, as the actions.
 const purgeInstanceActionsSQL = `
 	WITH doomed AS (
 		SELECT ia.ctid, ia.uuid
 		FROM instance_actions ia
-		WHERE ia.modified_at < now() - $1::interval
+		WHERE ia.created_at < now() - $1::interval AND ia.modified_at < now() - $1::interval
 		  AND NOT EXISTS (SELECT 1 FROM instance_action_progress p WHERE p.instance_action_id = ia.uuid AND p.created_at >= now() - $1::interval)
 		  AND (ia.instance_id IS NULL OR NOT EXISTS (SELECT 1 FROM instance_scenarios i WHERE i.uuid = ia.instance_id))
 		  AND NOT EXISTS (SELECT 1 FROM vim_wim_actions a WHERE a.instance_action_id = ia.uuid)
+		ORDER BY ia.created_at
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
 	),
@@ -92,7 +105,12 @@ func (db *DB) PurgeFinishedActions(ctx context.Context, olderThan time.Duration,
 		if actions, err = s.exec(ctx, "vim_wim_actions", purgeActionsSQL, olderThan, batch); err != nil {
 			return err
 		}
-		instanceActions, err = s.exec(ctx, "instance_actions", purgeInstanceActionsSQL, olderThan, batch)
+		if instanceActions, err = s.exec(ctx, "instance_actions", purgeInstanceActionsSQL, olderThan, batch); err != nil {
+			return err
+		}
+		// The link counts are folded by every /metrics scrape; the purge
+		// folds them too, so they stay a few rows where nothing scrapes.
+		_, err = s.exec(ctx, "wan_link_status_counts", linkCountsSQL, lockClass, foldLinkCountsName)
 		return err
 	})
 	if err != nil {

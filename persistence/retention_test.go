@@ -21,7 +21,9 @@ const (
 )
 
 // history writes action history straight in SQL, so that its rows can be
-// dated in the past (an UPDATE would touch modified_at).
+// dated in the past (an UPDATE would touch modified_at), created when last
+// modified: a row is never modified before it is created, and the purge
+// relies on it (schema 13).
 type history struct {
 	b               *bundle
 	tenant, account string
@@ -58,16 +60,16 @@ type task struct{ status, link string }
 func (h *history) instanceAction(t *testing.T, instanceID *string, age time.Duration, tasks ...task) string {
 	t.Helper()
 	ia := uuid.NewString()
-	if _, err := h.b.db.Pool().Exec(h.b.ctx, `INSERT INTO instance_actions (uuid, tenant_id, instance_id, description, number_tasks, modified_at)
-		VALUES ($1, $2, $3, 'DELETE', $4, now() - $5::interval)`, ia, h.tenant, instanceID, len(tasks), age); err != nil {
+	if _, err := h.b.db.Pool().Exec(h.b.ctx, `INSERT INTO instance_actions (uuid, tenant_id, instance_id, description, number_tasks, created_at, modified_at)
+		VALUES ($1, $2, $3, 'DELETE', $4, now() - $5::interval, now() - $5::interval)`, ia, h.tenant, instanceID, len(tasks), age); err != nil {
 		t.Fatal(err)
 	}
 	for i, k := range tasks {
 		if k.link == "" {
 			k.link = uuid.NewString()
 		}
-		if _, err := h.b.db.Pool().Exec(h.b.ctx, `INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status, modified_at)
-			VALUES ($1, $2, $3, 'DELETE', $4, $5, now() - $6::interval)`, ia, i, h.account, k.link, k.status, age); err != nil {
+		if _, err := h.b.db.Pool().Exec(h.b.ctx, `INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status, created_at, modified_at)
+			VALUES ($1, $2, $3, 'DELETE', $4, $5, now() - $6::interval, now() - $6::interval)`, ia, i, h.account, k.link, k.status, age); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,11 +82,11 @@ func (h *history) bulk(t *testing.T, instanceID *string, n, perAction int) {
 	t.Helper()
 	if _, err := h.b.db.Pool().Exec(h.b.ctx, `
 		WITH ias AS (
-			INSERT INTO instance_actions (uuid, tenant_id, instance_id, description, number_tasks, modified_at)
-			SELECT gen_random_uuid(), $1, $2, 'DELETE', $4, now() - $5::interval FROM generate_series(1, $3)
+			INSERT INTO instance_actions (uuid, tenant_id, instance_id, description, number_tasks, created_at, modified_at)
+			SELECT gen_random_uuid(), $1, $2, 'DELETE', $4, now() - $5::interval, now() - $5::interval FROM generate_series(1, $3)
 			RETURNING uuid)
-		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status, modified_at)
-		SELECT ias.uuid, k, $6, 'DELETE', gen_random_uuid(), 'DONE', now() - $5::interval
+		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status, created_at, modified_at)
+		SELECT ias.uuid, k, $6, 'DELETE', gen_random_uuid(), 'DONE', now() - $5::interval, now() - $5::interval
 		FROM ias, generate_series(0, $4 - 1) k`, h.tenant, instanceID, n, perAction, old, h.account); err != nil {
 		t.Fatal(err)
 	}

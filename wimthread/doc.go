@@ -213,7 +213,13 @@
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
 // account, its WIM, its port mappings or its actions change; the
 // Supervisor LISTENs, marks the account's connector for a rebuild and
-// wakes the claimer. A poll loop covers a lost notification.
+// wakes the claimer. A poll loop covers a lost notification. A network
+// reported by the NFVO makes the waiting CREATEs of its links due in the
+// report's transaction (persistence.MakeLinksDue); one reported while its
+// CREATE runs (and may have read the network before the report) marks it
+// with the run's claim, and the outcome of that run, if it still waits,
+// is due at once: two networks reported together never leave the link
+// waiting for the next re-check.
 //
 // Ownership comes from outside: SetAccounts says which accounts this
 // process owns (the cluster coordinator calls it; the "none" coordinator

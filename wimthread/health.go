@@ -122,10 +122,11 @@ type LinkStatusCounter interface {
 }
 
 // NewLinkStatusCollector returns the collector of
-// wimro_wan_links_by_status{status}: one query per scrape (a scan of the
-// links table), over every link whichever process drives its account; by
-// status, not per link, to keep the series few. GET .../wan_links names
-// the links.
+// wimro_wan_links_by_status{status}: one query per scrape, over every
+// link whichever process drives its account, exact, from the counts the
+// links table's triggers keep (persistence.CountWANLinksByStatus), not a
+// scan of the table; by status, not per link, to keep the series few.
+// GET .../wan_links names the links.
 func NewLinkStatusCollector(db LinkStatusCounter) prometheus.Collector {
 	return &statusCollector{count: db.CountWANLinksByStatus, what: "WAN link status", desc: prometheus.NewDesc("wimro_wan_links_by_status",
 		"WAN links by status (BUILD, ACTIVE, DOWN, ERROR, INACTIVE, WIM_ERROR, DELETED), as the actions and monitoring left them.", []string{"status"}, nil)}
