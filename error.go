@@ -16,6 +16,7 @@ const (
 	ECONFLICT     = "conflict"     // duplicate, ambiguity or a dependency blocks the change
 	EUNAUTHORIZED = "unauthorized" // missing or wrong credentials
 	EUNAVAILABLE  = "unavailable"  // a dependency (database, controller) cannot answer now; retry may help
+	ETOOMANY      = "too_many"     // a limit of the server (open event streams) is reached: retry later
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )
 

@@ -33,17 +33,19 @@ type Event struct {
 	At        time.Time  `json:"at"`
 }
 
-// EventCursor is the position of an event: the writing transaction's id,
-// then the event's id. Events are read in that order (see
-// migrations/sql/00006_events.sql for why the transaction comes first).
-// The zero cursor is before every event.
+// EventCursor is the position of an event: its number in its instance
+// action (readers number committed events in the order they see them,
+// see migrations/sql/00012_event_seq.sql), then its id. A cursor written
+// before schema 12 held the writing transaction's id in place of the
+// number; the reader finds the event by its id, so it still resumes
+// right. The zero cursor is before every event.
 type EventCursor struct {
-	XID uint64
+	Seq int64
 	ID  int64
 }
 
-// String gives the cursor as "xid-id", the form ParseEventCursor reads.
-func (c EventCursor) String() string { return fmt.Sprintf("%d-%d", c.XID, c.ID) }
+// String gives the cursor as "seq-id", the form ParseEventCursor reads.
+func (c EventCursor) String() string { return fmt.Sprintf("%d-%d", c.Seq, c.ID) }
 
 // ParseEventCursor reads a cursor written by String. An empty string is
 // the zero cursor. Anything else is EINVALID naming field (the caller's
@@ -54,10 +56,10 @@ func ParseEventCursor(field, s string) (EventCursor, error) {
 	}
 	x, i, ok := strings.Cut(s, "-")
 	if ok {
-		xid, err1 := strconv.ParseUint(x, 10, 64)
+		seq, err1 := strconv.ParseInt(x, 10, 64)
 		id, err2 := strconv.ParseInt(i, 10, 64)
-		if err1 == nil && err2 == nil && id >= 0 && xid <= 1<<63-1 {
-			return EventCursor{XID: xid, ID: id}, nil
+		if err1 == nil && err2 == nil && id >= 0 && seq >= 0 {
+			return EventCursor{Seq: seq, ID: id}, nil
 		}
 	}
 	return EventCursor{}, Errorf(EINVALID, "%s: %q is not an event id of this stream (they look like 1234-56)", field, CleanText(s, 64))

@@ -41,6 +41,8 @@ type Engine struct {
 	stopChecks              context.CancelFunc
 	// build makes connectors for drift reconcile.
 	build ConnectorBuilder
+	// events wakes event feeds; nil: they are not woken.
+	events *EventHub
 }
 
 // New returns an engine over db. box seals account passwords at rest.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -123,15 +124,16 @@ func (f *TokenFile) current() [][sha256.Size]byte {
 // authEnabled says whether requests need a bearer token.
 func (s *Server) authEnabled() bool { return s.opts.Token != "" || s.opts.TokenFile != nil }
 
-// tokenOK says whether the Authorization header carries an accepted token:
-// Options.Token or any token of Options.TokenFile. Every candidate is
-// compared, in constant time, as a SHA-256 digest (so its length does not
-// show either).
-func (s *Server) tokenOK(header string) bool {
+// token says whether the Authorization header carries an accepted token:
+// Options.Token or any token of Options.TokenFile, and returns its SHA-256
+// digest, which names the client for per-token limits without keeping
+// the token. Every candidate is compared, in constant time, as a digest
+// (so its length does not show either).
+func (s *Server) token(header string) ([sha256.Size]byte, bool) {
 	scheme, tok, ok := strings.Cut(header, " ")
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return false
+		return [sha256.Size]byte{}, false
 	}
 	got := sha256.Sum256([]byte(tok))
 	match := 0
@@ -144,20 +146,33 @@ func (s *Server) tokenOK(header string) bool {
 			match |= subtle.ConstantTimeCompare(got[:], want[:])
 		}
 	}
-	return match == 1
+	return got, match == 1
 }
 
-// auth requires a bearer token when one is configured.
+// tokenKey is the context key of the accepted token's digest.
+type tokenKey struct{}
+
+// clientToken returns the digest of the token the request was accepted
+// with; ok is false when the server has no token (every client is the
+// same).
+func clientToken(r *http.Request) (digest [sha256.Size]byte, ok bool) {
+	digest, ok = r.Context().Value(tokenKey{}).([sha256.Size]byte)
+	return digest, ok
+}
+
+// auth requires a bearer token when one is configured, and remembers
+// which one the request carries (clientToken).
 func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 	if !s.authEnabled() {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.tokenOK(r.Header.Get("Authorization")) {
+		digest, ok := s.token(r.Header.Get("Authorization"))
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="wimro"`)
 			s.Error(w, r, wimro.Errorf(wimro.EUNAUTHORIZED, "Missing or invalid bearer token"))
 			return
 		}
-		next(w, r)
+		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, digest)))
 	}
 }

@@ -26,6 +26,7 @@ var codes = map[string]int{
 	wimro.ECONFLICT:     http.StatusConflict,
 	wimro.EUNAUTHORIZED: http.StatusUnauthorized,
 	wimro.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	wimro.ETOOMANY:      http.StatusTooManyRequests,
 	wimro.EINTERNAL:     http.StatusInternalServerError,
 }
 

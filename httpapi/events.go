@@ -3,25 +3,30 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/persistence"
 )
 
-// The event stream's timing, unless Options set them.
+// The event stream's timing and limits, unless Options set them.
 const (
-	// defaultEventPoll is how often a stream reads again while nothing
-	// new is visible: outcomes send no NOTIFY a handler could wait on,
-	// and one indexed read a quarter second per open stream is cheap.
-	defaultEventPoll = 250 * time.Millisecond
+	// defaultEventPoll is how often a stream reads again when nothing
+	// woke it: a stream reads when the process's listener says its
+	// instance action has new events (engine.EventHub); this slow read
+	// is the safety net for a notification lost in a way the listener
+	// cannot tell (it resyncs every stream after a reconnection).
+	defaultEventPoll = 5 * time.Second
 	// defaultKeepAlive keeps proxies and clients from closing a quiet
 	// stream, and finds a client that went away without closing.
 	defaultKeepAlive = 15 * time.Second
@@ -31,6 +36,15 @@ const (
 	eventWriteWindow = 30 * time.Second
 	// eventPage is how many events one read returns at most.
 	eventPage = 500
+	// DefaultMaxEventStreams and DefaultMaxEventStreamsPerToken bound the
+	// streams open at once in one process, and with one API token: each
+	// holds a goroutine, a connection and a read per wake-up.
+	DefaultMaxEventStreams         = 1000
+	DefaultMaxEventStreamsPerToken = 100
+	// streamRetryAfter is the Retry-After of a stream refused by a cap,
+	// in seconds: streams last as long as their actions, so a slot frees
+	// in seconds to minutes.
+	streamRetryAfter = "5"
 )
 
 // Names of the stream's events and of its resume parameters.
@@ -56,7 +70,7 @@ var eventStreams = map[string]any{eventChange: wimro.Event{}, eventRetry: wimro.
 func (a *api) eventRoutes() []Route {
 	return []Route{{Method: "GET", Pattern: "/openmano/{tenant_id}/instances/{instance_id}/action/{action_id}/events",
 		Summary: "Follow an instance action: a text/event-stream of its task and WAN link changes and of its tasks' retries (attempt, error, next_try_at), then done", Tags: []string{"instances"},
-		Query: []string{lastEventIDQuery}, Stream: eventStreams, Handler: a.actionEvents}}
+		Query: []string{lastEventIDQuery}, Stream: eventStreams, Errors: []int{http.StatusTooManyRequests}, Handler: a.actionEvents}}
 }
 
 // actionEvents streams the events of an instance action as server-sent
@@ -76,26 +90,43 @@ func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, wimro.FieldErrorf(field, "%s", wimro.ErrorMessage(err)))
 		return
 	}
+	release, limit, err := a.srv.streams.acquire(r)
+	if err != nil {
+		a.srv.opts.RequestMetrics.streamRefused(limit)
+		w.Header().Set("Retry-After", streamRetryAfter)
+		a.srv.Error(w, r, err)
+		return
+	}
+	defer release()
 	feed, err := a.eng.ActionEvents(ctx, param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"))
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
+	defer feed.Close()
+	read := func() (persistence.EventPage, error) {
+		a.srv.opts.RequestMetrics.streamRead()
+		return feed.Read(ctx, after, eventPage)
+	}
 	// The first read before the status: a database away is still a 503.
-	page, err := feed.Read(ctx, after, eventPage)
+	page, err := read()
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
+	defer a.srv.opts.RequestMetrics.streamOpen()()
 	s := a.srv.newStream(w)
 	log := a.srv.logger.With(slog.String("action_id", feed.ActionID()), slog.String("request_id", middleware.GetReqID(ctx)))
-	poll := time.NewTicker(a.srv.opts.EventPoll)
+	poll := time.NewTimer(a.srv.opts.EventPoll)
 	defer poll.Stop()
 	keepAlive := time.NewTimer(a.srv.opts.EventKeepAlive)
 	defer keepAlive.Stop()
-	// wait returns when it is time to read again, false when the stream
-	// must end (the client left, the server stops, a keep-alive failed).
+	// wait returns when it is time to read again: the feed was woken (its
+	// events changed, or the listener resynced) or the safety poll came.
+	// It returns false when the stream must end (the client left, the
+	// server stops, a keep-alive failed).
 	wait := func() bool {
+		poll.Reset(a.srv.opts.EventPoll)
 		for {
 			select {
 			case <-ctx.Done():
@@ -107,6 +138,8 @@ func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
 					return false
 				}
 				keepAlive.Reset(a.srv.opts.EventKeepAlive)
+			case <-feed.Changed():
+				return true
 			case <-poll.C:
 				return true
 			}
@@ -139,11 +172,54 @@ func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
 		if len(page.Events) < eventPage && !wait() {
 			return
 		}
-		if page, err = feed.Read(ctx, after, eventPage); err != nil {
+		if page, err = read(); err != nil {
 			s.fail(ctx, log, err)
 			return
 		}
 	}
+}
+
+// streamSlots counts the event streams open in the process, in all and
+// per API token, against Options.MaxEventStreams and
+// MaxEventStreamsPerToken.
+type streamSlots struct {
+	max, perToken int
+
+	mu      sync.Mutex
+	open    int
+	byToken map[[sha256.Size]byte]int
+}
+
+// acquire takes a slot for the request's stream, or says which limit
+// refuses it ("process" or "token") with the error to answer (ETOOMANY,
+// naming the limit); release gives the slot back. Without a token
+// configured every client is the same, so only the process cap applies.
+func (c *streamSlots) acquire(r *http.Request) (release func(), limit string, err error) {
+	tok, perToken := clientToken(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open >= c.max {
+		return nil, "process", wimro.Errorf(wimro.ETOOMANY,
+			"Too many event streams: this server has %d open, its limit of event streams per process; retry after a few seconds (Retry-After)", c.max)
+	}
+	if perToken && c.byToken[tok] >= c.perToken {
+		return nil, "token", wimro.Errorf(wimro.ETOOMANY,
+			"Too many event streams: %d are open with this token, the limit of event streams per token; close one, or retry after a few seconds (Retry-After)", c.perToken)
+	}
+	c.open++
+	if perToken {
+		c.byToken[tok]++
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.open--
+		if perToken {
+			if c.byToken[tok]--; c.byToken[tok] == 0 {
+				delete(c.byToken, tok)
+			}
+		}
+	}, "", nil
 }
 
 // stream writes server-sent events, flushing each, and keeps the

@@ -212,21 +212,7 @@ func TestEventStreamOutlivesTimeoutsAndSettles(t *testing.T) {
 	}
 
 	// The task runs: claimed and finished DONE with its link ACTIVE.
-	ctx := t.Context()
-	acct := accountOf(t, b)
-	leases, err := b.db.AcquireLeases(ctx, "test", []string{acct}, time.Minute)
-	if err != nil || len(leases) != 1 {
-		t.Fatalf("lease: %v, %v", leases, err)
-	}
-	claimed, err := b.db.ClaimActions(ctx, leases[0], "c", time.Minute, 10, nil)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	active := wimro.LinkActive
-	if err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1,
-		Link: &persistence.LinkUpdate{Status: &active}}); err != nil {
-		t.Fatal(err)
-	}
+	finishTask(t, b)
 	var events []string
 	for {
 		id, name, data, ok := r.next()

@@ -179,6 +179,7 @@ var errorDescriptions = map[int]string{
 	http.StatusUnsupportedMediaType:  "The body is neither JSON nor YAML.",
 	http.StatusInternalServerError:   "An unexpected failure; the server's log has the details.",
 	http.StatusServiceUnavailable:    "A dependency (the database, the coordinator) cannot answer now; try again.",
+	http.StatusTooManyRequests:       "A limit of the server is reached (error.description names it); try again after Retry-After seconds.",
 }
 
 func errorResponseName(status int) string {

@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,10 +43,17 @@ type Options struct {
 	Metrics http.Handler
 	// RequestMetrics, when set, times every request (NewRequestMetrics).
 	RequestMetrics *RequestMetrics
-	// EventPoll is how often an event stream reads again while it has
-	// nothing new (0: 250 ms); EventKeepAlive how long it stays silent
-	// before a keep-alive comment (0: 15 s).
+	// EventPoll is how often an event stream reads again when nothing
+	// woke it (0: 5 s; the engine's EventHub wakes it when its events
+	// commit); EventKeepAlive how long it stays silent before a
+	// keep-alive comment (0: 15 s).
 	EventPoll, EventKeepAlive time.Duration
+	// MaxEventStreams caps the event streams open at once in the process
+	// (0: DefaultMaxEventStreams), MaxEventStreamsPerToken those opened
+	// with one API token (0: DefaultMaxEventStreamsPerToken; without a
+	// token configured only the process cap applies). A stream over a cap
+	// is answered 429 with Retry-After.
+	MaxEventStreams, MaxEventStreamsPerToken int
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -81,6 +89,7 @@ type Server struct {
 	// streamsDone is closed by CloseStreams: every event stream ends.
 	streamsDone  chan struct{}
 	closeStreams sync.Once
+	streams      *streamSlots
 }
 
 // NewServer builds the router from the built-in routes plus routes.
@@ -97,7 +106,14 @@ func NewServer(opts Options, routes ...Route) *Server {
 	if opts.EventKeepAlive <= 0 {
 		opts.EventKeepAlive = defaultKeepAlive
 	}
-	s := &Server{logger: opts.Logger, opts: opts, streamsDone: make(chan struct{})}
+	if opts.MaxEventStreams <= 0 {
+		opts.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if opts.MaxEventStreamsPerToken <= 0 {
+		opts.MaxEventStreamsPerToken = DefaultMaxEventStreamsPerToken
+	}
+	s := &Server{logger: opts.Logger, opts: opts, streamsDone: make(chan struct{}),
+		streams: &streamSlots{max: opts.MaxEventStreams, perToken: opts.MaxEventStreamsPerToken, byToken: map[[sha256.Size]byte]int{}}}
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.healthz},

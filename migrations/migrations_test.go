@@ -178,14 +178,24 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		{11, func(t *testing.T) {
+		{12, func(t *testing.T) {
 			var cols, indexes, counts, triggers int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'vim_wim_actions' AND column_name = 'woken_claim'`).Scan(&cols)
 			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname IN ('vim_wim_actions_finished_idx', 'instance_actions_created_idx')`).Scan(&indexes)
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wan_link_status_counts'`).Scan(&counts)
 			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'instance_wim_nets_count_%'`).Scan(&triggers)
 			if cols != 0 || indexes != 0 || counts != 0 || triggers != 0 {
-				t.Errorf("version 11: woken_claim %d, purge indexes %d, link counts table %d, count triggers %d; want all gone", cols, indexes, counts, triggers)
+				t.Errorf("version 12: woken_claim %d, purge indexes %d, link counts table %d, count triggers %d; want all gone", cols, indexes, counts, triggers)
+			}
+		}},
+		{11, func(t *testing.T) {
+			var heads, seq, streamIdx, triggers int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'instance_action_watches'`).Scan(&heads)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'instance_action_events' AND column_name = 'seq'`).Scan(&seq)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'instance_action_events_stream_idx'`).Scan(&streamIdx)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'instance_action_events'::regclass AND NOT tgisinternal`).Scan(&triggers)
+			if heads != 0 || seq != 0 || streamIdx != 1 || triggers != 0 {
+				t.Errorf("version 11: watches table %d, seq column %d, stream index %d, triggers %d (want 0, 0, 1, 0)", heads, seq, streamIdx, triggers)
 			}
 		}},
 		{10, func(t *testing.T) {
@@ -284,6 +294,59 @@ func TestDownOneStep(t *testing.T) {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Version 12 numbers the events already written in the order version 6
+// read them (transaction, then id), not by id: a transaction that began
+// first and wrote last comes first. A new event waits for a reader to
+// number it.
+func TestEventSeqNumbersExistingEvents(t *testing.T) {
+	t.Parallel()
+	db, p := emptyDB(t)
+	ctx := t.Context()
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	const ia = "00000000-0000-4000-8000-000000000002"
+	insert := `INSERT INTO instance_action_events (instance_action_id, action) VALUES ('` + ia + `', $1)`
+	for _, q := range []string{
+		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
+		`INSERT INTO instance_actions (uuid, tenant_id, description) VALUES ('` + ia + `', '00000000-0000-4000-8000-000000000001', 'CREATE')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Rollback() //nolint:errcheck // committed below
+	if _, err := older.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, insert, "YOUNGER"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := older.ExecContext(ctx, insert, "OLDER"); err != nil {
+		t.Fatal(err)
+	}
+	if err := older.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, insert, "NEW"); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(coalesce(seq::text, '-') || ' ' || action, ', ' ORDER BY seq) FROM instance_action_events`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "1 OLDER, 2 YOUNGER, - NEW" {
+		t.Fatalf("events %q; want 1 OLDER, 2 YOUNGER, - NEW", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package persistence_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,8 +33,7 @@ func eventLine(e wimro.Event, names map[string]string) string {
 }
 
 // readN reads the events after a cursor once at least n of them can be
-// read: the tests share their server, and the events of a transaction are
-// held back while any older transaction on it is still open.
+// read.
 func readN(t *testing.T, b *bundle, ia string, after wimro.EventCursor, n int) persistence.EventPage {
 	t.Helper()
 	var page persistence.EventPage
@@ -45,6 +45,14 @@ func readN(t *testing.T, b *bundle, ia string, after wimro.EventCursor, n int) p
 		return len(page.Events) >= n, fmt.Sprintf("%d events", len(page.Events))
 	})
 	return page
+}
+
+// created returns the cursor after the three events of queue's tasks,
+// created.
+func created(t *testing.T, b *bundle, ia string) wimro.EventCursor {
+	t.Helper()
+	start := readN(t, b, ia, wimro.EventCursor{}, 3)
+	return start.Events[len(start.Events)-1].Cursor
 }
 
 func lines(page persistence.EventPage, names map[string]string) []string {
@@ -143,7 +151,7 @@ func TestEventsFollowTheChanges(t *testing.T) {
 	}
 	for i := 1; i < len(all.Events); i++ {
 		p, c := all.Events[i-1].Cursor, all.Events[i].Cursor
-		if c.XID < p.XID || (c.XID == p.XID && c.ID <= p.ID) {
+		if c.Seq != p.Seq+1 {
 			t.Fatalf("cursor %v after %v", c, p)
 		}
 	}
@@ -213,43 +221,115 @@ func TestEventsSettle(t *testing.T) {
 	})
 }
 
-// An event whose transaction began before another's, and commits after it,
-// is neither skipped nor delivered out of order: nothing newer is read
-// while an older transaction is open, and the cursor orders by transaction.
-func TestEventsOfAnOlderOpenTransactionAreNotSkipped(t *testing.T) {
+// An operator's psql session left open in a transaction (BEGIN; SELECT
+// txid_current();) holds nothing back: an event committed after it began
+// is read by the very next statement. (Schema 6 showed only events older
+// than every open transaction: this read came back empty until the
+// session ended.)
+func TestEventsAreNotHeldBackByAnUnrelatedOpenTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, _, _, ia := queue(t, b)
-	start := readN(t, b, ia.UUID, wimro.EventCursor{}, 3)
-	cur := start.Events[len(start.Events)-1].Cursor
+	acct, link1, _, ia := queue(t, b)
+	cur := created(t, b, ia.UUID)
 
-	insert := `INSERT INTO instance_action_events (instance_action_id, task_index, action, status) VALUES ($1, $2, 'CREATE', $3)`
-	older, err := b.db.Pool().Begin(b.ctx)
+	psql, err := b.db.Pool().Begin(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer older.Rollback(b.ctx) //nolint:errcheck // committed below; a failed test leaves it open otherwise
-	if _, err := older.Exec(b.ctx, `SELECT pg_current_xact_id()`); err != nil {
+	defer psql.Rollback(b.ctx) //nolint:errcheck // left open on purpose until the test ends
+	if _, err := psql.Exec(b.ctx, `SELECT txid_current()`); err != nil {
 		t.Fatal(err)
 	}
-	// A younger transaction writes and commits first.
-	if _, err := b.db.Pool().Exec(b.ctx, insert, ia.UUID, 7, "YOUNGER"); err != nil {
+
+	la := lease(t, b, acct, "P")
+	got, err := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	active := wimro.LinkActive
+	for _, a := range got {
+		if a.ItemID == link1 {
+			if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, Done: 1, Link: &persistence.LinkUpdate{Status: &active}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	page, err := b.db.ReadEvents(b.ctx, ia.UUID, cur, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := b.db.ReadEvents(b.ctx, ia.UUID, cur, 0)
-	if err != nil || len(held.Events) != 0 || held.Settled {
-		t.Fatalf("read %q (settled %v) while an older transaction is open", lines(held, nil), held.Settled)
+	if got := lines(page, map[string]string{link1: "l1"}); strings.Join(got, "|") != "0 CREATE DONE l1 ACTIVE" {
+		t.Fatalf("read with a transaction open elsewhere = %q, want the outcome's event", got)
 	}
-	// The older one writes later (a larger id) and commits.
-	if _, err := older.Exec(b.ctx, insert, ia.UUID, 8, "OLDER"); err != nil {
+}
+
+// Two transactions writing events of one instance action do not wait for
+// each other, and the one that commits last is read last, whatever their
+// ids: each event is numbered once committed, after every event numbered
+// before, so a reader neither skips the late one nor reads one twice.
+func TestEventsOfOneInstanceActionAreNumberedInCommitOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, _, _, ia := queue(t, b)
+	cur := created(t, b, ia.UUID)
+
+	insert := `INSERT INTO instance_action_events (instance_action_id, task_index, action, status) VALUES ($1, $2, 'CREATE', $3)`
+	first, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := older.Commit(b.ctx); err != nil {
+	defer first.Rollback(b.ctx) //nolint:errcheck // committed below; a failed test leaves it open otherwise
+	if _, err := first.Exec(b.ctx, insert, ia.UUID, 7, "FIRST"); err != nil {
 		t.Fatal(err)
 	}
-	page := readN(t, b, ia.UUID, cur, 2)
-	if got := lines(page, nil); strings.Join(got, "|") != "8 CREATE OLDER - -|7 CREATE YOUNGER - -" {
-		t.Fatalf("after both committed: %q", got)
+	// The second, with a larger id, commits at once: no wait.
+	if _, err := b.db.Pool().Exec(b.ctx, insert, ia.UUID, 8, "SECOND"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := b.db.ReadEvents(b.ctx, ia.UUID, cur, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(page, nil); strings.Join(got, "|") != "8 CREATE SECOND - -" {
+		t.Fatalf("with the first still open: %q", got)
+	}
+	if err := first.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.db.ReadEvents(b.ctx, ia.UUID, page.Events[0].Cursor, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(next, nil); strings.Join(got, "|") != "7 CREATE FIRST - -" {
+		t.Fatalf("after the first committed: %q", got)
+	}
+	if a, c := page.Events[0].Cursor, next.Events[0].Cursor; a.Seq != cur.Seq+1 || c.Seq != cur.Seq+2 || c.ID > a.ID {
+		t.Fatalf("cursors %v then %v after %v: want the next two numbers, the later one on the smaller id", a, c, cur)
+	}
+	all, err := b.db.ReadEvents(b.ctx, ia.UUID, wimro.EventCursor{}, 0)
+	if err != nil || len(all.Events) != 5 {
+		t.Fatalf("replay: %d events, %v; want 5, each once", len(all.Events), err)
+	}
+}
+
+// A cursor of schema 6 (transaction id, event id) resumes after its
+// event: the reader finds the event by its id.
+func TestEventsResumeFromAnOldCursor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, _, _, ia := queue(t, b)
+	all := readN(t, b, ia.UUID, wimro.EventCursor{}, 3)
+	var xid int64
+	if err := b.db.Pool().QueryRow(b.ctx, `SELECT xid::text::bigint FROM instance_action_events WHERE id = $1`, all.Events[0].Cursor.ID).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	old := wimro.EventCursor{Seq: xid, ID: all.Events[0].Cursor.ID}
+	page, err := b.db.ReadEvents(b.ctx, ia.UUID, old, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 2 || page.Events[0].Cursor != all.Events[1].Cursor {
+		t.Fatalf("after the old cursor %v: %v, want the 2nd and 3rd events %v", old, page.Events, all.Events[1:])
 	}
 }
 
@@ -261,8 +341,9 @@ func TestParseEventCursor(t *testing.T) {
 		ok   bool
 	}{
 		{"", wimro.EventCursor{}, true},
-		{"12-34", wimro.EventCursor{XID: 12, ID: 34}, true},
-		{wimro.EventCursor{XID: 1 << 40, ID: 9}.String(), wimro.EventCursor{XID: 1 << 40, ID: 9}, true},
+		{"12-34", wimro.EventCursor{Seq: 12, ID: 34}, true},
+		{wimro.EventCursor{Seq: 1 << 40, ID: 9}.String(), wimro.EventCursor{Seq: 1 << 40, ID: 9}, true},
+		{"-1-3", wimro.EventCursor{}, false},
 		{"12", wimro.EventCursor{}, false},
 		{"12--3", wimro.EventCursor{}, false},
 		{"a-b", wimro.EventCursor{}, false},
@@ -303,5 +384,76 @@ func TestLinksOfInstanceAction(t *testing.T) {
 		if want[l.WANLinkID] != st {
 			t.Errorf("link %s: %s, want %s", l.WANLinkID, st, want[l.WANLinkID])
 		}
+	}
+}
+
+// Writers notify persistence.ChannelEvents only for the instance actions
+// a process watches, and stop when the watch goes. (Notifications arrive
+// in commit order, so the first one received says which were sent.)
+func TestEventsNotifyOnlyWatchedInstanceActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, _, _, ia1 := queue(t, b)
+	ia2, err := b.db.CreateInstanceAction(b.ctx, wimro.InstanceAction{TenantID: ia1.TenantID, InstanceID: ia1.InstanceID, Description: "DELETE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := b.db.Pool().Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(b.ctx, "LISTEN "+persistence.ChannelEvents); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), "UNLISTEN *") //nolint:errcheck // back to the pool clean
+	insert := func(ia string) {
+		t.Helper()
+		if _, err := b.db.Pool().Exec(b.ctx, `INSERT INTO instance_action_events (instance_action_id, action) VALUES ($1, 'CREATE')`, ia); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Payload
+	}
+	insert(ia1.UUID) // nobody watches: no notification
+	if err := b.db.WatchEvents(b.ctx, "P", []string{ia2.UUID}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	insert(ia2.UUID)
+	if got := next(); got != ia2.UUID {
+		t.Fatalf("first notification %q, want the watched %s only", got, ia2.UUID)
+	}
+	// P keeps ia1 only: ia2 is no longer notified.
+	if err := b.db.UnwatchEvents(b.ctx, "P", []string{ia1.UUID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.WatchEvents(b.ctx, "P", []string{ia1.UUID}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	insert(ia2.UUID)
+	insert(ia1.UUID)
+	if got := next(); got != ia1.UUID {
+		t.Fatalf("notification %q after ia2's watch went, want %s", got, ia1.UUID)
+	}
+	// P keeps nothing (a process stopping): ia1 is no longer notified
+	// either; Q's watch of ia2 is.
+	if err := b.db.UnwatchEvents(b.ctx, "P", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.WatchEvents(b.ctx, "Q", []string{ia2.UUID}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	insert(ia1.UUID)
+	insert(ia2.UUID)
+	if got := next(); got != ia2.UUID {
+		t.Fatalf("notification %q after P kept nothing, want Q's %s", got, ia2.UUID)
 	}
 }

@@ -18,6 +18,11 @@ import (
 // It carries no payload worth reading.
 const ChannelAccountList = "wimro_account_list"
 
+// ListenerApplicationName is the application_name of the Listener's
+// connection, so pg_stat_activity shows it apart from the pool's: one per
+// process, however many event streams the process serves.
+const ListenerApplicationName = "wimro listener"
+
 // Notification is one NOTIFY received by the Listener.
 type Notification struct {
 	Channel string
@@ -178,6 +183,9 @@ func (l *Listener) listenOnce(ctx context.Context, onReady func()) error {
 		channels = append(channels, ch)
 	}
 	l.mu.Unlock()
+	if _, err := pc.Exec(ctx, "SELECT set_config('application_name', $1, false)", ListenerApplicationName); err != nil {
+		return err
+	}
 	for _, ch := range channels {
 		if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/coordinator"
+	"github.com/wimro/wimro/httpapi"
 )
 
 // env returns the environment value of key, or def.
@@ -94,28 +95,31 @@ func (a *App) logger(c *dbConfig) (*slog.Logger, error) {
 
 // serveConfig is the configuration of wimd serve.
 type serveConfig struct {
-	db            *dbConfig
-	listen        string
-	autoMigrate   bool
-	apiToken      string
-	apiTokenFile  string
-	tlsCert       string
-	tlsKey        string
-	maxBodyBytes  int64
-	secretKeyFile string
-	devConnectors bool
-	allow         *allowList
-	addresses     *connectors.AddressPolicy
-	parallel      int
-	dbMaxConns    int
-	claimLease    time.Duration
-	refresh       time.Duration
-	retention     time.Duration
-	monitor       time.Duration
-	reconcile     time.Duration
-	instanceID    string
-	coordinator   string
-	consul        consulFlags
+	db           *dbConfig
+	listen       string
+	autoMigrate  bool
+	apiToken     string
+	apiTokenFile string
+	tlsCert      string
+	tlsKey       string
+	maxBodyBytes int64
+	// maxStreams and maxStreamsPerToken cap the event streams open at
+	// once, in the process and per API token.
+	maxStreams, maxStreamsPerToken int
+	secretKeyFile                  string
+	devConnectors                  bool
+	allow                          *allowList
+	addresses                      *connectors.AddressPolicy
+	parallel                       int
+	dbMaxConns                     int
+	claimLease                     time.Duration
+	refresh                        time.Duration
+	retention                      time.Duration
+	monitor                        time.Duration
+	reconcile                      time.Duration
+	instanceID                     string
+	coordinator                    string
+	consul                         consulFlags
 }
 
 // consulFlags configure --coordinator consul.
@@ -138,6 +142,10 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		"PEM certificate (chain) to serve HTTPS with, TLS 1.2 at least; needs --tls-key (env WIMRO_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body accepted")
+	fs.IntVar(&c.maxStreams, "max-event-streams", a.envInt("WIMRO_MAX_EVENT_STREAMS", httpapi.DefaultMaxEventStreams),
+		"event streams open at once in this process; one more is answered 429 with Retry-After (env WIMRO_MAX_EVENT_STREAMS)")
+	fs.IntVar(&c.maxStreamsPerToken, "max-event-streams-per-token", a.envInt("WIMRO_MAX_EVENT_STREAMS_PER_TOKEN", httpapi.DefaultMaxEventStreamsPerToken),
+		"event streams open at once with one API token (with --api-token or --api-token-file); one more is answered 429 with Retry-After (env WIMRO_MAX_EVENT_STREAMS_PER_TOKEN)")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
 		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
@@ -188,6 +196,12 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	}
 	if c.reconcile < 0 {
 		return nil, fmt.Errorf("--reconcile-interval must not be negative (got %s)", c.reconcile)
+	}
+	if c.maxStreams < 1 {
+		return nil, fmt.Errorf("--max-event-streams must be at least 1 (got %d)", c.maxStreams)
+	}
+	if c.maxStreamsPerToken < 1 {
+		return nil, fmt.Errorf("--max-event-streams-per-token must be at least 1 (got %d)", c.maxStreamsPerToken)
 	}
 	if c.dbMaxConns < 0 {
 		return nil, fmt.Errorf("--db-max-conns must not be negative (got %d)", c.dbMaxConns)

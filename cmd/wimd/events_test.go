@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -230,7 +232,7 @@ func TestEventStream(t *testing.T) {
 	}
 }
 
-// cursorLess says whether event id a comes before b ("xid-id").
+// cursorLess says whether event id a comes before b ("seq-id").
 func cursorLess(t *testing.T, a, b string) bool {
 	t.Helper()
 	var ax, ai, bx, bi uint64
@@ -241,4 +243,91 @@ func cursorLess(t *testing.T, a, b string) bool {
 		t.Fatalf("event id %q: %v", b, err)
 	}
 	return ax < bx || (ax == bx && ai < bi)
+}
+
+// Through wimd, with an operator's psql session left in a transaction
+// (BEGIN; SELECT txid_current();) for the whole test: an instance's stream
+// still follows it to done, within seconds (before schema 12 it showed no
+// event newer than the session until the session ended). However many
+// streams are open, the process has one LISTEN connection.
+func TestEventStreamWithAnIdleTransactionOpen(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dbURL := pgtest.URL(t)
+	b.env["WIMRO_DATABASE_URL"] = dbURL
+	b.env["WIMRO_SECRET_KEY"] = testSecretKey
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
+	addr, stop := b.serve(t, "--data-dir", t.TempDir(), "--status-refresh", "100ms")
+	defer stop()
+	a := api{t: t, addr: addr}
+	url := "http://fake-" + uuid.NewString()
+	t.Cleanup(fake.ControllerFor(url).Reset)
+	a.fakeWIM(url)
+	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
+
+	ctx := t.Context()
+	psql, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer psql.Close(context.Background())
+	if _, err := psql.Exec(ctx, `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := psql.Exec(ctx, `SELECT txid_current()`); err != nil {
+		t.Fatal(err)
+	}
+
+	instance := func(name, status string) (string, string) {
+		vld := uuid.NewString()
+		var nets []any
+		for i, dc := range []string{"dcA", "dcB"} {
+			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": status, "encapsulation_type": "vlan", "encapsulation_id": 100 + i})
+		}
+		inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": name, "networks": nets}})["instance"].(map[string]any)
+		return inst["uuid"].(string), inst["action_id"].(string)
+	}
+	stream := func(id, action string, timeout time.Duration) (*http.Response, *bufio.Reader) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/openmano/t0/instances/%s/action/%s/events", addr, id, action), nil)
+		resp, err := (&http.Client{Timeout: timeout}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream = %d", resp.StatusCode)
+		}
+		return resp, bufio.NewReader(resp.Body)
+	}
+
+	// Streams of an action that waits for its networks: open together,
+	// one listener.
+	wid, waction := instance("waiting", "BUILD")
+	for range 10 {
+		resp, r := stream(wid, waction, time.Minute)
+		defer resp.Body.Close()
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: ") {
+			t.Fatalf("waiting action's stream: %q, %v", line, err)
+		}
+	}
+	var listeners int
+	if err := psql.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'wimro listener'`).Scan(&listeners); err != nil {
+		t.Fatal(err)
+	}
+	if listeners != 1 {
+		t.Fatalf("%d LISTEN connections of wimd with 10 streams open, want 1", listeners)
+	}
+
+	// An action that runs: its stream reaches done.
+	id, action := instance("ns", "ACTIVE")
+	resp, r := stream(id, action, 20*time.Second)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("the stream, with a transaction open elsewhere: %v after %q", err, raw)
+	}
+	events := parseStream(t, raw)
+	if len(events) == 0 || events[len(events)-1].name != "done" || fmt.Sprint(events[len(events)-1].data["links_by_status"]) != "map[ACTIVE:1]" {
+		t.Fatalf("the stream, with a transaction open elsewhere: %v", events)
+	}
 }

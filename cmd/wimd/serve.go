@@ -145,14 +145,21 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID), db))
 	defer stopPart(logger, "account checks", eng.StopChecks)
 	// One LISTEN connection for the process: the workers follow account
-	// changes, the coordinator the account list.
+	// changes, the coordinator the account list, the event streams their
+	// instance actions' events (through one hub).
 	listener := persistence.NewListener(db, logger)
 	accountNotes := listener.Subscribe(persistence.ChannelAccounts)
 	accountList := listener.Subscribe(persistence.ChannelAccountList)
+	events := engine.NewEventHub(db, listener.Subscribe(persistence.ChannelEvents), logger, 0)
 	if err := listener.Start(ctx); err != nil {
 		return fmt.Errorf("start notification listener: %w", err)
 	}
 	defer stopPart(logger, "notification listener", listener.Stop)
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); events.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+	eng.SetEventHub(events)
 	metrics, err := newMetrics(db)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -211,12 +218,14 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	schemaDB := stdlib.OpenDBFromPool(db.Pool())
 	defer schemaDB.Close()
 	api := httpapi.New(eng, httpapi.Options{
-		Logger:       logger,
-		Token:        c.apiToken,
-		TokenFile:    tokenFile,
-		MaxBodyBytes: c.maxBodyBytes,
-		Health:       db.Ping,
-		Ready:        readiness(db, schemaDB, listener, workers.Load, sup.LeaseHealth, coord),
+		Logger:                  logger,
+		Token:                   c.apiToken,
+		TokenFile:               tokenFile,
+		MaxBodyBytes:            c.maxBodyBytes,
+		MaxEventStreams:         c.maxStreams,
+		MaxEventStreamsPerToken: c.maxStreamsPerToken,
+		Health:                  db.Ping,
+		Ready:                   readiness(db, schemaDB, listener, workers.Load, sup.LeaseHealth, coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
 			st, err := coord.Status(ctx)
 			if err != nil {
