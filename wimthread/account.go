@@ -11,13 +11,14 @@ import (
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
 // account is what the process keeps of one account it drives: its lease,
 // its connector cache and the count of its actions in flight. It is a map
 // entry, not a goroutine: the claimer and the completer serve every
-// account. inflight, running and stopping are guarded by Supervisor.mu.
+// account. inflight, running and stopping are guarded by table.mu.
 type account struct {
 	id    string
 	lease persistence.Lease
@@ -48,15 +49,8 @@ type account struct {
 	connName atomic.Pointer[string] // the connector's WIM type, for the metrics
 }
 
-// newAccount starts driving the account of lease l. Call with s.mu held.
-func (s *Supervisor) newAccount(l persistence.Lease) *account {
-	ctx, cancel := context.WithCancel(s.ctx)
-	return &account{id: l.AccountID, lease: l, bound: s.bounds[l.AccountID], ctx: ctx, cancel: cancel,
-		log: s.logger.With(slog.String("account_id", l.AccountID))}
-}
-
 // stop makes the account take no new action and cancels those running.
-// Call with Supervisor.mu held.
+// Call with table.mu held.
 func (a *account) stop() {
 	a.stopping = true
 	a.cancel()
@@ -71,9 +65,20 @@ func (a *account) current() bool {
 	return a.built
 }
 
+// targets builds the accounts' connectors (actions.Target) from the
+// database, for the claimer's actions and the monitors' calls.
+type targets struct {
+	db        *persistence.DB
+	box       *secret.Box
+	registry  *connectors.Registry
+	logger    *slog.Logger
+	userAgent string
+	metrics   *Metrics
+}
+
 // connector returns the account's Target, building it first if it is
 // missing or stale. The actions of one account wait for one build.
-func (s *Supervisor) connector(a *account) (actions.Target, error) {
+func (s *targets) connector(a *account) (actions.Target, error) {
 	a.tmu.Lock()
 	defer a.tmu.Unlock()
 	if a.current() {
@@ -89,7 +94,7 @@ func (s *Supervisor) connector(a *account) (actions.Target, error) {
 }
 
 // buildTarget builds the connector of the account from the database.
-func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
+func (s *targets) buildTarget(w *account) (actions.Target, error) {
 	in, err := s.db.ConnectorInputs(w.ctx, []string{w.id})
 	if err != nil {
 		return actions.Target{}, err
@@ -106,7 +111,7 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 // actions it claimed, so that the first actions of many accounts do not
 // each wait for reads of their own. An account it could not build (the
 // read failed) is built by its first action, which reports why.
-func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
+func (s *targets) buildTargets(ctx context.Context, list []*account) {
 	var need []*account
 	ids := make([]string, 0, len(list))
 	for _, a := range list {
@@ -145,7 +150,7 @@ func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
 // targetFrom builds the account's Target from what was read. A connector
 // that cannot be built is replaced by one that fails every action with the
 // reason, as OSM's FailingConnector did.
-func (s *Supervisor) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
+func (s *targets) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
 	a, wim, mappings := in.Account, in.WIM, in.Mappings
 	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: wim.Type, Mappings: mappings}
 	password := ""
@@ -165,7 +170,7 @@ func (s *Supervisor) targetFrom(w *account, in persistence.ConnectorInput) actio
 		return t
 	}
 	cfg := connectors.ConfigOf(wim, a, password, mappings)
-	cfg.Logger, cfg.UserAgent = w.log, s.opts.UserAgent
+	cfg.Logger, cfg.UserAgent = w.log, s.userAgent
 	// Connectors that read-modify-write shared controller state serialise
 	// with the other wimd processes through the database.
 	cfg.Locker = s.db
