@@ -199,9 +199,9 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 // instrument wraps an account's connector (Options.Metrics) and its
 // fence (fence.go), and records its name for
 // wimro_actions_finished_total.
-func (s *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
+func (g *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
-	return fenced{s.metrics.Instrument(name, c)}
+	return fenced{g.metrics.Instrument(name, c)}
 }
 
 // countFinished counts the outcomes of batch that were written (errs are

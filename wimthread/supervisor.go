@@ -148,6 +148,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Checked once here: a part does not fail to start halfway because
+	// ctx ended meanwhile (startstop keeps its values, not its end).
+	ctx = context.WithoutCancel(ctx)
 	s.table.open(ctx)
 	if err := s.keeper.start(ctx); err != nil {
 		return err
