@@ -11,13 +11,14 @@ import (
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
 // account is what the process keeps of one account it drives: its lease,
 // its connector cache and the count of its actions in flight. It is a map
 // entry, not a goroutine: the claimer and the completer serve every
-// account. inflight, running and stopping are guarded by Supervisor.mu.
+// account. inflight, running and stopping are guarded by table.mu.
 type account struct {
 	id    string
 	lease persistence.Lease
@@ -48,15 +49,8 @@ type account struct {
 	connName atomic.Pointer[string] // the connector's WIM type, for the metrics
 }
 
-// newAccount starts driving the account of lease l. Call with s.mu held.
-func (s *Supervisor) newAccount(l persistence.Lease) *account {
-	ctx, cancel := context.WithCancel(s.ctx)
-	return &account{id: l.AccountID, lease: l, bound: s.bounds[l.AccountID], ctx: ctx, cancel: cancel,
-		log: s.logger.With(slog.String("account_id", l.AccountID))}
-}
-
 // stop makes the account take no new action and cancels those running.
-// Call with Supervisor.mu held.
+// Call with table.mu held.
 func (a *account) stop() {
 	a.stopping = true
 	a.cancel()
@@ -71,15 +65,26 @@ func (a *account) current() bool {
 	return a.built
 }
 
+// targets builds the accounts' connectors (actions.Target) from the
+// database, for the claimer's actions and the monitors' calls.
+type targets struct {
+	db        *persistence.DB
+	box       *secret.Box
+	registry  *connectors.Registry
+	logger    *slog.Logger
+	userAgent string
+	metrics   *Metrics
+}
+
 // connector returns the account's Target, building it first if it is
 // missing or stale. The actions of one account wait for one build.
-func (s *Supervisor) connector(a *account) (actions.Target, error) {
+func (g *targets) connector(a *account) (actions.Target, error) {
 	a.tmu.Lock()
 	defer a.tmu.Unlock()
 	if a.current() {
 		return a.target, nil
 	}
-	t, err := s.buildTarget(a)
+	t, err := g.buildTarget(a)
 	if err != nil {
 		a.stale.Store(false)
 		return actions.Target{}, err
@@ -89,8 +94,8 @@ func (s *Supervisor) connector(a *account) (actions.Target, error) {
 }
 
 // buildTarget builds the connector of the account from the database.
-func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
-	in, err := s.db.ConnectorInputs(w.ctx, []string{w.id})
+func (g *targets) buildTarget(w *account) (actions.Target, error) {
+	in, err := g.db.ConnectorInputs(w.ctx, []string{w.id})
 	if err != nil {
 		return actions.Target{}, err
 	}
@@ -98,7 +103,7 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 	if !ok {
 		return actions.Target{}, wimro.Errorf(wimro.ENOTFOUND, "WIM account %s not found", w.id)
 	}
-	return s.targetFrom(w, i), nil
+	return g.targetFrom(w, i), nil
 }
 
 // buildTargets builds, from one read, the connectors of the accounts that
@@ -106,7 +111,7 @@ func (s *Supervisor) buildTarget(w *account) (actions.Target, error) {
 // actions it claimed, so that the first actions of many accounts do not
 // each wait for reads of their own. An account it could not build (the
 // read failed) is built by its first action, which reports why.
-func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
+func (g *targets) buildTargets(ctx context.Context, list []*account) {
 	var need []*account
 	ids := make([]string, 0, len(list))
 	for _, a := range list {
@@ -120,9 +125,9 @@ func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
 	if len(need) == 0 {
 		return
 	}
-	in, err := s.db.ConnectorInputs(ctx, ids)
+	in, err := g.db.ConnectorInputs(ctx, ids)
 	if err != nil {
-		s.logger.Debug("read the connectors of the accounts claimed for; each builds its own", slog.Int("accounts", len(ids)), slog.Any("error", err))
+		g.logger.Debug("read the connectors of the accounts claimed for; each builds its own", slog.Int("accounts", len(ids)), slog.Any("error", err))
 		return
 	}
 	for _, a := range need {
@@ -130,7 +135,7 @@ func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
 		if !ok {
 			continue
 		}
-		t := s.targetFrom(a, i)
+		t := g.targetFrom(a, i)
 		a.tmu.Lock()
 		// Built meanwhile by an action of the account: keep that one. A
 		// change notified after the read left stale set: the next action
@@ -145,14 +150,14 @@ func (s *Supervisor) buildTargets(ctx context.Context, list []*account) {
 // targetFrom builds the account's Target from what was read. A connector
 // that cannot be built is replaced by one that fails every action with the
 // reason, as OSM's FailingConnector did.
-func (s *Supervisor) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
+func (g *targets) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
 	a, wim, mappings := in.Account, in.WIM, in.Mappings
 	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: wim.Type, Mappings: mappings}
 	password := ""
 	if len(a.Password) > 0 {
-		b, err := s.box.Open(a.Password)
+		b, err := g.box.Open(a.Password)
 		if err != nil {
-			t.Connector = s.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
+			t.Connector = g.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
 			return t
 		}
 		password = string(b)
@@ -160,22 +165,22 @@ func (s *Supervisor) targetFrom(w *account, in persistence.ConnectorInput) actio
 	// The other secrets (wim_url's password, bearer_token) are sealed at
 	// rest too; a value stored in clear by an older wimd is used as is.
 	var err error
-	if wim.URL, wim.Config, a.Config, err = s.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
-		t.Connector = s.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
+	if wim.URL, wim.Config, a.Config, err = g.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
+		t.Connector = g.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
 		return t
 	}
 	cfg := connectors.ConfigOf(wim, a, password, mappings)
-	cfg.Logger, cfg.UserAgent = w.log, s.opts.UserAgent
+	cfg.Logger, cfg.UserAgent = w.log, g.userAgent
 	// Connectors that read-modify-write shared controller state serialise
 	// with the other wimd processes through the database.
-	cfg.Locker = s.db
-	conn, err := s.registry.New(cfg)
+	cfg.Locker = g.db
+	conn, err := g.registry.New(cfg)
 	if err != nil {
 		reason := fmt.Sprintf("Error when loading WIM connector for WIM (%s): %v\nAny task targeting WIM account %s (%s) will fail.", wim.Type, err, a.UUID, deref(a.Name))
 		w.log.Error("connector unavailable", slog.String("connector", wim.Type), slog.Any("error", err))
 		conn = failing.New(reason, connectors.KindPermanent)
 	}
-	t.Connector = s.instrument(w, wim.Type, conn)
+	t.Connector = g.instrument(w, wim.Type, conn)
 	return t
 }
 

@@ -3,10 +3,13 @@ package wimthread
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/internal/startstop"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -24,12 +27,47 @@ const maxClaim = 200
 // wait in the queue.
 const claimGap = 2 * time.Millisecond
 
-// claimer is the one goroutine of the process that claims work: one
+// claimer claims the work of the process: one goroutine that claims due
+// actions of every account the process drives in one statement
+// (persistence.ClaimDue), then a goroutine per claimed action, whose
+// outcome goes to the completer.
+type claimer struct {
+	db       *persistence.DB
+	logger   *slog.Logger
+	owner    string
+	lease    time.Duration
+	parallel int
+	metrics  *Metrics
+	runner   *actions.Runner
+	t        *table
+	claims   *claims
+	targets  *targets
+	// renewal is the keeper's last claim renewal, for the fence.
+	renewal *claimRenewal
+	// wake asks for a claim now: a notification, a freed slot, the poll.
+	wake chan struct{}
+	svc  startstop.Service
+
+	// out is the completer's input, from start until every action ended.
+	out chan<- outcome
+	// running are the actions running; pending those claimed whose
+	// outcome is not yet handed to the completer (the completer lingers
+	// for more while some are).
+	running sync.WaitGroup
+	pending atomic.Int64
+}
+
+func (c *claimer) start(ctx context.Context, out chan<- outcome) error {
+	c.out = out
+	return c.svc.Start(ctx, c.run)
+}
+
+// run is the one goroutine of the process that claims work: one
 // statement (persistence.ClaimDue) across every owned account, then a
 // goroutine per claimed action. It sleeps until woken (a notification, a
 // freed slot, the poll) or the next queued action is due.
-func (s *Supervisor) claimer() {
-	conn := s.db.Pin()
+func (c *claimer) run(ctx context.Context) {
+	conn := c.db.Pin()
 	defer conn.Release()
 	backoff := time.Second
 	timer := time.NewTimer(time.Hour)
@@ -41,18 +79,18 @@ func (s *Supervisor) claimer() {
 		if d := claimGap - time.Since(last); d > 0 {
 			gap.Reset(d)
 			select {
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-gap.C:
 			}
 		}
 		last = time.Now()
-		wait, err := s.claimOnce(conn)
+		wait, err := c.claimOnce(ctx, conn)
 		switch {
-		case s.ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return
 		case err != nil:
-			s.logger.Error("claim actions", slog.Any("error", err))
+			c.logger.Error("claim actions", slog.Any("error", err))
 			wait, backoff = backoff, min(backoff*2, time.Minute)
 		default:
 			backoff = time.Second
@@ -66,9 +104,9 @@ func (s *Supervisor) claimer() {
 			timeout = timer.C
 		}
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-s.wakeClaim:
+		case <-c.wake:
 		case <-timeout:
 		}
 		if !timer.Stop() {
@@ -83,17 +121,17 @@ func (s *Supervisor) claimer() {
 // claimOnce claims what the free slots allow, on the claimer's own
 // connection, and starts it. It returns how long to sleep: 0 until woken,
 // < 0 to claim again at once.
-func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) {
-	opts := s.opts
-	s.mu.Lock()
+func (c *claimer) claimOnce(ctx context.Context, conn *persistence.Pinned) (time.Duration, error) {
+	t := c.t
+	t.mu.Lock()
 	free := map[string]int{}
 	slots := 0
-	for id, a := range s.accounts {
-		n := opts.Parallel - a.running
+	for id, a := range t.accounts {
+		n := c.parallel - a.running
 		if a.stopping || !a.bound.valid() {
 			n = 0
 		}
-		if n != opts.Parallel {
+		if n != c.parallel {
 			free[id] = max(n, 0)
 		}
 		slots += max(n, 0)
@@ -101,19 +139,19 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	// Leases held but not driven (waiting for release or for the previous
 	// run of the account to drain), and accounts found under a lease this
 	// process does not know: nothing to claim.
-	for id := range s.leases {
-		if _, ok := s.accounts[id]; !ok {
+	for id := range t.leases {
+		if _, ok := t.accounts[id]; !ok {
 			free[id] = 0
 		}
 	}
-	for id := range s.foreign {
+	for id := range t.foreign {
 		free[id] = 0
 	}
-	busy := make([]string, 0, len(s.busy))
-	for id := range s.busy {
+	busy := make([]string, 0, len(t.busy))
+	for id := range t.busy {
 		busy = append(busy, id)
 	}
-	s.mu.Unlock()
+	t.mu.Unlock()
 	if slots == 0 {
 		return 0, nil
 	}
@@ -123,15 +161,15 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 	// still commit, and its claims would be held but in no record. Claimed
 	// after Stop, an action runs with its context cancelled and is written
 	// back at once as interrupted.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), min(opts.Lease, 30*time.Second))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(c.lease, 30*time.Second))
 	defer cancel()
 	at := claimTimes{claimed: time.Now()}
-	err := s.claims.claim(func() ([]persistence.ClaimKey, error) {
+	err := c.claims.claim(func() ([]persistence.ClaimKey, error) {
 		err := conn.Do(ctx, func(st *persistence.Store) error {
 			var err error
 			res, err = st.ClaimDue(ctx, persistence.ClaimRequest{
-				Owner: opts.Owner, Claim: s.claims.name(opts.Owner), TTL: opts.Lease,
-				Parallel: opts.Parallel, Free: free, BusyLinks: busy, Limit: limit,
+				Owner: c.owner, Claim: c.claims.name(c.owner), TTL: c.lease,
+				Parallel: c.parallel, Free: free, BusyLinks: busy, Limit: limit,
 			})
 			return err
 		})
@@ -139,8 +177,8 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 			return nil, err
 		}
 		keys := make([]persistence.ClaimKey, len(res.Claimed))
-		for i, c := range res.Claimed {
-			keys[i] = persistence.KeyOf(c.Action)
+		for i, cl := range res.Claimed {
+			keys[i] = persistence.KeyOf(cl.Action)
 		}
 		return keys, nil
 	})
@@ -148,31 +186,31 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 		return 0, err
 	}
 	at.recorded = time.Now()
-	opts.Metrics.claimTook(len(res.Claimed))
-	s.buildTargets(ctx, s.accountsOf(res.Claimed))
+	c.metrics.claimTook(len(res.Claimed))
+	c.targets.buildTargets(ctx, c.accountsOf(res.Claimed))
 	var stray []persistence.ClaimKey
-	s.mu.Lock()
-	for _, c := range res.Claimed {
-		id := deref(c.Action.WIMAccountID)
-		a := s.accounts[id]
-		if a == nil || a.stopping || a.lease.Epoch != c.Epoch {
+	t.mu.Lock()
+	for _, cl := range res.Claimed {
+		id := deref(cl.Action.WIMAccountID)
+		a := t.accounts[id]
+		if a == nil || a.stopping || a.lease.Epoch != cl.Epoch {
 			// Claimed under a lease this process does not drive (yet, or
 			// any more): give it back at once, and claim nothing more of
 			// that account until the leases change.
-			stray = append(stray, persistence.KeyOf(c.Action))
-			s.foreign[id] = true
+			stray = append(stray, persistence.KeyOf(cl.Action))
+			t.foreign[id] = true
 			continue
 		}
 		a.inflight++
 		a.running++
-		s.runningN.Add(1)
-		s.busy[c.Action.ItemID] = true
-		s.running.Add(1)
-		go s.runAction(a, c, at)
+		c.pending.Add(1)
+		t.busy[cl.Action.ItemID] = true
+		c.running.Add(1)
+		go c.runAction(a, cl, at)
 	}
-	s.mu.Unlock()
+	t.mu.Unlock()
 	if len(stray) > 0 {
-		s.releaseStray(stray)
+		c.releaseStray(ctx, stray)
 	}
 	if len(res.Claimed) >= limit {
 		return -1, nil
@@ -188,13 +226,13 @@ func (s *Supervisor) claimOnce(conn *persistence.Pinned) (time.Duration, error) 
 type claimTimes struct{ claimed, recorded time.Time }
 
 // accountsOf returns the driven accounts of the claimed actions, once each.
-func (s *Supervisor) accountsOf(claimed []persistence.Claimed) []*account {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (c *claimer) accountsOf(claimed []persistence.Claimed) []*account {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
 	seen := map[*account]bool{}
 	var list []*account
-	for _, c := range claimed {
-		a := s.accounts[deref(c.Action.WIMAccountID)]
+	for _, cl := range claimed {
+		a := c.t.accounts[deref(cl.Action.WIMAccountID)]
 		if a != nil && !a.stopping && !seen[a] {
 			seen[a] = true
 			list = append(list, a)
@@ -205,73 +243,53 @@ func (s *Supervisor) accountsOf(claimed []persistence.Claimed) []*account {
 
 // releaseStray returns claims taken under an unknown lease to the queue;
 // if that fails they are given up (released by the sweep, or expiring).
-func (s *Supervisor) releaseStray(keys []persistence.ClaimKey) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 10*time.Second)
+func (c *claimer) releaseStray(ctx context.Context, keys []persistence.ClaimKey) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := s.db.ReleaseClaimsOf(ctx, keys); err != nil {
+	if _, err := c.db.ReleaseClaimsOf(ctx, keys); err != nil {
 		for _, k := range keys {
-			s.claims.giveUp(k)
+			c.claims.giveUp(k)
 		}
-		s.logger.Warn("release actions claimed under an unknown account lease", slog.Int("actions", len(keys)), slog.Any("error", err))
+		c.logger.Warn("release actions claimed under an unknown account lease", slog.Int("actions", len(keys)), slog.Any("error", err))
 		return
 	}
 	for _, k := range keys {
-		s.claims.done(k)
+		c.claims.done(k)
 	}
-	s.logger.Debug("released actions claimed under an account lease this process does not drive", slog.Int("actions", len(keys)))
+	c.logger.Debug("released actions claimed under an account lease this process does not drive", slog.Int("actions", len(keys)))
 }
 
 // runAction runs one claimed action and hands its outcome to the
 // completer. The runner turns a panic into a FAILED outcome, so a broken
 // connector fails its action and the process goes on.
-func (s *Supervisor) runAction(a *account, c persistence.Claimed, at claimTimes) {
-	defer s.running.Done()
+func (c *claimer) runAction(a *account, cl persistence.Claimed, at claimTimes) {
+	defer c.running.Done()
 	// The action's calls that change the controller are fenced by its
 	// lease and claim (fence.go); a failed check cancels ctx, so the
 	// action comes back interrupted.
 	actx, cancel := context.WithCancelCause(a.ctx)
 	defer cancel(nil)
-	f := &actionFence{s: s, a: a, claimed: at.claimed, recorded: at.recorded, cancel: cancel}
+	f := &actionFence{t: c.t, renewal: c.renewal, lease: c.lease, a: a, claimed: at.claimed, recorded: at.recorded, cancel: cancel}
 	ctx := connectors.WithFence(actx, f.check)
 	var o persistence.Outcome
-	t, err := s.connector(a)
+	t, err := c.targets.connector(a)
 	if err != nil {
 		// The account or its WIM could not be read: the action keeps its
 		// status and runs again after a back-off.
 		if a.ctx.Err() == nil {
 			a.log.Error("build connector", slog.Any("error", err))
 		}
-		o = s.runner.Postponed(c.Action, err)
+		o = c.runner.Postponed(cl.Action, err)
 	} else {
-		o = s.runner.RunLoaded(ctx, t, c.Action, &actions.Loaded{Link: c.Link, Nets: c.Nets, Datacenters: c.Datacenters})
+		o = c.runner.RunLoaded(ctx, t, cl.Action, &actions.Loaded{Link: cl.Link, Nets: cl.Nets, Datacenters: cl.Datacenters})
 	}
 	// The controller is done with this link: its slot goes to another
 	// link while the outcome waits for the completer (the link itself
 	// stays busy until the outcome is written).
-	s.mu.Lock()
+	c.t.mu.Lock()
 	a.running--
-	s.mu.Unlock()
-	s.runningN.Add(-1)
-	s.signal(s.wakeClaim)
-	s.outcomes <- outcome{Finished: persistence.Finished{Action: c.Action, Outcome: o, Lease: a.lease}, acct: a}
-}
-
-// settle forgets the actions whose outcome is written (or given up): their
-// slots and links are free, and a stopping account with nothing left in
-// flight lets its lease go.
-func (s *Supervisor) settle(batch []outcome) {
-	kick := false
-	s.mu.Lock()
-	for _, o := range batch {
-		o.acct.inflight--
-		delete(s.busy, o.Action.ItemID)
-		if o.acct.stopping && o.acct.inflight == 0 {
-			kick = true
-		}
-	}
-	s.mu.Unlock()
-	s.signal(s.wakeClaim)
-	if kick {
-		s.signal(s.kick)
-	}
+	c.t.mu.Unlock()
+	c.pending.Add(-1)
+	signal(c.wake)
+	c.out <- outcome{Finished: persistence.Finished{Action: cl.Action, Outcome: o, Lease: a.lease}, acct: a}
 }

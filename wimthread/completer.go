@@ -5,8 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/internal/startstop"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -32,14 +35,53 @@ type outcome struct {
 // completer is the one writer of action outcomes of the process: it writes
 // whatever has accumulated, of every account, in one transaction
 // (persistence.FinishActions), with up to maxFlushes transactions in
-// flight, each on a connection of its own (persistence.Pinned). It runs
-// until outcomes is closed, after every action finished: a write is never
-// cancelled, it would lose a service just created.
-func (s *Supervisor) completer(outcomes <-chan outcome) {
+// flight, each on a connection of its own (persistence.Pinned).
+type completer struct {
+	db      *persistence.DB
+	logger  *slog.Logger
+	lease   time.Duration
+	metrics *Metrics
+	runner  *actions.Runner
+	t       *table
+	claims  *claims
+	// pending counts the actions whose outcome is still to come
+	// (claimer.pending): a batch lingers for more while there are some.
+	pending *atomic.Int64
+	// wakeClaim and kick are told of the slots, links and leases a
+	// written batch frees.
+	wakeClaim, kick chan struct{}
+	svc             startstop.Service
+
+	in chan outcome // from start to finish
+}
+
+// start begins writing and returns where outcomes go.
+func (c *completer) start(ctx context.Context) (chan<- outcome, error) {
+	// Room for every action that may run at once is not needed: a full
+	// channel only makes finished actions wait for the completer.
+	in := make(chan outcome, maxBatch)
+	if err := c.svc.Start(ctx, func(context.Context) { c.run(in) }); err != nil {
+		return nil, err
+	}
+	c.in = in
+	return in, nil
+}
+
+// finish waits, once every action ended and nothing more is sent, for
+// every outcome to be written.
+func (c *completer) finish(ctx context.Context) error {
+	close(c.in)
+	return c.svc.Stop(ctx)
+}
+
+// run writes until outcomes is closed, after every action finished: it
+// ignores the cancellation of Stop, since a write is never cancelled (it
+// would lose a service just created).
+func (c *completer) run(outcomes <-chan outcome) {
 	var wg sync.WaitGroup
 	slots := make(chan *persistence.Pinned, maxFlushes)
 	for range maxFlushes {
-		slots <- s.db.Pin()
+		slots <- c.db.Pin()
 	}
 	defer func() {
 		wg.Wait()
@@ -69,7 +111,7 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 				continue
 			default:
 			}
-			if s.runningN.Load() == 0 {
+			if c.pending.Load() == 0 {
 				break more // nothing else will come soon
 			}
 			if lingered == nil {
@@ -89,8 +131,14 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 		go func() {
 			defer wg.Done()
 			defer func() { slots <- conn }()
-			s.flush(conn, batch)
-			s.settle(batch)
+			c.flush(conn, batch)
+			// The batch's slots and links are free, and a stopping account
+			// with nothing left in flight lets its lease go.
+			drained := c.t.settle(batch)
+			signal(c.wakeClaim)
+			if drained {
+				signal(c.kick)
+			}
 		}()
 	}
 }
@@ -104,29 +152,29 @@ func (s *Supervisor) completer(outcomes <-chan outcome) {
 //   - still nothing written: give the claims up (no longer renewed, and
 //     released as soon as the database answers). The actions run again,
 //     which they are written to survive.
-func (s *Supervisor) flush(conn *persistence.Pinned, batch []outcome) {
-	err := s.commit(conn, batch)
+func (c *completer) flush(conn *persistence.Pinned, batch []outcome) {
+	err := c.commit(conn, batch)
 	if err == nil {
 		return
 	}
 	if !transient(err) {
 		if len(batch) > 1 {
 			half := len(batch) / 2
-			s.flush(conn, batch[:half])
-			s.flush(conn, batch[half:])
+			c.flush(conn, batch[:half])
+			c.flush(conn, batch[half:])
 			return
 		}
 		o := batch[0]
 		o.acct.actionLog(o.Action).Error("the database refused an action outcome; recording the failure to record it instead", slog.Any("error", err))
 		reached := o.Outcome.Reached
-		o.Outcome = s.runner.Unrecorded(o.Action, err)
+		o.Outcome = c.runner.Unrecorded(o.Action, err)
 		o.Outcome.Reached = reached // the run's call to the controller still counts
-		if s.commit(conn, []outcome{o}) == nil {
+		if c.commit(conn, []outcome{o}) == nil {
 			return
 		}
 	}
 	for _, o := range batch {
-		s.claims.giveUp(persistence.KeyOf(o.Action))
+		c.claims.giveUp(persistence.KeyOf(o.Action))
 		o.acct.actionLog(o.Action).Error("action outcome not written; the claim is given up and the action will run again", slog.Any("error", err))
 	}
 }
@@ -134,17 +182,16 @@ func (s *Supervisor) flush(conn *persistence.Pinned, batch []outcome) {
 // commit writes a batch in one statement, retrying while the database is
 // unavailable for up to one lease, and settles each claim it wrote or
 // found lost.
-func (s *Supervisor) commit(conn *persistence.Pinned, batch []outcome) error {
-	opts := s.opts
+func (c *completer) commit(conn *persistence.Pinned, batch []outcome) error {
 	items := make([]persistence.Finished, len(batch))
 	for i, o := range batch {
 		items[i] = o.Finished
 	}
 	start := time.Now()
-	deadline := start.Add(opts.Lease)
+	deadline := start.Add(c.lease)
 	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), min(opts.Lease, 30*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), min(c.lease, 30*time.Second))
 		// One statement, atomic by itself: no BEGIN and COMMIT round trips.
 		var errs []error
 		err := conn.Do(ctx, func(st *persistence.Store) error {
@@ -154,14 +201,14 @@ func (s *Supervisor) commit(conn *persistence.Pinned, batch []outcome) error {
 		})
 		cancel()
 		if err == nil {
-			opts.Metrics.batchWritten(len(batch), time.Since(start))
+			c.metrics.batchWritten(len(batch), time.Since(start))
 			// actionLog formats its attributes for every action: only
 			// when the debug line would be written.
-			debug := s.logger.Enabled(context.Background(), slog.LevelDebug)
+			debug := c.logger.Enabled(context.Background(), slog.LevelDebug)
 			var lost []persistence.ClaimKey
 			for i, o := range batch {
 				a := o.Action
-				s.claims.done(persistence.KeyOf(a))
+				c.claims.done(persistence.KeyOf(a))
 				if errors.Is(errs[i], persistence.ErrClaimLost) {
 					lost = append(lost, persistence.KeyOf(a))
 					o.acct.actionLog(a).Warn("claim or account lease lost before the outcome was written; the action will run again")
@@ -169,14 +216,14 @@ func (s *Supervisor) commit(conn *persistence.Pinned, batch []outcome) error {
 					o.acct.actionLog(a).Debug("action ran", slog.String("action", a.Action), slog.String("status", o.Outcome.Status))
 				}
 			}
-			s.countFinished(batch, errs)
+			c.countFinished(batch, errs)
 			// A claim still held under its name but refused because the
 			// account's lease was lost goes back to the queue now, for the
 			// account's new owner; one lost to another claim is untouched.
 			if len(lost) > 0 {
 				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if _, err := s.db.ReleaseClaimsOf(rctx, lost); err != nil {
-					s.logger.Warn("release claims after a lost lease", slog.Int("actions", len(lost)), slog.Any("error", err))
+				if _, err := c.db.ReleaseClaimsOf(rctx, lost); err != nil {
+					c.logger.Warn("release claims after a lost lease", slog.Int("actions", len(lost)), slog.Any("error", err))
 				}
 				cancel()
 			}
@@ -185,7 +232,7 @@ func (s *Supervisor) commit(conn *persistence.Pinned, batch []outcome) error {
 		if !transient(err) || time.Now().Add(delay).After(deadline) {
 			return err
 		}
-		s.logger.Warn("writing action outcomes failed; retrying", slog.Int("actions", len(batch)), slog.Int("attempt", attempt), slog.Any("error", err))
+		c.logger.Warn("writing action outcomes failed; retrying", slog.Int("actions", len(batch)), slog.Int("attempt", attempt), slog.Any("error", err))
 		time.Sleep(delay) // back-off between retries of an I/O call, not synchronisation
 		delay = min(2*delay, 2*time.Second)
 	}

@@ -4,7 +4,7 @@
 // The queue lives in PostgreSQL (vim_wim_actions); the process's memory
 // is a cache. The shape is a producer and a completer, as in River:
 //
-//   - One claimer per process (a goroutine of the Supervisor) claims due
+//   - One claimer per process (the claimer part) claims due
 //     actions of every account whose lease the process holds, in one
 //     statement (persistence.ClaimDue): the actions of one WAN link
 //     strictly in order, different links in parallel up to
@@ -36,12 +36,43 @@
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
-//   - One lease keeper per process (a goroutine of the Supervisor) takes,
+//   - One lease keeper per process (the keeper part) takes,
 //     renews and releases the account leases and renews the claims in
 //     flight, every SweepEvery, on a connection of its own outside the
 //     pool (persistence.Session), each statement within Lease/4: however
 //     busy the pool, however slow the controllers, a renewal never waits
 //     for a pooled connection, and a round ends well within one lease.
+//
+// # The parts
+//
+// The Supervisor is an assembly: it builds the parts, wires what they
+// share, and starts and stops them. Each part has its own fields and one
+// lifecycle (internal/startstop.Service: Start runs its goroutine, Stop
+// cancels it and waits):
+//
+//   - keeper (keeper.go): the lease and claim renewal, on its connection;
+//     takes, renews and releases the leases, moves their local bounds,
+//     starts and stops driving accounts, and reports LeaseHealth. One
+//     goroutine.
+//   - claimer (claimer.go): the claim statements, on its pinned
+//     connection, and the actions it starts (a goroutine each, counted so
+//     Stop can wait for them). One goroutine besides the actions.
+//   - completer (completer.go): the outcome batches, on its two pinned
+//     connections. One goroutine besides the flushes in flight.
+//   - the Supervisor's monitors: the notifications, the poll fallback,
+//     the credentials checks (health.go) and the links monitor
+//     (links.go). Four goroutines, one lifecycle.
+//
+// What they share is passed to each explicitly: the table of accounts
+// (table.go: the accounts wanted, the leases held with their bounds, the
+// accounts driven, the links busy, under one mutex), the record of claims
+// (claims.go), the connector builder (targets, account.go) and the wake-up
+// channels of the claimer and the keeper. Start starts the keeper, the
+// completer, the claimer and the monitors, in that order. Stop stops every
+// account (no new claim, running actions cancelled), then the claimer, the
+// monitors and the keeper's rounds, waits for the running actions, lets
+// the completer write everything, and only then returns every claim of
+// the owner to the queue and releases the leases, on the keeper's side.
 //
 // # One slow controller
 //

@@ -31,8 +31,8 @@ type leaseBound struct {
 	base  time.Time     // monotonic origin of until
 	until atomic.Int64  // nanoseconds after base
 	ttl   time.Duration // the lease minus the margin
-	// timer stops the account when the bound passes (Supervisor.expire);
-	// reset by each renewal, under Supervisor.mu.
+	// timer stops the account when the bound passes (table.expire);
+	// reset by each renewal, under table.mu.
 	timer *time.Timer
 }
 
@@ -90,7 +90,9 @@ func (c *claimRenewal) since(claimed, recorded time.Time) time.Time {
 // they change the controller (connectors.WithFence): the account's lease
 // and the action's claim both within their local bound.
 type actionFence struct {
-	s                 *Supervisor
+	t                 *table
+	renewal           *claimRenewal
+	lease             time.Duration
 	a                 *account
 	claimed, recorded time.Time
 	cancel            context.CancelCauseFunc
@@ -105,8 +107,8 @@ func (f *actionFence) check() error {
 	switch {
 	case !f.a.bound.valid():
 		err = fmt.Errorf("account lease (epoch %d): %w", f.a.lease.Epoch, ErrFenced)
-		f.s.expire(f.a.id, f.a.bound)
-	case time.Since(f.s.claimRenewal.since(f.claimed, f.recorded)) >= f.s.opts.Lease-boundMargin(f.s.opts.Lease):
+		f.t.expire(f.a.id, f.a.bound)
+	case time.Since(f.renewal.since(f.claimed, f.recorded)) >= f.lease-boundMargin(f.lease):
 		err = fmt.Errorf("action claim: %w", ErrFenced)
 	default:
 		return nil

@@ -18,13 +18,13 @@ const checkTimeout = 30 * time.Second
 // An account newly driven waits for its turn in the next round (a written
 // account is checked by the engine at once); the first round starts as
 // soon as an account is driven.
-func (s *Supervisor) monitor() {
+func (s *Supervisor) monitor(ctx context.Context) {
 	interval := s.opts.MonitorInterval
 	if interval <= 0 {
 		return
 	}
 	for {
-		ids, ok := s.drivenAccounts(interval)
+		ids, ok := s.drivenAccounts(ctx, interval)
 		if !ok {
 			return
 		}
@@ -35,7 +35,7 @@ func (s *Supervisor) monitor() {
 		for _, id := range ids {
 			start := time.Now()
 			s.checkCredentials(id)
-			if !s.pause(gap - time.Since(start)) {
+			if !pause(ctx, gap-time.Since(start)) {
 				return
 			}
 		}
@@ -46,24 +46,25 @@ func (s *Supervisor) monitor() {
 // monitoring. With none yet (at start, before the coordinator's first
 // assignment) it waits a poll rather than a whole interval and returns
 // none; ok is false when the supervisor stops meanwhile.
-func (s *Supervisor) drivenAccounts(interval time.Duration) (ids []string, ok bool) {
+func (s *Supervisor) drivenAccounts(ctx context.Context, interval time.Duration) (ids []string, ok bool) {
 	if ids = s.Accounts(); len(ids) > 0 {
 		return ids, true
 	}
-	return nil, s.pause(min(interval, s.opts.Poll))
+	return nil, pause(ctx, min(interval, s.opts.Poll))
 }
 
-// pause waits d, or returns false at once when the supervisor stops.
-func (s *Supervisor) pause(d time.Duration) bool {
+// pause waits d, or returns false at once when ctx ends (the supervisor
+// stops).
+func pause(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
-		return s.ctx.Err() == nil
+		return ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-s.ctx.Done():
+	case <-ctx.Done():
 		return false
 	}
 }
@@ -71,16 +72,11 @@ func (s *Supervisor) pause(d time.Duration) bool {
 // checkCredentials runs the connector's CheckCredentials for one driven
 // account, with its cached connector, and records the result.
 func (s *Supervisor) checkCredentials(id string) {
-	s.mu.Lock()
-	a := s.accounts[id]
-	if a != nil && a.stopping {
-		a = nil
-	}
-	s.mu.Unlock()
+	a := s.table.active(id)
 	if a == nil {
 		return // no longer driven here
 	}
-	t, err := s.connector(a)
+	t, err := s.targets.connector(a)
 	if err != nil {
 		return // not readable now (deleted, database down): next round
 	}

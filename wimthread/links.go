@@ -35,7 +35,7 @@ func linkCallTimeout(interval time.Duration) time.Duration {
 // monitorParallel short-lived ones for the calls, whatever the number of
 // links and accounts: an idle account costs one array element of the
 // round's query.
-func (s *Supervisor) monitorLinks() {
+func (s *Supervisor) monitorLinks(ctx context.Context) {
 	interval := s.opts.MonitorInterval
 	if interval <= 0 {
 		return
@@ -48,7 +48,7 @@ func (s *Supervisor) monitorLinks() {
 	defer calls.Wait()
 	slots := make(chan struct{}, monitorParallel)
 	for {
-		ids, ok := s.drivenAccounts(interval)
+		ids, ok := s.drivenAccounts(ctx, interval)
 		if !ok {
 			return
 		}
@@ -56,16 +56,16 @@ func (s *Supervisor) monitorLinks() {
 			continue
 		}
 		start := time.Now()
-		links := s.monitoredLinks(ids)
+		links := s.monitoredLinks(ctx, ids)
 		if len(links) == 0 {
-			if !s.pause(interval - time.Since(start)) {
+			if !pause(ctx, interval-time.Since(start)) {
 				return
 			}
 			continue
 		}
 		gap := interval / time.Duration(len(links))
 		for i, l := range links {
-			if !s.pause(time.Until(start.Add(time.Duration(i) * gap))) {
+			if !pause(ctx, time.Until(start.Add(time.Duration(i)*gap))) {
 				return
 			}
 			a := s.monitorable(l)
@@ -78,7 +78,7 @@ func (s *Supervisor) monitorLinks() {
 			mu.Unlock()
 			select {
 			case slots <- struct{}{}:
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 			calls.Add(1)
@@ -93,7 +93,7 @@ func (s *Supervisor) monitorLinks() {
 				s.checkLink(a, l, linkCallTimeout(interval))
 			}()
 		}
-		if !s.pause(interval - time.Since(start)) {
+		if !pause(ctx, interval-time.Since(start)) {
 			return
 		}
 	}
@@ -101,11 +101,11 @@ func (s *Supervisor) monitorLinks() {
 
 // monitoredLinks lists the links of the accounts to re-read this round;
 // none when the database does not answer (the next round tries again).
-func (s *Supervisor) monitoredLinks(ids []string) []persistence.MonitoredLink {
-	ctx, cancel := context.WithTimeout(s.ctx, checkTimeout)
+func (s *Supervisor) monitoredLinks(ctx context.Context, ids []string) []persistence.MonitoredLink {
+	lctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	links, err := s.db.ListMonitoredLinks(ctx, ids)
-	if err != nil && s.ctx.Err() == nil {
+	links, err := s.db.ListMonitoredLinks(lctx, ids)
+	if err != nil && ctx.Err() == nil {
 		s.logger.Warn("list the WAN links to monitor", slog.Int("accounts", len(ids)), slog.Any("error", err))
 	}
 	return links
@@ -114,10 +114,11 @@ func (s *Supervisor) monitoredLinks(ids []string) []persistence.MonitoredLink {
 // monitorable returns the account of l when the link may be read now: its
 // account is still driven here and no action of the link is running.
 func (s *Supervisor) monitorable(l persistence.MonitoredLink) *account {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.accounts[l.AccountID]
-	if a == nil || a.stopping || s.busy[l.UUID] {
+	t := s.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.accounts[l.AccountID]
+	if a == nil || a.stopping || t.busy[l.UUID] {
 		return nil
 	}
 	return a
@@ -162,7 +163,7 @@ func linkReport(l persistence.MonitoredLink, st connectors.ServiceStatus, err er
 // changes nothing on the link: the account's health check shows a
 // controller that cannot be reached.
 func (s *Supervisor) checkLink(a *account, l persistence.MonitoredLink, timeout time.Duration) {
-	t, err := s.connector(a)
+	t, err := s.targets.connector(a)
 	if err != nil {
 		return // not readable now (deleted, database down): next round
 	}

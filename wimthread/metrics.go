@@ -199,14 +199,14 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 // instrument wraps an account's connector (Options.Metrics) and its
 // fence (fence.go), and records its name for
 // wimro_actions_finished_total.
-func (s *Supervisor) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
+func (g *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
-	return fenced{s.opts.Metrics.Instrument(name, c)}
+	return fenced{g.metrics.Instrument(name, c)}
 }
 
 // countFinished counts the outcomes of batch that were written (errs are
 // FinishActions' per-outcome errors).
-func (s *Supervisor) countFinished(batch []outcome, errs []error) {
+func (c *completer) countFinished(batch []outcome, errs []error) {
 	for i, o := range batch {
 		if i < len(errs) && errs[i] != nil {
 			continue
@@ -215,9 +215,9 @@ func (s *Supervisor) countFinished(batch []outcome, errs []error) {
 		if p := o.acct.connName.Load(); p != nil {
 			name = *p
 		}
-		s.opts.Metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
-		if s.runner.PastMaxAttempts(o.Action, o.Outcome) {
-			s.opts.Metrics.deleteRetriedPastMax(name)
+		c.metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		if c.runner.PastMaxAttempts(o.Action, o.Outcome) {
+			c.metrics.deleteRetriedPastMax(name)
 		}
 	}
 }
