@@ -142,9 +142,14 @@ type Action struct {
 	Extra            map[string]any `json:"extra" db:"extra"`
 	ErrorMsg         *string        `json:"error_msg" db:"error_msg"`
 	Attempts         int            `json:"attempts" db:"attempts"`
-	RunAfter         time.Time      `json:"run_after" db:"run_after"`
-	ClaimedBy        *string        `json:"claimed_by" db:"claimed_by"`
-	ClaimExpiresAt   *time.Time     `json:"claim_expires_at" db:"claim_expires_at"`
-	CreatedAt        time.Time      `json:"created_at" db:"created_at"`
-	ModifiedAt       time.Time      `json:"modified_at" db:"modified_at"`
+	// UnsettledRuns counts the claims of the action whose outcome never
+	// landed (a process stopped or died mid-run, a claim given up): each
+	// may have reached the controller uncounted by Attempts, so an
+	// operator's cancel refuses the action while it is not 0.
+	UnsettledRuns  int        `json:"-" db:"unsettled_runs"`
+	RunAfter       time.Time  `json:"run_after" db:"run_after"`
+	ClaimedBy      *string    `json:"claimed_by" db:"claimed_by"`
+	ClaimExpiresAt *time.Time `json:"claim_expires_at" db:"claim_expires_at"`
+	CreatedAt      time.Time  `json:"created_at" db:"created_at"`
+	ModifiedAt     time.Time  `json:"modified_at" db:"modified_at"`
 }

@@ -20,7 +20,7 @@ import (
 //
 //   - Cancel ends SCHEDULED tasks that never reached the controller: not
 //     running now, no run that reached the controller counted (attempts
-//     0), no service made (a CREATE not in BUILD and with no service id;
+//     0), no run that ended without an outcome (unsettled_runs 0), no service made (a CREATE not in BUILD and with no service id;
 //     a DELETE of a link no CREATE of which reached the controller). They
 //     become CANCELLED; a cancelled CREATE's link goes ERROR. Nothing is
 //     left on any controller, so nothing else is recorded.
@@ -203,6 +203,8 @@ func (e *Engine) refusal(ctx context.Context, s *persistence.Store, kind string,
 		return fmt.Sprintf("%s reached the controller: it made service %s and polls its status%s", taskName(a), orNone(a.WIMInternalID), abandon), nil
 	case a.Attempts > 0:
 		return fmt.Sprintf("%s may have reached the controller: %d run(s) counted (attempts)%s", taskName(a), a.Attempts, abandon), nil
+	case a.UnsettledRuns > 0:
+		return fmt.Sprintf("%s may have reached the controller: %d run(s) ended without an outcome (a process stopped or died mid-run)%s", taskName(a), a.UnsettledRuns, abandon), nil
 	case a.Action == wimro.ActionCreate && a.WIMInternalID != nil:
 		return fmt.Sprintf("%s reached the controller: it recorded service %s", taskName(a), *a.WIMInternalID), nil
 	case a.Action == wimro.ActionDelete:

@@ -154,6 +154,25 @@ func TestCancelActions(t *testing.T) {
 			o.exec(t, `UPDATE vim_wim_actions SET attempts = 1 WHERE instance_action_id = $1`, action)
 			return inst, action
 		}, "may have reached the controller: 1 run(s)"},
+		{"a run ended without an outcome", func(t *testing.T, inst, action, link string) (string, string) {
+			// Claimed, then swept: the process died mid-run, so its run
+			// may have reached the controller though attempts is 0.
+			lease, err := o.db.AcquireLeases(o.ctx, "wimd-1", []string{*o.task(t, action).WIMAccountID}, time.Minute)
+			if err != nil || len(lease) != 1 {
+				t.Fatalf("lease: %v, %v", lease, err)
+			}
+			claimed, err := o.db.ClaimActions(o.ctx, lease[0], "wimd-1#1", time.Minute, 10, nil)
+			if err != nil || len(claimed) == 0 {
+				t.Fatalf("claim: %v, %v", claimed, err)
+			}
+			if _, err := o.db.ReleaseClaims(o.ctx, "wimd-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.db.ReleaseLeases(o.ctx, lease); err != nil {
+				t.Fatal(err)
+			}
+			return inst, action
+		}, "1 run(s) ended without an outcome"},
 		{"DELETE of a made link", func(t *testing.T, inst, action, link string) (string, string) {
 			o.made(t, link)
 			ia, _, err := o.eng.DeleteInstance(o.ctx, "t0", inst)

@@ -210,8 +210,10 @@ func TestDownOneStep(t *testing.T) {
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'action_overrides'`).Scan(&overrides)
 			var check string
 			db.QueryRowContext(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'vim_wim_actions_status_check'`).Scan(&check)
-			if overrides != 0 || strings.Contains(check, "CANCELLED") || !strings.Contains(check, "FINISHED") {
-				t.Errorf("version 9: action_overrides tables %d, status check %s; want no table and no operator statuses", overrides, check)
+			var unsettled int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'vim_wim_actions' AND column_name = 'unsettled_runs'`).Scan(&unsettled)
+			if overrides != 0 || unsettled != 0 || strings.Contains(check, "CANCELLED") || !strings.Contains(check, "FINISHED") {
+				t.Errorf("version 9: action_overrides tables %d, unsettled_runs %d, status check %s; want no table, no column and no operator statuses", overrides, unsettled, check)
 			}
 		}},
 		{8, func(t *testing.T) {

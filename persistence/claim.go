@@ -124,7 +124,7 @@ var claimSQL = `
 			FOR UPDATE SKIP LOCKED) l),
 	claimed AS (
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $7, claim_expires_at = now() + $8::interval, modified_at = now()
+		SET claimed_by = $7, claim_expires_at = now() + $8::interval, unsettled_runs = a.unsettled_runs + 1, modified_at = now()
 		FROM picked p
 		WHERE a.instance_action_id = p.instance_action_id AND a.task_index = p.task_index
 		RETURNING p.epoch AS lease_epoch, ` + actionCols + `),

@@ -222,7 +222,7 @@ func (s *Store) AddProgress(ctx context.Context, id string, done, failed int) (w
 }
 
 const actionCols = `a.instance_action_id, a.task_index, a.seq, a.wim_account_id, a.wim_internal_id, a.action, a.item, a.item_id,
-	a.status, a.extra, a.error_msg, a.attempts, a.run_after, a.claimed_by, a.claim_expires_at, a.created_at, a.modified_at`
+	a.status, a.extra, a.error_msg, a.attempts, a.unsettled_runs, a.run_after, a.claimed_by, a.claim_expires_at, a.created_at, a.modified_at`
 
 // CreateActions inserts tasks in one round trip, in order: seq follows the
 // slice, so the actions of one WAN link run in the order given. Each task

@@ -45,7 +45,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE vim_wim_actions AS a
-		SET claimed_by = $2, claim_expires_at = now() + $3::interval, modified_at = now()
+		SET claimed_by = $2, claim_expires_at = now() + $3::interval, unsettled_runs = a.unsettled_runs + 1, modified_at = now()
 		FROM due o
 		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
 		RETURNING `+actionCols,
@@ -212,7 +212,7 @@ const finishSQL = `
 		    extra = CASE WHEN k.extra IS NULL THEN a.extra ELSE COALESCE(a.extra, '{}'::jsonb) || k.extra::jsonb END,
 		    run_after = CASE WHEN a.woken_claim = k.claim AND k.status = 'SCHEDULED' THEN least(k.run_after, now()) ELSE k.run_after END,
 		    attempts = CASE WHEN k.reset THEN 0 WHEN k.reached THEN a.attempts + 1 ELSE a.attempts END,
-		    claimed_by = NULL, claim_expires_at = NULL, woken_claim = NULL, modified_at = now()
+		    claimed_by = NULL, claim_expires_at = NULL, woken_claim = NULL, unsettled_runs = greatest(a.unsettled_runs - 1, 0), modified_at = now()
 		FROM locked k
 		WHERE a.instance_action_id = k.id AND a.task_index = k.idx
 		RETURNING a.instance_action_id, a.task_index, a.action, a.item_id, a.status, a.error_msg,

@@ -25,7 +25,14 @@
 -- action (a WIM is deleted precisely once its DELETE is abandoned), and
 -- the retention purge leaves it alone.
 
+-- unsettled_runs counts the claims of an action whose outcome never landed
+-- (its process stopped or died mid-run, or gave the claim up): attempts
+-- counts only the runs whose outcome says they reached the controller, so
+-- an action with unsettled runs may have reached it uncounted, and a
+-- cancel refuses it. Not indexed: claims stay HOT updates.
+--
 -- +goose Up
+ALTER TABLE vim_wim_actions ADD COLUMN unsettled_runs integer NOT NULL DEFAULT 0;
 ALTER TABLE vim_wim_actions
     DROP CONSTRAINT vim_wim_actions_status_check,
     ADD CONSTRAINT vim_wim_actions_status_check
@@ -59,6 +66,7 @@ CREATE INDEX action_overrides_instance_action_idx ON action_overrides (instance_
 
 -- +goose Down
 DROP TABLE action_overrides;
+ALTER TABLE vim_wim_actions DROP COLUMN unsettled_runs;
 UPDATE vim_wim_actions SET status = 'FAILED' WHERE status IN ('CANCELLED', 'ABANDONED');
 ALTER TABLE vim_wim_actions
     DROP CONSTRAINT vim_wim_actions_status_check,
