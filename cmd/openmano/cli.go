@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -84,6 +85,9 @@ type apiError struct {
 	errorType string
 	desc      string
 	field     string
+	// retryAfter is the answer's Retry-After in seconds (429, 503); -1
+	// when it has none.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.desc }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -247,7 +248,10 @@ func newAPIError(resp *http.Response, body []byte) *apiError {
 			Field       string `json:"field"`
 		} `json:"error"`
 	}
-	ae := &apiError{status: resp.StatusCode, errorType: resp.Status}
+	ae := &apiError{status: resp.StatusCode, errorType: resp.Status, retryAfter: -1}
+	if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs >= 0 {
+		ae.retryAfter = time.Duration(secs) * time.Second
+	}
 	if json.Unmarshal(body, &e) == nil && e.Error.Description != "" {
 		ae.desc, ae.field = e.Error.Description, e.Error.Field
 		if e.Error.Type != "" {

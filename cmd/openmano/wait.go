@@ -427,6 +427,17 @@ func (s *session) wait(ctx context.Context, out io.Writer, tenant, instance, act
 		}
 		var ae *apiError
 		var ce *cliError
+		if errors.As(err, &ae) && ae.status == http.StatusTooManyRequests {
+			// The server's cap on event streams: a slot frees when another
+			// stream ends, so wait as it says (bounded by --timeout).
+			pause := busyDelay(ae.retryAfter)
+			fmt.Fprintf(s.c.Stderr, "openmano: %s; trying again in %s\n", ae.desc, pause)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			continue
+		}
 		if errors.As(err, &ce) || (errors.As(err, &ae) && ae.status < 500) {
 			return err // refused (404, 400) or unreadable: resuming cannot help
 		}
@@ -450,6 +461,16 @@ func (s *session) wait(ctx context.Context, out io.Writer, tenant, instance, act
 		case <-time.After(reconnectDelay << (failures - 1)):
 		}
 	}
+}
+
+// busyDelay is the pause before asking again for a stream the server
+// refused with 429: its Retry-After, at least 100 ms and at most 30 s; 1 s
+// when it gave none.
+func busyDelay(retryAfter time.Duration) time.Duration {
+	if retryAfter < 0 {
+		return time.Second
+	}
+	return min(max(retryAfter, 100*time.Millisecond), 30*time.Second)
 }
 
 // followOnce reads the stream once, from after *last, updating *last and

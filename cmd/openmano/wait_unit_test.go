@@ -63,6 +63,55 @@ func TestWaitResumesADroppedStream(t *testing.T) {
 	}
 }
 
+// A stream refused by the server's cap (429 with Retry-After) is asked
+// for again once the server says, not given up: the wait ends on the
+// stream it then gets, and stderr says why it paused.
+func TestWaitRetriesAStreamRefusedByTheCap(t *testing.T) {
+	t.Parallel()
+	const (
+		link    = "11111111-1111-1111-1111-111111111111"
+		actions = "/openmano/t0/instances/i1/action/a1"
+	)
+	var (
+		mu       sync.Mutex
+		requests int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case actions:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"actions": [{"uuid": "a1", "description": "CREATE", "number_tasks": 1, "number_done": 0, "number_failed": 0}]}`)
+			return
+		case actions + "/events":
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		requests++
+		n := requests
+		mu.Unlock()
+		if n <= 2 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error": {"type": "TOO_MANY", "description": "2 event streams are open with this token, the most --max-event-streams-per-token allows"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: 1\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"DONE\",\"wan_link_id\":%q,\"link_status\":\"ACTIVE\",\"error_msg\":null,\"at\":\"t2\"}\n\n", link)
+		fmt.Fprintf(w, "event: done\ndata: {\"number_tasks\":1,\"number_done\":1,\"number_failed\":0,\"links_by_status\":{\"ACTIVE\":1},\"wan_links\":[{\"wan_link_id\":%q,\"status\":\"ACTIVE\",\"error_msg\":null}]}\n\n", link)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	env := map[string]string{"OPENMANO_HOST": u.Hostname(), "OPENMANO_PORT": u.Port(), "OPENMANO_TENANT": "t0"}
+	r := runCLI(t, func(k string) string { return env[k] }, "", "action-list", "i1", "a1", "--wait")
+	if r.code != 0 || !strings.Contains(r.stdout, "done: tasks done 1/1, failed 0; links ACTIVE 1/1") ||
+		strings.Count(r.stderr, "the most --max-event-streams-per-token allows; trying again in 100ms") != 2 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
 func TestWaitVerdict(t *testing.T) {
 	t.Parallel()
 	str := func(s string) *string { return &s }
