@@ -83,11 +83,12 @@
 // a lock held while a controller answers costs no connection. What the
 // accounts share (the pool, the claimer, the completer, the keeper) is
 // never held for the length of a controller call; what one account's
-// slow calls take is its own Options.Parallel slots. Monitoring is not
-// so walled off: the credentials checks run one at a time and the links
-// monitor's calls share a few slots of the process, each call bounded, so
-// a slow controller can slow the monitoring of the others, not their
-// actions.
+// slow calls take is its own Options.Parallel slots. Monitoring is walled
+// off the same way: one credentials check and two link status calls per
+// account at most (monitorParallel of each in the process), none waited
+// for by the others, so a controller that does not answer delays only
+// the monitoring of its own accounts (a call over a bound waits for the
+// next round).
 //
 // What the process keeps per account is a map entry, not a goroutine: the
 // lease, the count of actions in flight, and the account's connector

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -78,4 +80,33 @@ func TestOutcomeAwaitingWriteFreesItsSlot(t *testing.T) {
 		t.Fatalf("create: %d done %d failed", d.Done, d.Failed)
 	}
 	b.linksActive(t, v.UUID)
+}
+
+// TestSlowControllerDoesNotHoldBackAnothersChecks: monitoring is walled
+// off per account too. One account's controller holds every call (each
+// credentials check waits its whole 30 s timeout); the other account's
+// credentials are checked every round meanwhile, not once per slow check.
+func TestSlowControllerDoesNotHoldBackAnothersChecks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", map[string]any{"latency_ms": 600_000})
+	b.wan(t, "wan2", "fake", b.url, nil, "dcC", "dcD")
+	b.start(t, registry(), wimthread.Options{MonitorInterval: 100 * time.Millisecond})
+	seen := map[string]map[time.Time]bool{} // account -> the checked_at values seen
+	eventually.Until(t, 10*time.Second, "an account checked three times while the other's controller holds its check", func() (bool, string) {
+		most := 0
+		for _, id := range b.accounts(t) {
+			a, err := b.db.GetAccount(b.ctx, id)
+			if err != nil {
+				return false, err.Error()
+			}
+			if seen[id] == nil {
+				seen[id] = map[time.Time]bool{}
+			}
+			if a.CheckedAt != nil {
+				seen[id][*a.CheckedAt] = true
+			}
+			most = max(most, len(seen[id]))
+		}
+		return most >= 3, fmt.Sprintf("at most %d checks of one account", most)
+	})
 }

@@ -3,6 +3,7 @@ package wimthread
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,10 +13,13 @@ import (
 const checkTimeout = 30 * time.Second
 
 // monitor checks the credentials of every account this process drives,
-// each once per MonitorInterval, the checks spread over the interval and
-// run one at a time (so one account never has two checks at once, and a
-// controller shared by many accounts is not hit by all of them together).
-// An account newly driven waits for its turn in the next round (a written
+// each once per MonitorInterval, the checks spread over the interval. A
+// check runs in a goroutine of its own, at most one per account (an
+// account whose last check has not returned skips its turn) and at most
+// monitorParallel at once: a controller that does not answer holds its own
+// account's check for up to checkTimeout, not the checks of the others
+// (issue 30: one slow controller never slows another account). An
+// account newly driven waits for its turn in the next round (a written
 // account is checked by the engine at once); the first round starts as
 // soon as an account is driven.
 func (s *Supervisor) monitor(ctx context.Context) {
@@ -23,6 +27,9 @@ func (s *Supervisor) monitor(ctx context.Context) {
 	if interval <= 0 {
 		return
 	}
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	each := newPerAccount(1)
 	for {
 		ids, ok := s.drivenAccounts(ctx, interval)
 		if !ok {
@@ -34,7 +41,14 @@ func (s *Supervisor) monitor(ctx context.Context) {
 		gap := interval / time.Duration(len(ids))
 		for _, id := range ids {
 			start := time.Now()
-			s.checkCredentials(id)
+			if each.take(id) {
+				calls.Add(1)
+				go func() {
+					defer calls.Done()
+					defer each.give(id)
+					s.checkCredentials(id)
+				}()
+			}
 			if !pause(ctx, gap-time.Since(start)) {
 				return
 			}

@@ -12,11 +12,50 @@ import (
 	"github.com/wimro/wimro/persistence"
 )
 
-// monitorParallel bounds the link status calls in flight in one process:
-// a few, so that one slow controller does not hold up the round, and not
-// many, so that a controller shared by many accounts is not hit by all of
-// them together.
-const monitorParallel = 4
+// monitorParallel bounds the monitoring calls in flight in one process,
+// credentials checks and link status calls each: not many, so that a
+// controller shared by many accounts is not hit by all of them together.
+// Within it each account has a few at most (perAccount), so that a
+// controller that does not answer holds its own slots only and the other
+// accounts' calls go on (issue 30: a bulkhead per account).
+const monitorParallel = 16
+
+// perAccount admits at most per monitoring calls at once per account, and
+// at most monitorParallel in all. take never waits: a call over a bound
+// skips its turn (the next round makes it), so a slow controller gets
+// fewer reads, never another account's.
+type perAccount struct {
+	per  int
+	mu   sync.Mutex
+	n    int
+	busy map[string]int
+}
+
+func newPerAccount(per int) *perAccount { return &perAccount{per: per, busy: map[string]int{}} }
+
+func (p *perAccount) take(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy[id] >= p.per || p.n >= monitorParallel {
+		return false
+	}
+	p.busy[id]++
+	p.n++
+	return true
+}
+
+func (p *perAccount) give(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy[id]--; p.busy[id] <= 0 {
+		delete(p.busy, id)
+	}
+	p.n--
+}
+
+// linkCallsPerAccount bounds the status calls of one account's links in
+// flight at once.
+const linkCallsPerAccount = 2
 
 // linkCallTimeout bounds one status call of the monitor: the interval,
 // within [1 s, checkTimeout], so that a silent controller's calls do not
@@ -28,8 +67,9 @@ func linkCallTimeout(interval time.Duration) time.Duration {
 // monitorLinks re-reads, once per MonitorInterval, every link the driven
 // accounts have on their controllers (persistence.ListMonitoredLinks:
 // created, ACTIVE, DOWN, ERROR or INACTIVE, no action unfinished), the
-// calls spread over the interval and at most monitorParallel at once,
-// never two for one link. A link the claimer is running is skipped (its
+// calls spread over the interval, at most monitorParallel at once and
+// linkCallsPerAccount per account (a link whose account is at its bound
+// waits for the next round), never two for one link. A link the claimer is running is skipped (its
 // action owns it); for the rest the write's compare-and-set decides
 // (persistence.RecordLinkStatus). One goroutine for the loop and at most
 // monitorParallel short-lived ones for the calls, whatever the number of
@@ -46,7 +86,7 @@ func (s *Supervisor) monitorLinks(ctx context.Context) {
 		inflight = map[string]bool{} // links whose call has not returned
 	)
 	defer calls.Wait()
-	slots := make(chan struct{}, monitorParallel)
+	each := newPerAccount(linkCallsPerAccount)
 	for {
 		ids, ok := s.drivenAccounts(ctx, interval)
 		if !ok {
@@ -70,22 +110,17 @@ func (s *Supervisor) monitorLinks(ctx context.Context) {
 			}
 			a := s.monitorable(l)
 			mu.Lock()
-			if a == nil || inflight[l.UUID] {
+			if a == nil || inflight[l.UUID] || !each.take(l.AccountID) {
 				mu.Unlock()
 				continue
 			}
 			inflight[l.UUID] = true
 			mu.Unlock()
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
 			calls.Add(1)
 			go func() {
 				defer calls.Done()
 				defer func() {
-					<-slots
+					each.give(l.AccountID)
 					mu.Lock()
 					delete(inflight, l.UUID)
 					mu.Unlock()
