@@ -51,7 +51,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench DeriveWANLinks -benchtime 20x ./engine/
 	$(GO) test -run '^$$' -bench PurgeAndScrape -benchtime 1x -timeout 20m ./persistence/
 	$(GO) test -run '^$$' -bench 'ActionThroughput|QueueStatements|LatencyBound|LatencyBoundScale|ScaleAccounts|FirstClaim' -benchtime 1x -timeout 15m ./wimthread/
-	$(GO) test -run '^$$' -bench APILatency -benchtime 1x ./httpapi/
+	$(GO) test -run '^$$' -bench 'APILatency|IdleEventStreams' -benchtime 1x ./httpapi/
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 10m ./cmd/wimd/
 
 # fuzz runs every fuzz target (request decoding and validation, port
