@@ -42,6 +42,11 @@
 -- under the same names and definitions; this migration then skips them.
 
 -- +goose Up
+-- Every table this migration changes is locked first, in one statement
+-- and in the order wimd's statements lock them (the claim reads the
+-- actions, then the links): taken one by one, a DROP TRIGGER on the links
+-- then an index of the actions deadlocked with a claim of a running wimd.
+LOCK TABLE vim_wim_actions, instance_wim_nets, instance_actions IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE vim_wim_actions ADD COLUMN woken_claim text;
 
 CREATE INDEX IF NOT EXISTS vim_wim_actions_finished_idx ON vim_wim_actions (created_at)
@@ -86,6 +91,11 @@ CREATE TRIGGER instance_wim_nets_count_delete AFTER DELETE ON instance_wim_nets
 INSERT INTO wan_link_status_counts (status, n) SELECT status, count(*) FROM instance_wim_nets GROUP BY status;
 
 -- +goose Down
+-- Every table this migration changes is locked first, in one statement
+-- and in the order wimd's statements lock them (the claim reads the
+-- actions, then the links): taken one by one, a DROP TRIGGER on the links
+-- then an index of the actions deadlocked with a claim of a running wimd.
+LOCK TABLE vim_wim_actions, instance_wim_nets, instance_actions IN ACCESS EXCLUSIVE MODE;
 DROP TRIGGER instance_wim_nets_count_delete ON instance_wim_nets;
 DROP TRIGGER instance_wim_nets_count_update ON instance_wim_nets;
 DROP TRIGGER instance_wim_nets_count_insert ON instance_wim_nets;
