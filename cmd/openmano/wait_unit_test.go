@@ -12,47 +12,71 @@ import (
 	"testing"
 )
 
-// A stream that drops before done is resumed after the last event seen,
-// with Last-Event-ID, and the wait ends on the resumed stream's done.
-func TestWaitResumesADroppedStream(t *testing.T) {
-	t.Parallel()
-	const (
-		link    = "11111111-1111-1111-1111-111111111111"
-		actions = "/openmano/t0/instances/i1/action/a1"
-	)
+const (
+	waitLink    = "11111111-1111-1111-1111-111111111111"
+	waitActions = "/openmano/t0/instances/i1/action/a1"
+)
+
+// waitAgainst runs `openmano action-list i1 a1 --wait` against a server
+// that lists one CREATE action a1 and answers its n-th stream request
+// (from 1) with stream(w, r, n).
+func waitAgainst(t *testing.T, stream func(w http.ResponseWriter, r *http.Request, n int)) result {
+	t.Helper()
 	var (
-		mu   sync.Mutex
-		seen []string // the Last-Event-ID of each stream request
+		mu       sync.Mutex
+		requests int
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case actions:
+		case waitActions:
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"actions": [{"uuid": "a1", "description": "CREATE", "number_tasks": 1, "number_done": 0, "number_failed": 0}]}`)
 			return
-		case actions + "/events":
+		case waitActions + "/events":
 		default:
 			http.NotFound(w, r)
 			return
 		}
 		mu.Lock()
-		seen = append(seen, r.Header.Get("Last-Event-ID"))
-		n := len(seen)
+		requests++
+		n := requests
 		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		if n == 1 {
-			// One event, then the connection drops.
-			fmt.Fprintf(w, "id: 5-1\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"SCHEDULED\",\"wan_link_id\":%q,\"link_status\":\"BUILD\",\"error_msg\":null,\"at\":\"t1\"}\n\n", link)
-			return
-		}
-		fmt.Fprintf(w, ": keep-alive\n\nid: 6-2\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"DONE\",\"wan_link_id\":%q,\"link_status\":\"ACTIVE\",\"error_msg\":null,\"at\":\"t2\"}\n\n", link)
-		fmt.Fprintf(w, "event: done\ndata: {\"number_tasks\":1,\"number_done\":1,\"number_failed\":0,\"links_by_status\":{\"ACTIVE\":1},\"wan_links\":[{\"wan_link_id\":%q,\"status\":\"ACTIVE\",\"error_msg\":null}]}\n\n", link)
+		stream(w, r, n)
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	env := map[string]string{"OPENMANO_HOST": u.Hostname(), "OPENMANO_PORT": u.Port(), "OPENMANO_TENANT": "t0"}
-	r := runCLI(t, func(k string) string { return env[k] }, "", "action-list", "i1", "a1", "--wait")
-	if r.code != 0 || !strings.Contains(r.stdout, "t2 task 0 CREATE DONE link "+link+" ACTIVE") ||
+	return runCLI(t, func(k string) string { return env[k] }, "", "action-list", "i1", "a1", "--wait")
+}
+
+// writeDone writes the stream's DONE change of the link and its done event.
+func writeDone(w io.Writer, id string) {
+	fmt.Fprintf(w, "id: %s\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"DONE\",\"wan_link_id\":%q,\"link_status\":\"ACTIVE\",\"error_msg\":null,\"at\":\"t2\"}\n\n", id, waitLink)
+	fmt.Fprintf(w, "event: done\ndata: {\"number_tasks\":1,\"number_done\":1,\"number_failed\":0,\"links_by_status\":{\"ACTIVE\":1},\"wan_links\":[{\"wan_link_id\":%q,\"status\":\"ACTIVE\",\"error_msg\":null}]}\n\n", waitLink)
+}
+
+// A stream that drops before done is resumed after the last event seen,
+// with Last-Event-ID, and the wait ends on the resumed stream's done.
+func TestWaitResumesADroppedStream(t *testing.T) {
+	t.Parallel()
+	var (
+		mu   sync.Mutex
+		seen []string // the Last-Event-ID of each stream request
+	)
+	r := waitAgainst(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Last-Event-ID"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 {
+			// One event, then the connection drops.
+			fmt.Fprintf(w, "id: 5-1\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"SCHEDULED\",\"wan_link_id\":%q,\"link_status\":\"BUILD\",\"error_msg\":null,\"at\":\"t1\"}\n\n", waitLink)
+			return
+		}
+		io.WriteString(w, ": keep-alive\n\n")
+		writeDone(w, "6-2")
+	})
+	if r.code != 0 || !strings.Contains(r.stdout, "t2 task 0 CREATE DONE link "+waitLink+" ACTIVE") ||
 		!strings.Contains(r.stdout, "done: tasks done 1/1, failed 0; links ACTIVE 1/1") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -68,29 +92,7 @@ func TestWaitResumesADroppedStream(t *testing.T) {
 // stream it then gets, and stderr says why it paused.
 func TestWaitRetriesAStreamRefusedByTheCap(t *testing.T) {
 	t.Parallel()
-	const (
-		link    = "11111111-1111-1111-1111-111111111111"
-		actions = "/openmano/t0/instances/i1/action/a1"
-	)
-	var (
-		mu       sync.Mutex
-		requests int
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case actions:
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"actions": [{"uuid": "a1", "description": "CREATE", "number_tasks": 1, "number_done": 0, "number_failed": 0}]}`)
-			return
-		case actions + "/events":
-		default:
-			http.NotFound(w, r)
-			return
-		}
-		mu.Lock()
-		requests++
-		n := requests
-		mu.Unlock()
+	r := waitAgainst(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n <= 2 {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Retry-After", "0")
@@ -99,13 +101,8 @@ func TestWaitRetriesAStreamRefusedByTheCap(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "id: 1\nevent: change\ndata: {\"task_index\":0,\"action\":\"CREATE\",\"status\":\"DONE\",\"wan_link_id\":%q,\"link_status\":\"ACTIVE\",\"error_msg\":null,\"at\":\"t2\"}\n\n", link)
-		fmt.Fprintf(w, "event: done\ndata: {\"number_tasks\":1,\"number_done\":1,\"number_failed\":0,\"links_by_status\":{\"ACTIVE\":1},\"wan_links\":[{\"wan_link_id\":%q,\"status\":\"ACTIVE\",\"error_msg\":null}]}\n\n", link)
-	}))
-	t.Cleanup(srv.Close)
-	u, _ := url.Parse(srv.URL)
-	env := map[string]string{"OPENMANO_HOST": u.Hostname(), "OPENMANO_PORT": u.Port(), "OPENMANO_TENANT": "t0"}
-	r := runCLI(t, func(k string) string { return env[k] }, "", "action-list", "i1", "a1", "--wait")
+		writeDone(w, "1")
+	})
 	if r.code != 0 || !strings.Contains(r.stdout, "done: tasks done 1/1, failed 0; links ACTIVE 1/1") ||
 		strings.Count(r.stderr, "the most --max-event-streams-per-token allows; trying again in 100ms") != 2 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
