@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wimro/wimro/internal/startstop"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -36,8 +37,7 @@ type None struct {
 
 	mu       sync.Mutex
 	accounts []string
-	cancel   context.CancelFunc
-	done     chan struct{}
+	svc      startstop.Service // follows the account list
 	chores   chores
 	ready    atomic.Bool
 }
@@ -50,7 +50,7 @@ func NewNone(cfg NoneConfig) *None {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &None{cfg: cfg, chores: chores{list: cfg.Chores, logger: cfg.Logger}}
+	return &None{cfg: cfg, svc: startstop.Service{Name: "coordinator none"}, chores: chores{list: cfg.Chores, logger: cfg.Logger}}
 }
 
 // Start gives the runner every account and starts the chores; it then
@@ -58,22 +58,22 @@ func NewNone(cfg NoneConfig) *None {
 func (n *None) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cancel != nil {
+	if !n.started.IsZero() {
 		return errors.New("coordinator: already started")
 	}
-	n.started = time.Now()
+	start := time.Now()
 	if err := n.refresh(ctx); err != nil {
 		return err
 	}
 	if err := n.chores.start(ctx); err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.cancel, n.done = cancel, make(chan struct{})
-	go func() {
-		defer close(n.done)
-		n.follow(runCtx)
-	}()
+	// Like the old goroutine: a ctx cancelled now does not undo a start.
+	if err := n.svc.Start(context.WithoutCancel(ctx), n.follow); err != nil {
+		return err
+	}
+	// Set last: a None runs once (a failed Start may be tried again).
+	n.started = start
 	return nil
 }
 
@@ -126,17 +126,11 @@ func (n *None) follow(ctx context.Context) {
 // Stop stops following the account list and the chores. The runner keeps
 // its accounts: the caller stops it.
 func (n *None) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	cancel, done := n.cancel, n.done
-	n.mu.Unlock()
-	if cancel == nil {
+	if !n.svc.Started() {
 		return nil
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := n.svc.Stop(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
