@@ -75,7 +75,7 @@ func (s *Server) OpenAPI() map[string]any {
 			"schemas":   g.components,
 			"responses": responses,
 			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "The API token (WIMRO_API_TOKEN or a line of WIMRO_API_TOKEN_FILE); needed only when the server has one."}},
+				"description": "The API token (WIMRO_API_TOKEN, every scope, or a line of WIMRO_API_TOKEN_FILE with its scopes: read, write, admin); needed only when the server has one."}},
 		},
 		"security": []any{map[string]any{"bearerAuth": []any{}}},
 	}
@@ -87,6 +87,8 @@ func operationDescription(rt Route) string {
 	d := rt.Summary + "."
 	if rt.Public {
 		d += " Public: no token is needed, even when the server has one."
+	} else {
+		d += " Scope: " + string(routeScope(rt)) + " (a token without it is answered 403)."
 	}
 	if rt.Request != nil {
 		d += " The body is JSON or YAML, by its Content-Type."
@@ -173,6 +175,7 @@ var tagDescriptions = map[string]string{
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "Bad input: error.field names the field or parameter when there is one.",
 	http.StatusUnauthorized:          "Missing or invalid bearer token (only when the server has one).",
+	http.StatusForbidden:             "The token lacks the scope the route needs (error.description names it; only when the server has tokens).",
 	http.StatusNotFound:              "Not found: a named tenant, datacenter, WIM, account, instance or action does not exist.",
 	http.StatusConflict:              "Conflict: a duplicate, an ambiguous name, or a dependency that blocks the change.",
 	http.StatusRequestEntityTooLarge: "The body is larger than the server accepts.",
@@ -193,7 +196,7 @@ func errorStatuses(rt Route) []int {
 	// panic or an unexpected error (500).
 	st := []int{http.StatusBadRequest, http.StatusInternalServerError}
 	if !rt.Public {
-		st = append(st, http.StatusUnauthorized)
+		st = append(st, http.StatusUnauthorized, http.StatusForbidden)
 	}
 	if strings.Contains(rt.Pattern, "{") {
 		// Lookups by uuid or name: missing, or a name that matches twice.

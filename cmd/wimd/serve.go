@@ -187,7 +187,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	leaderChores := []coordinator.Chore{
 		chores.NewRescuer(db, logger, c.claimLease/3),
-		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention}),
+		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention, AuditRetention: c.auditRetention}),
 		reconciler,
 	}
 	var coord coordinator.Coordinator
