@@ -93,11 +93,11 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 			return fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key wimd serve uses", keyFile, err)
 		}
 	}
-	key, _, err := secret.LoadKey(env, keyFile)
+	keys, _, err := secret.LoadKeys(env, keyFile)
 	if err != nil {
 		return err
 	}
-	box, err := secret.New(key)
+	box, err := secret.NewRing(keys...)
 	if err != nil {
 		return err
 	}

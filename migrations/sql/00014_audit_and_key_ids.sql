@@ -12,6 +12,12 @@
 --   tell that every live member opens with the new key before it re-seals
 --   the stored secrets with it, and seals with it before the old key is
 --   retired.
+-- - wimro_touch_modified_at: a row re-sealed by wimd rekey keeps its
+--   modified_at. The re-seal is no edit, and the engine takes a changed
+--   modified_at for a concurrent edit (an account or WIM edit racing the
+--   re-seal was answered 409 "changed by another request"). Its
+--   transactions set wimro.reseal (transaction-local); the trigger
+--   function then leaves modified_at as it was.
 -- +goose Up
 CREATE TABLE api_audit (
     id          bigserial PRIMARY KEY,
@@ -34,6 +40,28 @@ CREATE TABLE secret_key_holders (
     seen_at         timestamptz NOT NULL DEFAULT now()
 );
 
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION wimro_touch_modified_at() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('wimro.reseal', true) = 'on' THEN
+        RETURN NEW;
+    END IF;
+    NEW.modified_at := now();
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION wimro_touch_modified_at() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.modified_at := now();
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
 DROP TABLE secret_key_holders;
 DROP TABLE api_audit;
