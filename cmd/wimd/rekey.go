@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -111,12 +110,6 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 	if env != "" && (step == "add-key" || step == "promote") {
 		return fmt.Errorf("wimd rekey %s edits the key file, but WIMRO_SECRET_KEY is set: edit the variable instead (keys separated by commas, the sealing one first)", step)
 	}
-	if env == "" {
-		// Never make a key here: a new one would open nothing stored.
-		if _, err := os.Stat(keyFile); err != nil {
-			return fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key file wimd serve uses", keyFile, err)
-		}
-	}
 	if step == "add-key" {
 		// Adding an opening key needs nothing of the database: no
 		// process seals with it until it is promoted.
@@ -128,29 +121,15 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 			"next: copy %s to every wimd process and restart each, then wimd rekey promote %s\n", newID, keyFile, keyFile, newID)
 		return nil
 	}
-	keys, _, err := secret.LoadKeys(env, keyFile)
-	if err != nil {
-		return err
-	}
-	box, err := secret.NewRing(keys...)
-	if err != nil {
-		return err
-	}
 	logger, err := a.logger(c)
 	if err != nil {
 		return err
 	}
-	url, stop, err := a.database(ctx, c, logger, localDB{})
+	eng, db, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(4))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	eng := engine.New(db, box, logger)
+	defer closeDB()
 	holders, err := db.KeyHolders(ctx, window)
 	if err != nil {
 		return err
@@ -159,8 +138,8 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 	case "status":
 		return a.rekeyStatus(ctx, eng, holders, keyFile, env != "")
 	case "promote":
-		if !slices.Contains(box.KeyIDs(), id) {
-			return fmt.Errorf("the key file holds no key %s (it holds %s)", id, strings.Join(box.KeyIDs(), ", "))
+		if !slices.Contains(eng.KeyIDs(), id) {
+			return fmt.Errorf("the key file holds no key %s (it holds %s)", id, strings.Join(eng.KeyIDs(), ", "))
 		}
 		if err := membersAgree(holders, "hold key "+id, func(h persistence.KeyHolder) bool { return slices.Contains(h.KeyIDs, id) }); err != nil {
 			return err
@@ -172,7 +151,7 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 			"next: copy %s to every wimd process and restart each, then wimd rekey run\n", id, keyFile, keyFile)
 		return nil
 	case "run":
-		sealing := box.KeyID()
+		sealing := eng.SealingKeyID()
 		if err := membersAgree(holders, "seal with key "+sealing, func(h persistence.KeyHolder) bool { return h.SealingKey == sealing }); err != nil {
 			return err
 		}
@@ -197,7 +176,7 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.Stdout, "every stored secret is sealed with key %s\nnext: wimd rekey retire\n", sealing)
 		return nil
 	case "retire":
-		sealing := box.KeyID()
+		sealing := eng.SealingKeyID()
 		if err := membersAgree(holders, "seal with key "+sealing, func(h persistence.KeyHolder) bool { return h.SealingKey == sealing }); err != nil {
 			return err
 		}
