@@ -149,6 +149,10 @@ var queryParams = map[string]map[string]any{
 	"account":          {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
 	"fix":              {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches and abandoned services are only reported.", "schema": map[string]any{"type": "boolean"}},
 	"delete_abandoned": {"description": "true, with fix=true: also delete the services whose DELETE an operator abandoned (reported as kind abandoned).", "schema": map[string]any{"type": "boolean"}},
+	"since": {"description": "Only the audit entries at or after this time (RFC 3339, e.g. 2006-01-02T15:04:05Z, or a date).",
+		"schema": map[string]any{"type": "string"}},
+	"after": {"description": "Only the audit entries after this id: the last id of the previous page.",
+		"schema": map[string]any{"type": "integer", "minimum": 0}},
 	lastEventIDQuery: {"description": "Resume after this event id, for clients that cannot set the Last-Event-ID header (which wins when both are given).",
 		"schema": map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}},
 }

@@ -1,8 +1,10 @@
 // Package httpapi is wimro's HTTP transport: the openmano-compatible REST
 // API on chi, request decoding (JSON or YAML) and validation errors that
-// name the field, the one error body format, optional bearer-token auth,
-// and an OpenAPI document generated from the same route table as the
-// router, so the two cannot drift.
+// name the field, the one error body format, optional bearer-token auth
+// with scoped tokens (read, write, admin: each route's scope in one table,
+// scope.go), the audit trail of every request that changes something
+// (audit.go), and an OpenAPI document generated from the same route table
+// as the router, so the two cannot drift.
 package httpapi
 
 import (
