@@ -157,8 +157,12 @@ func (b *Box) Seal(plaintext []byte) ([]byte, error) {
 // key id names (a legacy value: with each key). Its errors never include
 // the secret or the key.
 func (b *Box) Open(sealed []byte) ([]byte, error) {
-	if len(sealed) == 0 || len(sealed) < legacyOverhead || (sealed[0] == versionKeyed && len(sealed) < overhead) {
-		return nil, fmt.Errorf("secret: cannot open a sealed value of %d bytes: it is shorter than the minimum %d", len(sealed), legacyOverhead)
+	minimum := legacyOverhead
+	if len(sealed) > 0 && sealed[0] == versionKeyed {
+		minimum = overhead
+	}
+	if len(sealed) < minimum {
+		return nil, fmt.Errorf("secret: cannot open a sealed value of %d bytes: it is shorter than the minimum %d", len(sealed), minimum)
 	}
 	switch sealed[0] {
 	case versionLegacy:
