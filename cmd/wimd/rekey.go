@@ -103,6 +103,11 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 	if batch < 1 {
 		return fmt.Errorf("--batch must be at least 1 (got %d)", batch)
 	}
+	if window < keyHolderEvery {
+		// Shorter, a live process would drop out between two records
+		// and escape the checks.
+		return fmt.Errorf("--member-window must be at least %s, how often wimd records its keys (got %s)", keyHolderEvery, window)
+	}
 	if keyFile == "" {
 		keyFile = filepath.Join(c.dataDir, "secret.key")
 	}
