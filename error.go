@@ -15,6 +15,7 @@ const (
 	ENOTFOUND     = "not_found"    // the named thing does not exist
 	ECONFLICT     = "conflict"     // duplicate, ambiguity or a dependency blocks the change
 	EUNAUTHORIZED = "unauthorized" // missing or wrong credentials
+	EFORBIDDEN    = "forbidden"    // valid credentials without the scope the request needs
 	EUNAVAILABLE  = "unavailable"  // a dependency (database, controller) cannot answer now; retry may help
 	ETOOMANY      = "too_many"     // a limit of the server (open event streams) is reached: retry later
 	EINTERNAL     = "internal"     // a bug or an unexpected failure

@@ -166,7 +166,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 			return AccountFull{}, err
 		}
 		checkErr = e.checkConnector(w, in.Config, "", "wim_account.config")
-		checked = settingsOf(w, nil)
+		checked = e.settingsOf(w, nil)
 	}
 	var out AccountFull
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
@@ -191,7 +191,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 				return err
 			}
 		} else {
-			if e.check != nil && !checked.equal(settingsOf(w, nil)) {
+			if e.check != nil && !checked.equal(e.settingsOf(w, nil)) {
 				return errChangedWhileChecked("WIM " + w.UUID)
 			}
 			if checkErr != nil {
@@ -301,7 +301,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 			accts[i] = aa.Account
 			accts[i].Config = editedConfig(aa.Account.Config, in.Config)
 		}
-		return settingsOf(w, accts)
+		return e.settingsOf(w, accts)
 	}
 	check := e.check != nil && len(in.Config) > 0
 	var checked connectorSettings

@@ -109,10 +109,25 @@ type connectorSettings struct {
 	accounts  map[string]map[string]any
 }
 
-func settingsOf(w wimro.WIM, accts []wimro.WIMAccount) connectorSettings {
-	s := connectorSettings{typ: w.Type, url: w.URL, wimConfig: w.Config, accounts: make(map[string]map[string]any, len(accts))}
+// settingsOf returns the connector settings of w and accts. Sealed
+// settings are opened: a key rotation (wimd rekey) that
+// re-seals them between the check and the write changes their stored
+// text, not what was checked. One that does not open is compared as
+// stored.
+func (e *Engine) settingsOf(w wimro.WIM, accts []wimro.WIMAccount) connectorSettings {
+	opened := func(cfg map[string]any) map[string]any {
+		if out, err := e.box.OpenConfig(cfg); err == nil {
+			return out
+		}
+		return cfg
+	}
+	url := w.URL
+	if u, err := e.box.OpenURL(url); err == nil {
+		url = u
+	}
+	s := connectorSettings{typ: w.Type, url: url, wimConfig: opened(w.Config), accounts: make(map[string]map[string]any, len(accts))}
 	for _, a := range accts {
-		s.accounts[a.UUID] = a.Config
+		s.accounts[a.UUID] = opened(a.Config)
 	}
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/secret"
@@ -81,7 +83,10 @@ func (e *Engine) openConnectorInputs(ctx context.Context, w wimro.WIM, a wimro.W
 var ErrSecretKeyMismatch = errors.New("the secret key does not open the secrets stored in the database")
 
 // CheckSecretKey opens one stored account password and one other stored
-// secret with the engine's key. A database with no secrets passes.
+// secret with the engine's keys, and checks that every key id the stored
+// secrets name is one the engine holds (a key retired before every secret
+// was re-sealed away from it would leave them unreadable). A database
+// with no secrets passes.
 func (e *Engine) CheckSecretKey(ctx context.Context) error {
 	password, sealed, err := e.db.SealedSamples(ctx, secret.SealedPrefix)
 	if err != nil {
@@ -95,6 +100,15 @@ func (e *Engine) CheckSecretKey(ctx context.Context) error {
 	if sealed != "" {
 		if _, err := e.box.OpenString(sealed); err != nil {
 			return fmt.Errorf("%w (a WIM or account setting: %v)", ErrSecretKeyMismatch, err)
+		}
+	}
+	counts, err := e.SealedCounts(ctx)
+	if err != nil {
+		return err
+	}
+	for id, n := range counts {
+		if id != Unsealed && id != secret.Legacy && !slices.Contains(e.box.KeyIDs(), id) {
+			return fmt.Errorf("%w (%d sealed with key %s; this process holds %s)", ErrSecretKeyMismatch, n, id, strings.Join(e.box.KeyIDs(), ", "))
 		}
 	}
 	return nil

@@ -253,7 +253,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		if err := e.checkWIMAccounts(w, accts); err != nil {
 			return WIMView{}, err
 		}
-		checked = settingsOf(w, accts)
+		checked = e.settingsOf(w, accts)
 	}
 	var out WIMView
 	err = e.db.Tx(ctx, func(s *persistence.Store) error {
@@ -261,7 +261,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		if err != nil {
 			return err
 		}
-		if e.check != nil && !checked.equal(settingsOf(w, accts)) {
+		if e.check != nil && !checked.equal(e.settingsOf(w, accts)) {
 			return errChangedWhileChecked("WIM " + w.UUID)
 		}
 		if err := e.sealWIM(&w); err != nil {

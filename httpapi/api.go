@@ -21,6 +21,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.Health == nil {
 		opts.Health = eng.Ping
 	}
+	if opts.Audit == nil {
+		opts.Audit = eng.RecordAudit
+	}
 	var routes []Route
 	routes = append(routes, a.tenantRoutes()...)
 	routes = append(routes, a.datacenterRoutes()...)
@@ -29,6 +32,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	routes = append(routes, a.overrideRoutes()...)
 	routes = append(routes, a.reconcileRoutes()...)
 	routes = append(routes, a.eventRoutes()...)
+	routes = append(routes, a.auditRoutes()...)
 	for i := range routes {
 		// Every route reads the database, which may be away.
 		routes[i].Errors = append(routes[i].Errors, http.StatusServiceUnavailable)

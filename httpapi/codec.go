@@ -106,6 +106,7 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
 		http.Error(w, `{"error": {"code": 500, "type": "500 Internal Server Error", "description": "cannot encode the response"}}`, http.StatusInternalServerError)
 		return
 	}
+	noteAnswer(r, status, body)
 	if wantsYAML(r) {
 		var doc any
 		if err := json.Unmarshal(body, &doc); err == nil {

@@ -25,6 +25,7 @@ var codes = map[string]int{
 	wimro.ENOTFOUND:     http.StatusNotFound,
 	wimro.ECONFLICT:     http.StatusConflict,
 	wimro.EUNAUTHORIZED: http.StatusUnauthorized,
+	wimro.EFORBIDDEN:    http.StatusForbidden,
 	wimro.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	wimro.ETOOMANY:      http.StatusTooManyRequests,
 	wimro.EINTERNAL:     http.StatusInternalServerError,

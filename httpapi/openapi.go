@@ -75,7 +75,7 @@ func (s *Server) OpenAPI() map[string]any {
 			"schemas":   g.components,
 			"responses": responses,
 			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "The API token (WIMRO_API_TOKEN or a line of WIMRO_API_TOKEN_FILE); needed only when the server has one."}},
+				"description": "The API token (WIMRO_API_TOKEN, every scope, or a line of WIMRO_API_TOKEN_FILE with its scopes: read, write, admin); needed only when the server has one."}},
 		},
 		"security": []any{map[string]any{"bearerAuth": []any{}}},
 	}
@@ -87,6 +87,8 @@ func operationDescription(rt Route) string {
 	d := rt.Summary + "."
 	if rt.Public {
 		d += " Public: no token is needed, even when the server has one."
+	} else {
+		d += " Scope: " + string(routeScope(rt)) + " (a token without it is answered 403)."
 	}
 	if rt.Request != nil {
 		d += " The body is JSON or YAML, by its Content-Type."
@@ -147,6 +149,10 @@ var queryParams = map[string]map[string]any{
 	"account":          {"description": "Reconcile only this WIM account (uuid or name); every account without it.", "schema": map[string]any{"type": "string"}},
 	"fix":              {"description": "true: delete orphan services and re-queue missing links as CREATE actions; mismatches and abandoned services are only reported.", "schema": map[string]any{"type": "boolean"}},
 	"delete_abandoned": {"description": "true, with fix=true: also delete the services whose DELETE an operator abandoned (reported as kind abandoned).", "schema": map[string]any{"type": "boolean"}},
+	"since": {"description": "Only the audit entries at or after this time (RFC 3339, e.g. 2006-01-02T15:04:05Z, or a date).",
+		"schema": map[string]any{"type": "string"}},
+	"after": {"description": "Only the audit entries after this id: the last id of the previous page.",
+		"schema": map[string]any{"type": "integer", "minimum": 0}},
 	lastEventIDQuery: {"description": "Resume after this event id, for clients that cannot set the Last-Event-ID header (which wins when both are given).",
 		"schema": map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}},
 }
@@ -173,6 +179,7 @@ var tagDescriptions = map[string]string{
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "Bad input: error.field names the field or parameter when there is one.",
 	http.StatusUnauthorized:          "Missing or invalid bearer token (only when the server has one).",
+	http.StatusForbidden:             "The token lacks the scope the route needs (error.description names it; only when the server has tokens).",
 	http.StatusNotFound:              "Not found: a named tenant, datacenter, WIM, account, instance or action does not exist.",
 	http.StatusConflict:              "Conflict: a duplicate, an ambiguous name, or a dependency that blocks the change.",
 	http.StatusRequestEntityTooLarge: "The body is larger than the server accepts.",
@@ -193,7 +200,7 @@ func errorStatuses(rt Route) []int {
 	// panic or an unexpected error (500).
 	st := []int{http.StatusBadRequest, http.StatusInternalServerError}
 	if !rt.Public {
-		st = append(st, http.StatusUnauthorized)
+		st = append(st, http.StatusUnauthorized, http.StatusForbidden)
 	}
 	if strings.Contains(rt.Pattern, "{") {
 		// Lookups by uuid or name: missing, or a name that matches twice.

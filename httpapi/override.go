@@ -2,10 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"strings"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
@@ -80,14 +77,12 @@ func (a *api) override(w http.ResponseWriter, r *http.Request, kind string,
 }
 
 // actor is who makes an authenticated request, for audit records: the
-// API token's identity, "token:" and the first 12 hex digits of its
-// SHA-256 (which token of the file, never the token), or "operator" when
-// the API takes no token. Call it only behind auth.
+// API token's id (its id= in the token file, else "token:" and the first
+// 12 hex digits of its SHA-256: which token, never the token), or
+// "operator" when the API takes no token. Call it only behind auth.
 func (s *Server) actor(r *http.Request) string {
-	if !s.authEnabled() {
-		return engine.ActorOperator
+	if id := tokenID(r); id != "" {
+		return id
 	}
-	_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return "token:" + hex.EncodeToString(sum[:])[:12]
+	return engine.ActorOperator
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/wimro/wimro"
 )
@@ -74,10 +73,6 @@ func ParseListQuery(q url.Values, allowed []string) (ListQuery, error) {
 // isTime says whether v is a time PostgreSQL and the API agree on:
 // RFC 3339 (as the API shows times), a date and time, or a date.
 func isTime(v string) bool {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", time.DateTime, time.DateOnly} {
-		if _, err := time.Parse(layout, v); err == nil {
-			return true
-		}
-	}
-	return false
+	_, ok := parseTime(v)
+	return ok
 }

@@ -1,8 +1,10 @@
 // Package httpapi is wimro's HTTP transport: the openmano-compatible REST
 // API on chi, request decoding (JSON or YAML) and validation errors that
-// name the field, the one error body format, optional bearer-token auth,
-// and an OpenAPI document generated from the same route table as the
-// router, so the two cannot drift.
+// name the field, the one error body format, optional bearer-token auth
+// with scoped tokens (read, write, admin: each route's scope in one table,
+// scope.go), the audit trail of every request that changes something
+// (audit.go), and an OpenAPI document generated from the same route table
+// as the router, so the two cannot drift.
 package httpapi
 
 import (
@@ -54,6 +56,10 @@ type Options struct {
 	// token configured only the process cap applies). A stream over a cap
 	// is answered 429 with Retry-After.
 	MaxEventStreams, MaxEventStreamsPerToken int
+	// Audit, when set, records the audit entry of every request that may
+	// change something and of every one refused for its credentials
+	// (New sets it to the engine's RecordAudit).
+	Audit func(ctx context.Context, e wimro.AuditEntry) error
 }
 
 // Route describes one endpoint. The router and the OpenAPI document are
@@ -74,6 +80,9 @@ type Route struct {
 	// for writes with a body).
 	Errors []int
 	Public bool // no auth even with a token (/livez, /healthz, /readyz)
+	// Scope is what the request's token must hold (read, write, admin);
+	// every route but a Public one declares it, here in the route table.
+	Scope Scope
 	// Stream, when set, makes the 200 answer a text/event-stream: each
 	// key names an event, its value is the zero value of the event's data.
 	Stream  map[string]any
@@ -82,9 +91,11 @@ type Route struct {
 
 // Server is the HTTP API.
 type Server struct {
-	logger  *slog.Logger
-	opts    Options
-	routes  []Route
+	logger *slog.Logger
+	opts   Options
+	routes []Route
+	// extra are routes served outside the OpenAPI document (/metrics).
+	extra   []Route
 	handler http.Handler
 	// streamsDone is closed by CloseStreams: every event stream ends.
 	streamsDone  chan struct{}
@@ -124,6 +135,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 		{Method: "GET", Pattern: "/openapi.json", Summary: "This API's OpenAPI 3 document", Tags: []string{"meta"}, Response: map[string]any{}, Handler: s.openapi},
 	}, routes...)
 
+	checkScopes(s.routes)
 	r := chi.NewRouter()
 	// RequestID first, so that the access line and any error logged while
 	// answering carry it; the recoverer inside the access log, so that a
@@ -140,12 +152,14 @@ func NewServer(opts Options, routes ...Route) *Server {
 	for _, rt := range s.routes {
 		h := s.checkParams(rt.Handler)
 		if !rt.Public {
-			h = s.auth(h)
+			h = s.auth(routeScope(rt), h)
 		}
-		r.Method(rt.Method, rt.Pattern, h)
+		r.Method(rt.Method, rt.Pattern, s.audit(rt, h))
 	}
 	if opts.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", s.auth(opts.Metrics.ServeHTTP))
+		mr := Route{Method: http.MethodGet, Pattern: "/metrics", Scope: ScopeRead, Handler: opts.Metrics.ServeHTTP}
+		s.extra = append(s.extra, mr)
+		r.Method(mr.Method, mr.Pattern, s.audit(mr, s.auth(mr.Scope, mr.Handler)))
 	}
 	s.handler = r
 	return s
@@ -154,8 +168,12 @@ func NewServer(opts Options, routes ...Route) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Routes returns every route, built-ins included.
+// Routes returns every route of the OpenAPI document, built-ins included.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// ServedRoutes returns every route the router serves: Routes and /metrics
+// when it is served.
+func (s *Server) ServedRoutes() []Route { return append(s.Routes(), s.extra...) }
 
 type health struct {
 	Status  string `json:"status"`

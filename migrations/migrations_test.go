@@ -178,6 +178,14 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{13, func(t *testing.T) {
+			var tables, reseal int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('api_audit', 'secret_key_holders')`).Scan(&tables)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM pg_proc WHERE proname = 'wimro_touch_modified_at' AND prosrc LIKE '%wimro.reseal%'`).Scan(&reseal)
+			if tables != 0 || reseal != 0 {
+				t.Errorf("version 13: %d of api_audit and secret_key_holders left, touch function knows wimro.reseal %d; want none", tables, reseal)
+			}
+		}},
 		{12, func(t *testing.T) {
 			var cols, indexes, counts, triggers int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public' AND table_name = 'vim_wim_actions' AND column_name = 'woken_claim'`).Scan(&cols)

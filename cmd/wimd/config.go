@@ -115,6 +115,7 @@ type serveConfig struct {
 	claimLease                     time.Duration
 	refresh                        time.Duration
 	retention                      time.Duration
+	auditRetention                 time.Duration
 	monitor                        time.Duration
 	reconcile                      time.Duration
 	instanceID                     string
@@ -135,9 +136,9 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	c := &serveConfig{db: a.dbFlags(fs)}
 	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
 	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")
-	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /livez, /healthz and /readyz (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
+	fs.StringVar(&c.apiToken, "api-token", a.env("WIMRO_API_TOKEN", ""), "require this bearer token on every route but /livez, /healthz and /readyz; it holds every scope (read, write, admin) (env WIMRO_API_TOKEN; prefer the variable: flags show in ps)")
 	fs.StringVar(&c.apiTokenFile, "api-token-file", a.env("WIMRO_API_TOKEN_FILE", ""),
-		"file of bearer tokens, one a line (blank lines and # comments ignored), any of which is accepted besides --api-token; re-read when it changes, so a token rotates without a restart (env WIMRO_API_TOKEN_FILE)")
+		"file of bearer tokens, one a line: <token> [id=<name>] [scopes=read,write,admin] (a token alone holds every scope; blank lines and # comments ignored), any of which is accepted besides --api-token; re-read when it changes, so a token rotates or changes scopes without a restart (env WIMRO_API_TOKEN_FILE)")
 	fs.StringVar(&c.tlsCert, "tls-cert", a.env("WIMRO_TLS_CERT", ""),
 		"PEM certificate (chain) to serve HTTPS with, TLS 1.2 at least; needs --tls-key (env WIMRO_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", a.env("WIMRO_TLS_KEY", ""), "PEM private key of --tls-cert (env WIMRO_TLS_KEY)")
@@ -156,6 +157,8 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
 	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
 		"how long the finished actions of a deleted instance are kept before they are purged; 0 keeps them forever (env WIMRO_ACTION_RETENTION)")
+	fs.DurationVar(&c.auditRetention, "audit-retention", a.envDuration("WIMRO_AUDIT_RETENTION", 30*24*time.Hour),
+		"how long the audit trail's entries (GET /openmano/audit) are kept before the leader purges them; 0 keeps them forever (env WIMRO_AUDIT_RETENTION)")
 	fs.DurationVar(&c.monitor, "monitor-interval", a.envDuration("WIMRO_MONITOR_INTERVAL", 5*time.Minute),
 		"how often the credentials of each WIM account are checked with its controller (status ACTIVE or ERROR in the account's answers) and each created WAN link is re-read from it (ACTIVE, DOWN, ERROR, INACTIVE); 0 checks credentials only when an account is written and never re-reads links (env WIMRO_MONITOR_INTERVAL)")
 	fs.DurationVar(&c.reconcile, "reconcile-interval", a.envDuration("WIMRO_RECONCILE_INTERVAL", time.Hour),
@@ -193,6 +196,9 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	}
 	if c.retention < 0 {
 		return nil, fmt.Errorf("--action-retention must not be negative (got %s)", c.retention)
+	}
+	if c.auditRetention < 0 {
+		return nil, fmt.Errorf("--audit-retention must not be negative (got %s)", c.auditRetention)
 	}
 	if c.reconcile < 0 {
 		return nil, fmt.Errorf("--reconcile-interval must not be negative (got %s)", c.reconcile)

@@ -33,6 +33,37 @@ var errDrift = errors.New("drift found")
 
 // reconcile runs wimd reconcile: one drift reconcile of the accounts'
 // controllers, printed as a table or JSON.
+// offlineEngine is an engine over the database of c with the keys wimd
+// serve uses, for the commands that run beside it (reconcile, rekey). The
+// keys are read, never generated: a new key would open nothing stored.
+// closeDB closes the database (and the local server it attached).
+func (a *App) offlineEngine(ctx context.Context, c *dbConfig, logger *slog.Logger, keyFile string) (eng *engine.Engine, db *persistence.DB, closeDB func(), err error) {
+	env := a.Getenv("WIMRO_SECRET_KEY")
+	if env == "" {
+		if _, err := os.Stat(keyFile); err != nil {
+			return nil, nil, nil, fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key wimd serve uses", keyFile, err)
+		}
+	}
+	keys, _, err := secret.LoadKeys(env, keyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	box, err := secret.NewRing(keys...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	url, stop, err := a.database(ctx, c, logger, localDB{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	db, err = persistence.Open(ctx, url, logger, persistence.WithMaxConns(4))
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return engine.New(db, box, logger), db, func() { db.Close(); stop() }, nil
+}
+
 func (a *App) reconcile(ctx context.Context, args []string) error {
 	fs := a.newFlagSet("reconcile", "Usage: wimd reconcile [--account X] [--fix] [-o text|json] [flags]\n\n"+
 		"Compares each WIM account's WAN links with what its controller lists and reports\n"+
@@ -86,32 +117,11 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	if keyFile == "" {
 		keyFile = filepath.Join(c.dataDir, "secret.key")
 	}
-	env := a.Getenv("WIMRO_SECRET_KEY")
-	if env == "" {
-		// Never make a key here: a new one would open nothing stored.
-		if _, err := os.Stat(keyFile); err != nil {
-			return fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key wimd serve uses", keyFile, err)
-		}
-	}
-	key, _, err := secret.LoadKey(env, keyFile)
+	eng, db, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
 	if err != nil {
 		return err
 	}
-	box, err := secret.New(key)
-	if err != nil {
-		return err
-	}
-	url, stop, err := a.database(ctx, c, logger, localDB{})
-	if err != nil {
-		return err
-	}
-	defer stop()
-	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(4))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	eng := engine.New(db, box, logger)
+	defer closeDB()
 	if err := eng.CheckSecretKey(ctx); err != nil {
 		return fmt.Errorf("check the secret key: %w", err)
 	}

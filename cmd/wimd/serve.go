@@ -86,15 +86,15 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if keyFile == "" {
 		keyFile = filepath.Join(c.db.dataDir, "secret.key")
 	}
-	key, source, err := secret.LoadKey(a.Getenv("WIMRO_SECRET_KEY"), keyFile)
+	keys, source, err := secret.LoadKeys(a.Getenv("WIMRO_SECRET_KEY"), keyFile)
 	if err != nil {
 		return err
 	}
-	logger.Info("secret key loaded", slog.String("source", source))
-	box, err := secret.New(key)
+	box, err := secret.NewRing(keys...)
 	if err != nil {
 		return err
 	}
+	logger.Info("secret key loaded", slog.String("source", source), slog.String("sealing_key_id", box.KeyID()), slog.Any("key_ids", box.KeyIDs()))
 	eng := engine.New(db, box, logger)
 	if err := eng.CheckSecretKey(ctx); err != nil {
 		if errors.Is(err, engine.ErrSecretKeyMismatch) {
@@ -132,6 +132,12 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	// Leases and claims are taken under the instance id and a nonce of
 	// this start: two processes given one id never share a lease.
 	boot := coordinator.NewBoot()
+	// wimd rekey checks every live process's keys before each step.
+	holder := newKeyHolder(db, c.instanceID, box, logger)
+	if err := holder.Start(ctx); err != nil {
+		return fmt.Errorf("record the secret key ids: %w", err)
+	}
+	defer stopPart(logger, "secret key holder", holder.Stop)
 	logger.Info("leases and claims taken under this start's owner", slog.String("instance_id", c.instanceID), slog.String("lease_owner", coordinator.LeaseOwner(c.instanceID, boot)))
 	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(c.addresses)
@@ -187,7 +193,7 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	}
 	leaderChores := []coordinator.Chore{
 		chores.NewRescuer(db, logger, c.claimLease/3),
-		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention}),
+		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention, AuditRetention: c.auditRetention}),
 		reconciler,
 	}
 	var coord coordinator.Coordinator

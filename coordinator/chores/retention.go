@@ -8,14 +8,18 @@ import (
 	"github.com/wimro/wimro/persistence"
 )
 
-// RetentionOptions tune the purge of finished actions; zero fields take
-// the defaults, but a zero Retention turns the purge off.
+// RetentionOptions tune the purge of finished actions and of the audit
+// trail; zero fields take the defaults, but a zero Retention (or
+// AuditRetention) turns that purge off.
 type RetentionOptions struct {
 	// Retention is how long a finished action of a deleted instance is
 	// kept after its last change; 0 keeps them forever.
 	Retention time.Duration
-	// Interval is the time between two purges; default Retention/10,
-	// between 1 s and 1 h.
+	// AuditRetention is how long an audit entry (GET /openmano/audit) is
+	// kept; 0 keeps them forever.
+	AuditRetention time.Duration
+	// Interval is the time between two purges; default a tenth of the
+	// shorter retention, between 1 s and 1 h.
 	Interval time.Duration
 	// Batch is the most rows one transaction deletes; default 1,000.
 	Batch int
@@ -23,7 +27,11 @@ type RetentionOptions struct {
 
 func (o RetentionOptions) withDefaults() RetentionOptions {
 	if o.Interval <= 0 {
-		o.Interval = min(max(o.Retention/10, time.Second), time.Hour)
+		shortest := o.Retention
+		if shortest <= 0 || (o.AuditRetention > 0 && o.AuditRetention < shortest) {
+			shortest = o.AuditRetention
+		}
+		o.Interval = min(max(shortest/10, time.Second), time.Hour)
 	}
 	if o.Batch <= 0 {
 		o.Batch = 1000
@@ -32,8 +40,9 @@ func (o RetentionOptions) withDefaults() RetentionOptions {
 }
 
 // Retention purges the history of deleted instances (their finished
-// actions and instance actions) once it is older than the retention: at
-// Start, then every Interval, in batches until a batch comes back short.
+// actions and instance actions) once it is older than the retention, and
+// the audit entries older than the audit retention: at Start, then every
+// Interval, in batches until a batch comes back short.
 // Processes sharing the database may all run one: a batch that finds
 // another process purging skips (persistence.PurgeFinishedActions), so
 // running it on one process only is an optimisation, not a need.
@@ -61,13 +70,50 @@ func NewRetention(db *persistence.DB, logger *slog.Logger, opts RetentionOptions
 func (r *Retention) Start(ctx context.Context) error {
 	if r.opts.Retention <= 0 {
 		r.logger.Info("finished actions are kept forever (no retention)")
+	}
+	if r.opts.AuditRetention <= 0 {
+		r.logger.Info("audit entries are kept forever (no audit retention)")
+	}
+	if r.opts.Retention <= 0 && r.opts.AuditRetention <= 0 {
 		return ctx.Err()
 	}
 	return r.Periodic.Start(ctx)
 }
 
-// purge deletes batches until one comes back short, and logs the total.
+// purge runs the purges that have a retention.
 func (r *Retention) purge(ctx context.Context) {
+	if r.opts.Retention > 0 {
+		r.purgeActions(ctx)
+	}
+	if r.opts.AuditRetention > 0 {
+		r.purgeAudit(ctx)
+	}
+}
+
+// purgeAudit deletes batches of old audit entries until one comes back
+// short, and logs the total.
+func (r *Retention) purgeAudit(ctx context.Context) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := r.db.PurgeAudit(ctx, r.opts.AuditRetention, r.opts.Batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.logger.Error("purge audit entries", slog.Any("error", err))
+			}
+			break
+		}
+		total += n
+		if n < int64(r.opts.Batch) {
+			break
+		}
+	}
+	if total > 0 {
+		r.logger.Info("purged audit entries", slog.Int64("entries", total), slog.Duration("audit_retention", r.opts.AuditRetention))
+	}
+}
+
+// purgeActions deletes batches until one comes back short, and logs the total.
+func (r *Retention) purgeActions(ctx context.Context) {
 	var actions, instanceActions int64
 	defer func() {
 		if actions > 0 || instanceActions > 0 {

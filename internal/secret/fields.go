@@ -17,21 +17,71 @@ var ConfigKeys = []string{"bearer_token"}
 
 // SealedPrefix marks a sealed string: the prefix, then Seal's output in
 // unpadded URL-safe base64, so it fits in JSON and in a URL's user info.
+// (v1 names this encoding; the sealed value's own first byte says its
+// format and key.)
 const SealedPrefix = "sealed.v1."
 
 // IsSealed reports whether s is a string made by SealString.
 func IsSealed(s string) bool { return strings.HasPrefix(s, SealedPrefix) }
 
-// SealString seals s into a printable string; a sealed one is kept.
+// SealString seals s into a printable string. A string sealed already is
+// kept when the sealing key sealed it, and sealed again with that key when
+// another key of the Box did (a value written back during a key rotation
+// then ends under the new key); one no key of the Box opens is kept as it
+// is (it was never this server's).
 func (b *Box) SealString(s string) (string, error) {
 	if IsSealed(s) {
-		return s, nil
+		out, err := b.ResealString(s)
+		if err != nil {
+			return s, nil
+		}
+		return out, nil
 	}
 	v, err := b.Seal([]byte(s))
 	if err != nil {
 		return "", err
 	}
 	return SealedPrefix + base64.RawURLEncoding.EncodeToString(v), nil
+}
+
+// ResealString returns s sealed with the sealing key: a clear string (one
+// stored before secrets were sealed) sealed, a sealed one kept when the
+// sealing key sealed it, else opened and sealed again. Unlike SealString,
+// a sealed string the Box cannot open is an error.
+func (b *Box) ResealString(s string) (string, error) {
+	if !IsSealed(s) {
+		return b.SealString(s)
+	}
+	v, err := decodeSealed(s)
+	if err != nil {
+		return "", err
+	}
+	out, changed, err := b.Reseal(v)
+	if err != nil || !changed {
+		return s, err
+	}
+	return SealedPrefix + base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// StringKeyID names the key that sealed s (SealedKeyID); "" when s is not
+// sealed.
+func StringKeyID(s string) string {
+	if !IsSealed(s) {
+		return ""
+	}
+	v, err := decodeSealed(s)
+	if err != nil {
+		return ""
+	}
+	return SealedKeyID(v)
+}
+
+func decodeSealed(s string) ([]byte, error) {
+	v, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, SealedPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("secret: a sealed string that is not base64: %w", err)
+	}
+	return v, nil
 }
 
 // OpenString opens a string made by SealString. A string that is not
@@ -41,9 +91,9 @@ func (b *Box) OpenString(s string) (string, error) {
 	if !IsSealed(s) {
 		return s, nil
 	}
-	v, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, SealedPrefix))
+	v, err := decodeSealed(s)
 	if err != nil {
-		return "", fmt.Errorf("secret: a sealed string that is not base64: %w", err)
+		return "", err
 	}
 	out, err := b.Open(v)
 	return string(out), err
@@ -151,6 +201,30 @@ func (b *Box) SealURL(raw string) (string, error) {
 		return "", err
 	}
 	return withPassword(u, sealed), nil
+}
+
+// URLPassword returns the password of raw's user info; ok is false when
+// it has none.
+func URLPassword(raw string) (string, bool) {
+	_, pw, ok := urlPassword(raw)
+	return pw, ok
+}
+
+// ResealURL returns raw with the password of its user info as
+// ResealString makes it; changed says whether it differs.
+func (b *Box) ResealURL(raw string) (out string, changed bool, err error) {
+	u, pw, ok := urlPassword(raw)
+	if !ok {
+		return raw, false, nil
+	}
+	sealed, err := b.ResealString(pw)
+	if err != nil {
+		return "", false, fmt.Errorf("wim_url: %w", err)
+	}
+	if sealed == pw {
+		return raw, false, nil
+	}
+	return withPassword(u, sealed), true, nil
 }
 
 // OpenURL returns raw with the password of its user info opened.

@@ -79,8 +79,8 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := 1 + 12 + len(c.plaintext) + 16; len(sealed) != want || sealed[0] != 0x01 {
-				t.Fatalf("sealed value: %d bytes, version %#x; want %d bytes, version 0x01", len(sealed), sealed[0], want)
+			if want := 1 + 4 + 12 + len(c.plaintext) + 16; len(sealed) != want || sealed[0] != 0x02 || secret.SealedKeyID(sealed) != secret.KeyID(key(1)) {
+				t.Fatalf("sealed value: %d bytes, version %#x, key %s; want %d bytes, version 0x02, key %s", len(sealed), sealed[0], secret.SealedKeyID(sealed), want, secret.KeyID(key(1)))
 			}
 			if len(c.plaintext) >= 4 && bytes.Contains(sealed, c.plaintext) {
 				t.Fatal("the sealed value contains the plaintext")
@@ -106,7 +106,7 @@ func TestSealIsRandomized(t *testing.T) {
 	if bytes.Equal(a, b) {
 		t.Fatal("two seals of the same plaintext are equal")
 	}
-	if bytes.Equal(a[1:13], b[1:13]) {
+	if bytes.Equal(a[5:17], b[5:17]) {
 		t.Fatal("two seals share a nonce")
 	}
 }
@@ -134,13 +134,15 @@ func TestOpenRejects(t *testing.T) {
 		{"nil", box, nil, "shorter"},
 		{"empty", box, []byte{}, "shorter"},
 		{"version only", box, sealed[:1], "shorter"},
-		{"one byte short of the minimum", box, sealed[:1+12+15], "shorter"},
+		{"one byte short of the minimum", box, sealed[:1+4+12+15], "shorter"},
 		{"truncated tag", box, sealed[:len(sealed)-1], "altered"},
 		{"extra byte", box, append(bytes.Clone(sealed), 0), "altered"},
-		{"unknown version", box, append([]byte{0x02}, sealed[1:]...), "version 2"},
+		{"unknown version", box, append([]byte{0x03}, sealed[1:]...), "version 3"},
+		{"legacy version of a keyed value", box, append([]byte{0x01}, sealed[1:]...), "altered"},
+		{"other key id", box, flip(1), "wrong key"},
 		{"version 0", box, append([]byte{0x00}, sealed[1:]...), "version 0"},
-		{"tampered nonce", box, flip(1), "altered"},
-		{"tampered ciphertext", box, flip(13), "altered"},
+		{"tampered nonce", box, flip(5), "altered"},
+		{"tampered ciphertext", box, flip(17), "altered"},
 		{"tampered tag", box, flip(len(sealed) - 1), "altered"},
 		{"wrong key", newBox(t, key(2)), sealed, "wrong key"},
 	}
@@ -355,7 +357,9 @@ func TestLoadKeyBadKeyFile(t *testing.T) {
 		{"empty", ""},
 		{"garbage", "hello world\n"},
 		{"short key", base64.StdEncoding.EncodeToString(key(1)[:16])},
-		{"two keys", base64.StdEncoding.EncodeToString(key(1)) + "\n" + base64.StdEncoding.EncodeToString(key(2))},
+		{"two keys, the second short", base64.StdEncoding.EncodeToString(key(1)) + "\n" + base64.StdEncoding.EncodeToString(key(2)[:16])},
+		{"one key twice", base64.StdEncoding.EncodeToString(key(1)) + "\n" + hex.EncodeToString(key(1))},
+		{"comments only", "# no key\n"},
 		{"huge", strings.Repeat("A", 1<<20)},
 	}
 	for _, c := range cases {

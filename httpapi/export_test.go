@@ -1,0 +1,11 @@
+package httpapi
+
+// ScopeTableKeys returns the "METHOD pattern" keys of the route table,
+// for the test that every one is served.
+func ScopeTableKeys() []string {
+	keys := make([]string, 0, len(routeScopes))
+	for k := range routeScopes {
+		keys = append(keys, k)
+	}
+	return keys
+}
