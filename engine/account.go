@@ -48,6 +48,9 @@ func (in AccountInput) validate() error {
 		// sealed at rest, any character is safe here.
 		return wimro.FieldErrorf("wim_account.password", "wim_account.password must be at most 1024 characters")
 	}
+	if err := refuseSealed("wim_account.", nil, in.Config); err != nil {
+		return err
+	}
 	if _, ok := in.Config["wim_port_mapping"]; ok {
 		return wimro.FieldErrorf("wim_account.config.wim_port_mapping", "port mappings belong to the WIM (wim.config.wim_port_mapping or .../port_mapping), not to an account")
 	}

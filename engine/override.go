@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -262,8 +263,10 @@ func (e *Engine) overrideOf(ctx context.Context, s *persistence.Store, kind stri
 		if err != nil {
 			return persistence.Override{}, err
 		}
-		name := accountName(acct)
-		rec.WIMAccountName, rec.WIMID, rec.WIMName, rec.WIMType, rec.WIMURL = &name, &w.UUID, &w.Name, &w.Type, &w.URL
+		// The record says where the service is; the URL's password stays
+		// with the WIM (a sealed copy here would be handed to any reader).
+		name, url := accountName(acct), secret.MaskURL(w.URL)
+		rec.WIMAccountName, rec.WIMID, rec.WIMName, rec.WIMType, rec.WIMURL = &name, &w.UUID, &w.Name, &w.Type, &url
 	}
 	o := persistence.Override{Record: rec}
 	if kind == wimro.OverrideCancel {

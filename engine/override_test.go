@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/internal/testfactory"
 )
 
@@ -23,11 +25,24 @@ type overrideBundle struct {
 	account engine.AccountFull
 }
 
+const overridePassword = "pw-0verride"
+
+// wantNoSecret fails when v, as JSON, holds the WIM's password, clear or
+// sealed.
+func wantNoSecret(t *testing.T, what string, v any) {
+	t.Helper()
+	raw, _ := json.Marshal(v)
+	if strings.Contains(string(raw), overridePassword) || strings.Contains(string(raw), secret.SealedPrefix) {
+		t.Errorf("%s holds the WIM's password: %s", what, raw)
+	}
+}
+
 func setupOverride(t *testing.T) *overrideBundle {
 	t.Helper()
 	b := setup(t)
 	b.Tenant(t, "t0")
-	url := "http://fake-" + uuid.NewString()
+	// The URL carries a password: override records must not.
+	url := "http://admin:" + overridePassword + "@fake-" + uuid.NewString()
 	t.Cleanup(fake.ControllerFor(url).Reset)
 	name := "wan1"
 	acct := b.WAN(t, testfactory.WAN{WIM: engine.WIMInput{Name: &name, URL: &url}, Tenant: "t0",
@@ -126,6 +141,7 @@ func TestCancelActions(t *testing.T) {
 		res.Overrides[0].WANLinkID != link || res.Overrides[0].Kind != wimro.OverrideCancel || !strings.Contains(res.Result, "never reached the controller") {
 		t.Errorf("cancel answered %+v", res)
 	}
+	wantNoSecret(t, "the cancel's answer", res)
 	if a := o.task(t, action); a.Status != wimro.ActionCancelled || !strings.Contains(*a.ErrorMsg, "cancelled by token:0123456789ab: the NFVO gave up") {
 		t.Errorf("the cancelled task: %s %v", a.Status, *a.ErrorMsg)
 	}
@@ -226,7 +242,7 @@ func TestAbandonDelete(t *testing.T) {
 	}
 	rec := res.Overrides[0]
 	if len(res.Overrides) != 1 || rec.Actor != engine.ActorOperator || rec.Kind != wimro.OverrideAbandon || rec.WANLinkID != link ||
-		rec.ServiceID == nil || *rec.ServiceID != svc || *rec.WIMURL != o.url || *rec.WIMName != "wan1" || *rec.WIMAccountName != "acct1" {
+		rec.ServiceID == nil || *rec.ServiceID != svc || *rec.WIMURL != strings.Replace(o.url, overridePassword, secret.Masked, 1) || *rec.WIMName != "wan1" || *rec.WIMAccountName != "acct1" {
 		t.Errorf("abandon answered %+v", res)
 	}
 	if a := o.task(t, ia.UUID); a.Status != wimro.ActionAbandoned {
@@ -243,6 +259,7 @@ func TestAbandonDelete(t *testing.T) {
 		if len(d) != 1 || d[0].Kind != engine.DriftAbandoned || d[0].Fixed || d[0].WANLinkID != link || d[0].Abandoned == nil || d[0].Abandoned.Reason != "controller decommissioned" {
 			t.Errorf("reconcile %+v: drift %+v, want the abandoned service, left alone", opts, d)
 		}
+		wantNoSecret(t, "the reconcile report", rep)
 	}
 	if fake.ControllerFor(o.url).Count() != 1 {
 		t.Errorf("reconcile --fix deleted the abandoned service")

@@ -12,6 +12,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -407,6 +408,10 @@ func (e *Engine) recheckDrift(ctx context.Context, accountID string, drift []Dri
 			// Made since the first read.
 		case k.Abandoned != nil:
 			ab := k.Abandoned
+			if ab.WIMURL != nil { // a record written before URLs were masked in it
+				masked := secret.MaskURL(*ab.WIMURL)
+				ab.WIMURL = &masked
+			}
 			d.Kind, d.Abandoned = DriftAbandoned, ab
 			d.Detail = fmt.Sprintf("a known leftover: an operator (%s) abandoned this service's DELETE at %s (task %d of instance action %s): %s; --fix leaves it, --delete-abandoned deletes it",
 				ab.Actor, ab.At.UTC().Format(time.RFC3339), ab.TaskIndex, ab.InstanceActionID, ab.Reason)

@@ -20,6 +20,24 @@ import (
 // the stored one. Values stored in clear by an older wimd are used as is
 // and sealed on the next write of their row.
 
+// refuseSealed refuses secrets a client sends already sealed (the wim_url
+// password, the secret settings of config). Only wimd seals: a sealed
+// value copied from another row would otherwise be opened and handed to
+// the controller this body names, another WIM's secret included.
+func refuseSealed(prefix string, url *string, cfg map[string]any) error {
+	if url != nil {
+		if pw, ok := secret.URLPassword(*url); ok && secret.IsSealed(pw) {
+			return wimro.FieldErrorf(prefix+"wim_url", "%swim_url: the password is a sealed value, which only wimd writes: send the password itself", prefix)
+		}
+	}
+	for _, k := range secret.ConfigKeys {
+		if v, ok := cfg[k].(string); ok && secret.IsSealed(v) {
+			return wimro.FieldErrorf(prefix+"config."+k, "%sconfig.%s is a sealed value, which only wimd writes: send the secret itself", prefix, k)
+		}
+	}
+	return nil
+}
+
 // maskWIM returns w as answers show it: its secrets masked.
 func maskWIM(w wimro.WIM) wimro.WIM {
 	w.URL = secret.MaskURL(w.URL)

@@ -105,3 +105,59 @@ func TestSecretsSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestSealedValuesRefused checks that a client cannot send a secret
+// already sealed: wimd would open it and hand it to the controller the
+// body names. The sealed values here are the stored ones of another WIM,
+// as a writer who read them from somewhere could paste them.
+func TestSealedValuesRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.Tenant(t, "t0")
+	url := "https://admin:pw-7g8h@ctl.example"
+	if _, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("victim"), Type: ptr("tapi"), URL: &url, Config: map[string]any{"bearer_token": "tok-9i0j"}}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := b.db.GetWIM(b.ctx, "victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedPW, _ := secret.URLPassword(stored.URL)
+	sealedTok, _ := stored.Config["bearer_token"].(string)
+	if !secret.IsSealed(sealedPW) || !secret.IsSealed(sealedTok) {
+		t.Fatalf("the victim's secrets are not stored sealed: %q, %q", stored.URL, sealedTok)
+	}
+	evilURL := "https://admin:" + sealedPW + "@evil.example"
+	clear := "https://admin:pw@evil.example"
+	if _, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("evil0"), Type: ptr("tapi"), URL: &clear}); err != nil {
+		t.Fatal(err)
+	}
+	b.Account(t, "t0", "evil0", engine.AccountInput{})
+	tests := []struct {
+		name  string
+		do    func() error
+		field string
+	}{
+		{"create with a sealed URL password", func() error {
+			_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("evil1"), Type: ptr("tapi"), URL: &evilURL})
+			return err
+		}, "wim.wim_url"},
+		{"create with a sealed bearer_token", func() error {
+			_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("evil2"), Type: ptr("tapi"), URL: &clear, Config: map[string]any{"bearer_token": sealedTok}})
+			return err
+		}, "wim.config.bearer_token"},
+		{"edit to a sealed URL password", func() error {
+			_, err := b.eng.UpdateWIM(b.ctx, "evil0", engine.WIMInput{URL: &evilURL})
+			return err
+		}, "wim.wim_url"},
+		{"account with a sealed bearer_token", func() error {
+			_, err := b.eng.UpdateAccounts(b.ctx, "t0", "evil0", engine.AccountInput{Config: map[string]any{"bearer_token": sealedTok}})
+			return err
+		}, "wim_account.config.bearer_token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantField(t, tt.do(), tt.field)
+		})
+	}
+}

@@ -57,6 +57,9 @@ func popMappings(config map[string]any) (map[string]any, []PortMappingInput, boo
 }
 
 func (in WIMInput) apply(w *wimro.WIM) error {
+	if err := refuseSealed("wim.", in.URL, in.Config); err != nil {
+		return err
+	}
 	if in.Name != nil {
 		w.Name = *in.Name
 	}

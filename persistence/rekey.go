@@ -20,7 +20,8 @@ const (
 	// secret keys of wims.config.
 	SealedWIMs = "wims"
 	// SealedOverrides: action_overrides.wim_url, the WIM's URL as it was
-	// when an operator overrode a task, sealed password included.
+	// when an operator overrode a task: written masked now, sealed
+	// password included by wimd before 2026-11.
 	SealedOverrides = "action_overrides"
 )
 
