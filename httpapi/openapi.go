@@ -223,18 +223,16 @@ func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
 	if rt.AlsoResponse != nil {
 		ok = map[string]any{"anyOf": []any{ok, g.schema(reflect.TypeOf(rt.AlsoResponse))}}
 	}
+	success := map[string]any{"description": "Success.", "content": content(ok)}
 	if rt.Method != http.MethodGet {
 		// Writes may answer notes about the request (such as unknown keys
-		// that were ignored) besides their result.
-		// (Not on a body that is also the request: the request may not
-		// carry them.)
-		for _, v := range []any{rt.Response, rt.AlsoResponse} {
-			if v != nil && reflect.TypeOf(v) != reflect.TypeOf(rt.Request) {
-				g.addWarnings(v)
-			}
-		}
+		// that were ignored) besides their result, in headers: the body
+		// keeps the one key openmano's clients read.
+		success["headers"] = map[string]any{"Warning": map[string]any{
+			"description": `One per note that did not stop the request, such as an unknown key that was ignored, or an instance accepted onto a WIM account in ERROR: 299 - "text".`,
+			"schema":      map[string]any{"type": "string"}}}
 	}
-	out := map[string]any{"200": map[string]any{"description": "Success.", "content": content(ok)}}
+	out := map[string]any{"200": success}
 	g.errorResponses(rt, used, out)
 	return out
 }
@@ -262,20 +260,6 @@ func (g *schemaGen) streamContent(events map[string]any) map[string]any {
 		"schema":   map[string]any{"type": "string", "description": "Server-sent events: id:, event: and data: lines, a blank line after each event."},
 		"x-events": x,
 	}}
-}
-
-// addWarnings declares the optional top-level "warnings" of the answer
-// body v.
-func (g *schemaGen) addWarnings(v any) {
-	t := reflect.TypeOf(v)
-	if t.Kind() != reflect.Struct || t.Name() == "" {
-		return
-	}
-	props, _ := g.components[g.name(t)].(map[string]any)["properties"].(map[string]any)
-	if props != nil && props["warnings"] == nil {
-		props["warnings"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored, or an instance accepted onto a WIM account in ERROR."}
-	}
 }
 
 func content(schema any) map[string]any {

@@ -13,8 +13,8 @@ import (
 
 // Unknown keys of a create or edit body are accepted, as openmano stripped
 // them (OSM's LCM sends stale ones), but a typo such as "descripton" or
-// "datacentre" must not vanish silently: the answer lists each one in a
-// top-level "warnings" array, by its full path.
+// "datacentre" must not vanish silently: the answer names each one, by its
+// full path, in a Warning header (respondWarned).
 
 // decodeWarn is Decode (not strict) that also returns a warning for each
 // key of the body that no field of v takes. typed names the free-form
@@ -164,22 +164,41 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// respondWarned is Respond with warnings added to the answer as a
-// top-level "warnings" array; without warnings the answer is Respond's.
+// respondWarned is Respond with each warning in a "Warning: 299 - ..."
+// response header (RFC 7234's miscellaneous persistent warning, as
+// Kubernetes carries its API warnings): clients that read an answer's one
+// key (OSM's openmano CLI and library, LCM) keep working, and the body is
+// the same with or without warnings.
 func respondWarned(w http.ResponseWriter, r *http.Request, status int, v any, warnings []string) {
-	if len(warnings) == 0 {
-		Respond(w, r, status, v)
-		return
+	addWarnings(w.Header(), warnings)
+	Respond(w, r, status, v)
+}
+
+// addWarnings adds one Warning header per warning, its text a quoted
+// string on one line: control characters become "?", UTF-8 stays (the
+// field value's obs-text).
+func addWarnings(h http.Header, warnings []string) {
+	for _, text := range warnings {
+		h.Add("Warning", `299 - `+quoteWarning(text))
 	}
-	b, err := json.Marshal(v)
-	var top map[string]json.RawMessage
-	if err == nil {
-		err = json.Unmarshal(b, &top)
+}
+
+func quoteWarning(text string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range text {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == '\n' || c == '\t' || c == '\r':
+			b.WriteByte(' ')
+		case c < 0x20 || c == 0x7f:
+			b.WriteByte('?')
+		default:
+			b.WriteRune(c)
+		}
 	}
-	if err != nil {
-		Respond(w, r, status, v) // not an object: nowhere to put them
-		return
-	}
-	top["warnings"], _ = json.Marshal(warnings)
-	Respond(w, r, status, top)
+	b.WriteByte('"')
+	return b.String()
 }
