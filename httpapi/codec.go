@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -81,7 +82,10 @@ func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 func decodeError(kind string, err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var own *wimro.Error
 	switch {
+	case errors.As(err, &own): // a type's own UnmarshalJSON, in words
+		return own
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: %v", kind, err)
 	case errors.As(err, &typ):
@@ -89,13 +93,54 @@ func decodeError(kind string, err error) error {
 		if field == "" {
 			field = "(body)"
 		}
-		return wimro.FieldErrorf(field, "field %q: expected %s, got %s", field, typ.Type, typ.Value)
+		return wimro.FieldErrorf(field, "field %q: expected %s, got %s", field, typeWords(typ.Type), valueWords(typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return wimro.FieldErrorf(name, "unknown field %q", name)
 	}
 	// Errors from a type's own UnmarshalJSON (ports, WIM choices, ...).
 	return wimro.Errorf(wimro.EINVALID, "Invalid content: %v", err)
+}
+
+// typeWords names the JSON form of a Go type in words: an API client
+// knows lists and objects, not Go's types.
+func typeWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return typeWords(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another kind of value"
+}
+
+// valueWords names encoding/json's kind of a JSON value in words.
+func valueWords(v string) string {
+	switch v {
+	case "object":
+		return "an object"
+	case "array":
+		return "a list"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	if strings.HasPrefix(v, "number") {
+		return "a number (" + strings.TrimSpace(strings.TrimPrefix(v, "number")) + ")"
+	}
+	return v
 }
 
 // Respond writes v with status: JSON indented with 4 spaces and a final

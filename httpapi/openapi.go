@@ -114,6 +114,13 @@ func parameters(rt Route) []any {
 			"description": "Resume after this event id (the id: of a change or retry event); the events up to it are not sent again.",
 			"schema":      map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}})
 	}
+	if rt.Method == http.MethodPost {
+		params = append(params, map[string]any{"name": IdempotencyKeyHeader, "in": "header", "required": false,
+			"description": "A key of the client's choosing (1 to 255 printable ASCII characters) that makes a retry safe: a second request with " +
+				"the same key and the same method, path and body is answered the first answer (marked Idempotent-Replayed: true) without doing " +
+				"anything, while the first runs it is answered 409, and with another request it is answered 422. Keys expire after 24 hours.",
+			"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 255}})
+	}
 	for _, q := range rt.Query {
 		p, ok := queryParams[q]
 		if !ok {
@@ -159,13 +166,14 @@ func toAny(list []string) []any {
 	return out
 }
 
-var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "instances"}
+var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "scenarios", "instances"}
 
 var tagDescriptions = map[string]string{
 	"meta":        "The server itself: health, readiness, version, cluster and this document.",
 	"tenants":     "NFVO tenants.",
 	"datacenters": "Datacenters (VIMs) and their WAN exit rules, attached to tenants.",
 	"wims":        "WIMs, the tenants' accounts on them and their port mappings.",
+	"scenarios":   "The scenario catalogue: named networks an instance places in datacenters (openmano's scenarios, network part).",
 	"instances":   "NS instances, their networks, WAN links and instance actions.",
 }
 
@@ -180,6 +188,7 @@ var errorDescriptions = map[int]string{
 	http.StatusInternalServerError:   "An unexpected failure; the server's log has the details.",
 	http.StatusServiceUnavailable:    "A dependency (the database, the coordinator) cannot answer now; try again.",
 	http.StatusTooManyRequests:       "A limit of the server is reached (error.description names it); try again after Retry-After seconds.",
+	http.StatusUnprocessableEntity:   "The Idempotency-Key was used with another request (method, path or body): use a new key.",
 }
 
 func errorResponseName(status int) string {
@@ -202,6 +211,11 @@ func errorStatuses(rt Route) []int {
 	switch rt.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
 		st = append(st, http.StatusUnsupportedMediaType, http.StatusConflict)
+		if rt.Method == http.MethodPost {
+			// Idempotency-Key: the first request still runs (409, above),
+			// or the key was used with another request.
+			st = append(st, http.StatusBadRequest, http.StatusUnprocessableEntity)
+		}
 		if rt.Request != nil {
 			st = append(st, http.StatusRequestEntityTooLarge)
 		}
@@ -224,6 +238,9 @@ func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
 		ok = map[string]any{"anyOf": []any{ok, g.schema(reflect.TypeOf(rt.AlsoResponse))}}
 	}
 	success := map[string]any{"description": "Success.", "content": content(ok)}
+	if rt.Text != "" {
+		success["content"].(map[string]any)["text/plain"] = map[string]any{"schema": map[string]any{"type": "string", "description": rt.Text}}
+	}
 	if rt.Method != http.MethodGet {
 		// Writes may answer notes about the request (such as unknown keys
 		// that were ignored) besides their result, in headers: the body
@@ -339,6 +356,12 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	}
 	if f, ok := customSchemas[t]; ok {
 		return f()
+	}
+	if t == reflect.TypeOf(instanceNetworks{}) {
+		return map[string]any{"description": "The local networks (a list, each naming its datacenter), or, with instance.scenario, " +
+			"where each network of the scenario goes (an object keyed by the scenario's network names: {sites: [{datacenter: ...}]}; " +
+			"a network not named goes to instance.datacenter).", "oneOf": []any{
+			g.schema(reflect.TypeOf([]engine.NetworkInput{})), g.schema(reflect.TypeOf(map[string]engine.ScenarioNetInput{}))}}
 	}
 	if custom(t) {
 		return map[string]any{} // an unknown custom form: any JSON value

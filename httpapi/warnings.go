@@ -53,11 +53,21 @@ type keyWalker struct {
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
+// walkTyper is a type read in one of several forms: WalkType says which
+// type the document doc is read into.
+type walkTyper interface {
+	WalkType(doc any) reflect.Type
+}
+
 // walk compares the decoded document doc with the type t it was decoded
 // into, as encoding/json matches keys to fields.
 func (w *keyWalker) walk(doc any, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if wt, ok := reflect.New(t).Interface().(walkTyper); ok {
+		w.walk(doc, wt.WalkType(doc), path) // a type of two forms
+		return
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return // the type reads its own keys (free-form objects, ports, ...)
@@ -86,12 +96,19 @@ func (w *keyWalker) walk(doc any, t reflect.Type, path string) {
 			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Map:
-		// A free-form object (config, vim_info): any key goes, except in
-		// the parts the engine decodes into a type of its own.
 		m, ok := doc.(map[string]any)
 		if !ok {
 			return
 		}
+		if e := t.Elem(); e.Kind() == reflect.Struct || (e.Kind() == reflect.Pointer && e.Elem().Kind() == reflect.Struct) {
+			// Named entries of one type (scenario networks by name).
+			for _, k := range sortedKeys(m) {
+				w.walk(m[k], e, join(path, k))
+			}
+			return
+		}
+		// A free-form object (config, vim_info): any key goes, except in
+		// the parts the engine decodes into a type of its own.
 		for _, k := range sortedKeys(m) {
 			if tt, ok := w.typed[join(path, k)]; ok {
 				w.walk(m[k], tt, join(path, k))
