@@ -89,7 +89,7 @@ func decodeError(kind string, err error) error {
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: %v", kind, err)
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonPath(typ.Field)
 		if field == "" {
 			field = "(body)"
 		}
@@ -100,6 +100,21 @@ func decodeError(kind string, err error) error {
 	}
 	// Errors from a type's own UnmarshalJSON (ports, WIM choices, ...).
 	return wimro.Errorf(wimro.EINVALID, "Invalid content: %v", err)
+}
+
+// jsonPath is encoding/json's path of a field without the Go names of
+// embedded structs (instance.InstanceInput.scenario is instance.scenario):
+// every key of the API is lower case.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
 }
 
 // typeWords names the JSON form of a Go type in words: an API client

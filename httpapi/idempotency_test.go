@@ -7,9 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/wimro/wimro/httpapi"
 )
+
+// idemKey is the header of the IETF httpapi draft.
+const idemKey = "Idempotency-Key"
 
 // keyed sends a JSON POST with an Idempotency-Key.
 func (b *bundle) keyed(path, key, body string) response {
@@ -19,7 +20,7 @@ func (b *bundle) keyed(path, key, body string) response {
 		b.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(httpapi.IdempotencyKeyHeader, key)
+	req.Header.Set(idemKey, key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.t.Error(err)
@@ -85,7 +86,7 @@ func TestIdempotencyKeyConcurrentRetries(t *testing.T) {
 				t.Errorf("two answers name two instances: %s and %s", first, r.body)
 			}
 		case 409:
-			if !strings.Contains(r.str("error", "description"), "still running") || r.str("error", "field") != httpapi.IdempotencyKeyHeader {
+			if !strings.Contains(r.str("error", "description"), "still running") || r.str("error", "field") != idemKey {
 				t.Errorf("409 = %s", r.body)
 			}
 		default:
@@ -131,12 +132,12 @@ func TestIdempotencyKeyRules(t *testing.T) {
 		instances             int // after the request
 	}{
 		{"first use", "/openmano/tenant0/instances", "k1", ns("a"), 200, "", 1},
-		{"same key, another body", "/openmano/tenant0/instances", "k1", ns("b"), 422, httpapi.IdempotencyKeyHeader, 1},
-		{"same key, another path", "/openmano/tenants", "k1", `{"tenant": {"name": "t9"}}`, 422, httpapi.IdempotencyKeyHeader, 1},
+		{"same key, another body", "/openmano/tenant0/instances", "k1", ns("b"), 422, idemKey, 1},
+		{"same key, another path", "/openmano/tenants", "k1", `{"tenant": {"name": "t9"}}`, 422, idemKey, 1},
 		{"a refused request", "/openmano/tenant0/instances", "k2", `{"instance": {"name": "bad;name"}}`, 400, "instance.name", 1},
 		{"its key is free again", "/openmano/tenant0/instances", "k2", ns("c"), 200, "", 2},
-		{"a key too long", "/openmano/tenant0/instances", strings.Repeat("k", 256), ns("d"), 400, httpapi.IdempotencyKeyHeader, 2},
-		{"a key not in printable ASCII", "/openmano/tenant0/instances", "clé", ns("d"), 400, httpapi.IdempotencyKeyHeader, 2},
+		{"a key too long", "/openmano/tenant0/instances", strings.Repeat("k", 256), ns("d"), 400, idemKey, 2},
+		{"a key not in printable ASCII", "/openmano/tenant0/instances", "clé", ns("d"), 400, idemKey, 2},
 		{"expired: k1 is new", "/openmano/tenant0/instances", "k1", ns("e"), 200, "", 3},
 	}
 	for _, tt := range tests {
