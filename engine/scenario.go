@@ -163,13 +163,9 @@ func parseNSDs(doc map[string]any) ([]scenarioDesc, error) {
 		if !ok {
 			return nil, wimro.FieldErrorf(field, "%s must be an object", field)
 		}
-		id, _ := nsd["id"].(string)
-		if id == "" {
-			return nil, wimro.FieldErrorf(field+".id", "%s.id is required", field)
-		}
-		name, _ := nsd["name"].(string)
-		if name == "" {
-			name = id
+		id, name, err := idAndName(nsd, field)
+		if err != nil {
+			return nil, err
 		}
 		d := scenarioDesc{name: name, field: field + ".name", description: optString(nsd["description"]), osmID: &id}
 		if err := checkName(d.field, d.name, 255); err != nil {
@@ -191,13 +187,9 @@ func parseNSDs(doc map[string]any) ([]scenarioDesc, error) {
 			if !ok {
 				return nil, wimro.FieldErrorf(vf, "%s must be an object", vf)
 			}
-			vid, _ := vld["id"].(string)
-			if vid == "" {
-				return nil, wimro.FieldErrorf(vf+".id", "%s.id is required", vf)
-			}
-			vname, _ := vld["name"].(string)
-			if vname == "" {
-				vname = vid
+			vid, vname, err := idAndName(vld, vf)
+			if err != nil {
+				return nil, err
 			}
 			mgmt, _ := vld["mgmt-network"].(bool)
 			if err := d.addNet(vf, vname, "bridge", mgmt, optString(vld["description"]), &vid); err != nil {
@@ -207,6 +199,19 @@ func parseNSDs(doc map[string]any) ([]scenarioDesc, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// idAndName reads the id (required) and name (the id when absent) of an
+// entry of OSM's information model.
+func idAndName(m map[string]any, field string) (id, name string, err error) {
+	id, _ = m["id"].(string)
+	if id == "" {
+		return "", "", wimro.FieldErrorf(field+".id", "%s.id is required", field)
+	}
+	if name, _ = m["name"].(string); name == "" {
+		name = id
+	}
+	return id, name, nil
 }
 
 func stripPrefix(v any, prefix string) any {

@@ -53,21 +53,3 @@ func (s *Store) AllocateVLANs(ctx context.Context, rows []VLANAllocation) error 
 	}
 	return nil
 }
-
-// AllocatedVLANs lists the VLANs allocated in a datacenter, in order.
-func (s *Store) AllocatedVLANs(ctx context.Context, datacenterID string) ([]int, error) {
-	rows, err := s.q.Query(ctx, `SELECT vlan_id FROM vlan_allocations WHERE datacenter_id = $1 ORDER BY vlan_id`, datacenterID)
-	if err != nil {
-		return nil, mapError(err)
-	}
-	defer rows.Close()
-	out := []int{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, mapError(err)
-		}
-		out = append(out, v)
-	}
-	return out, mapError(rows.Err())
-}
