@@ -45,6 +45,10 @@ func TestUnknownKeyWarnings(t *testing.T) {
 				"unknown key wim.descripton (ignored)",
 			}},
 		{"WIM edit without typo", "PUT", "/openmano/wims/w9", "", `{"wim": {"wim_url": "http://w9b"}}`, nil},
+		// OSM's LCM sends the account's credentials in the WIM body too
+		// (in YAML): taken, not warned about (issue 32, point 7).
+		{"WIM as LCM sends it", "POST", "/openmano/wims", "application/yaml",
+			"wim: {description: null, name: w10, password: secret, type: fake, user: admin, wim_url: 'http://w10'}\n", nil},
 		{"account edit", "PUT", "/openmano/tenant0/wims/wim0", "", `{"wim_account": {"usr": "admin"}}`,
 			[]string{"unknown key wim_account.usr (ignored)"}},
 		{"instance plan", "POST", "/openmano/tenant0/instances?dry_run=true", "", typoNet,
