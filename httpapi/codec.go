@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -169,7 +170,7 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
 	if wantsYAML(r) {
 		var doc any
 		if err := json.Unmarshal(body, &doc); err == nil {
-			if y, err := yaml.Marshal(doc); err == nil {
+			if y, err := marshalYAML(doc); err == nil {
 				w.Header().Set("Content-Type", "application/yaml")
 				w.WriteHeader(status)
 				w.Write(y)
@@ -180,6 +181,31 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// timestampLike is the start of a YAML 1.1 timestamp (2006-01-02, with a
+// time or not), which PyYAML (OSM's clients) reads as a date unless quoted.
+var timestampLike = regexp.MustCompile(`^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ]|$)`)
+
+// marshalYAML is yaml.Marshal with the strings that look like timestamps
+// quoted: openmano's YAML (PyYAML's) quoted them, so its clients read
+// created_at as the text it is, never a date.
+func marshalYAML(doc any) ([]byte, error) {
+	var n yaml.Node
+	if err := n.Encode(doc); err != nil {
+		return nil, err
+	}
+	quoteTimestamps(&n)
+	return yaml.Marshal(&n)
+}
+
+func quoteTimestamps(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && timestampLike.MatchString(n.Value) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteTimestamps(c)
+	}
 }
 
 func wantsYAML(r *http.Request) bool {

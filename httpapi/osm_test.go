@@ -56,6 +56,12 @@ func TestInstanceFromScenario(t *testing.T) {
 			t.Fatalf("network %d is not ACTIVE on a VLAN: %s", i, r.body)
 		}
 	}
+	// In YAML too the timestamps stay text: PyYAML reads an unquoted
+	// 2006-01-02T15:04:05 as a date (openmano's YAML quoted them).
+	yr := b.getAccepting("GET", "/openmano/tenant0/instances/ns1", "application/yaml")
+	if !strings.Contains(yr, `created_at: "`+r.str("created_at")+`"`) {
+		t.Fatalf("YAML answer without a quoted created_at: %s", yr)
+	}
 	first := r.str("uuid")
 	show := b.call("GET", "/openmano/tenant0/instances/ns1", nil, 200)
 	if show.str("uuid") != first || show.str("scenario_name") != "sc1" {
@@ -178,4 +184,18 @@ func TestOpenmanoVersionText(t *testing.T) {
 			t.Fatalf("Accept %q: version = %d %q (%s)", accept, resp.StatusCode, raw, resp.Header.Get("Content-Type"))
 		}
 	}
+}
+
+// getAccepting sends a request with an Accept header and returns the answer's text.
+func (b *bundle) getAccepting(method, path, accept string) string {
+	b.t.Helper()
+	req, _ := http.NewRequest(method, b.srv.URL+path, nil)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return string(raw)
 }
