@@ -2,7 +2,9 @@
 // API on chi, request decoding (JSON or YAML) and validation errors that
 // name the field, the one error body format, optional bearer-token auth,
 // and an OpenAPI document generated from the same route table as the
-// router, so the two cannot drift.
+// router, so the two cannot drift. Answers keep the shapes OSM's own
+// clients read (openmano v6's flat instance, the version text), warnings
+// travel in Warning headers, and every POST takes an Idempotency-Key.
 package httpapi
 
 import (
