@@ -16,9 +16,23 @@ type InstanceActionView struct {
 	VimActions []wimro.Action `json:"vim_actions,omitempty"`
 }
 
+// AnyInstance is the instance path segment of the action routes that
+// means every instance of the tenant (openmano's action-list without an
+// instance).
+const AnyInstance = "any"
+
 // ListInstanceActions lists the actions of an instance (the instance may
-// be deleted already: its actions outlive it).
+// be deleted already: its actions outlive it); instanceID "any" lists the
+// actions of every instance of the tenant, and of every tenant with
+// tenant "any" too.
 func (e *Engine) ListInstanceActions(ctx context.Context, tenantRef, instanceID string) ([]wimro.InstanceAction, error) {
+	if instanceID == AnyInstance {
+		t, err := e.tenantFilter(ctx, &e.db.Store, tenantRef)
+		if err != nil {
+			return nil, err
+		}
+		return e.db.ListTenantActions(ctx, tenantID(t))
+	}
 	t, err := e.db.GetTenant(ctx, tenantRef)
 	if err != nil {
 		return nil, err
@@ -75,6 +89,17 @@ func (e *Engine) GetInstanceAction(ctx context.Context, tenantRef, instanceID, a
 // instanceAction reads an instance action of an instance of the tenant:
 // not found, whether unknown or another tenant's.
 func (e *Engine) instanceAction(ctx context.Context, s *persistence.Store, tenantRef, instanceID, actionID string) (wimro.InstanceAction, error) {
+	if instanceID == AnyInstance {
+		t, err := e.tenantFilter(ctx, s, tenantRef)
+		if err != nil {
+			return wimro.InstanceAction{}, err
+		}
+		ia, err := s.GetInstanceAction(ctx, "", actionID)
+		if err == nil && t != nil && ia.TenantID != t.UUID {
+			err = wimro.Errorf(wimro.ENOTFOUND, "No record was found in the database: instance_actions - `uuid=%s`", actionID)
+		}
+		return ia, err
+	}
 	t, err := s.GetTenant(ctx, tenantRef)
 	if err != nil {
 		return wimro.InstanceAction{}, err

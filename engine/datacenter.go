@@ -51,6 +51,9 @@ func (in DatacenterInput) apply(d *wimro.Datacenter) error {
 	if err := checkURL("datacenter.vim_url", d.VimURL); err != nil {
 		return err
 	}
+	if _, _, _, err := netSource(d.Config); err != nil {
+		return err
+	}
 	return checkExternalConnections(d.Config)
 }
 
@@ -175,6 +178,18 @@ func (e *Engine) AttachDatacenter(ctx context.Context, tenantRef, ref string) (w
 		return nil
 	})
 	return out, err
+}
+
+// EditVIMTenant is openmano's edit of a tenant's VIM credentials on a
+// datacenter (datacenter-edit-vim-tenant). wimro keeps no VIM
+// credentials, so the edit changes nothing: it answers the datacenter
+// once it is sure the datacenter is attached to the tenant.
+func (e *Engine) EditVIMTenant(ctx context.Context, tenantRef, ref string) (wimro.Datacenter, error) {
+	t, err := e.db.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return wimro.Datacenter{}, err
+	}
+	return e.db.GetDatacenter(ctx, ref, t.UUID)
 }
 
 // DetachDatacenter detaches a datacenter from a tenant.

@@ -75,12 +75,12 @@ func BenchmarkDeriveWANLinks(b *testing.B) {
 	var t1k, t10k, q10k time.Duration
 	for b.Loop() {
 		t1k += timeIt(func() {
-			if g, _ := deriveGroups(small.in, small.nets, small.vim); len(g) != 500 {
+			if g, _ := deriveGroups(small.in, small.in.Networks, listFields(len(small.nets)), small.nets, small.vim); len(g) != 500 {
 				b.Fatal(len(g))
 			}
 		})
 		t10k += timeIt(func() {
-			if g, _ := deriveGroups(large.in, large.nets, large.vim); len(g) != 5000 {
+			if g, _ := deriveGroups(large.in, large.in.Networks, listFields(len(large.nets)), large.nets, large.vim); len(g) != 5000 {
 				b.Fatal(len(g))
 			}
 		})

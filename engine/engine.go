@@ -3,7 +3,11 @@
 // networks it derives the WAN links (one per VLD spanning datacenters),
 // picks the WIM and account of each, and records the CREATE and DELETE
 // actions the workers run; the NFVO's network reports and the action
-// views go through it too. It speaks neither SQL nor HTTP: it validates,
+// views go through it too. A scenario catalogue holds the networks of
+// openmano scenario descriptors; an instance of a scenario places each
+// network in datacenters. A datacenter whose networks nobody reports
+// (config.network_status_source none) gets them ACTIVE at creation, with
+// VLANs wimro allocates from its range. It speaks neither SQL nor HTTP: it validates,
 // decides, and asks persistence to write each request in one transaction
 // (with the NOTIFY that wakes the workers). It never calls the workers.
 package engine

@@ -97,7 +97,7 @@ func FuzzValidateInstance(f *testing.F) {
 			}
 			nets = append(nets, row)
 		}
-		_, err := deriveGroups(in, nets, func(string) string { return "http://vim" })
+		_, err := deriveGroups(in, in.Networks, listFields(len(in.Networks)), nets, func(string) string { return "http://vim" })
 		return texts(in.Name, in.Description), err
 	}, `{"name": "ns", "networks": [{"name": "n", "sce_net_id": "s", "datacenter": "dc", "physical_network": "p", "encapsulation_type": "vlan", "encapsulation_id": 10}]}`,
 		`{"name": "ns", "wim_account": "acc", "networks": [{"uuid": "x", "status": "bogus", "encapsulation_id": 5000}]}`)

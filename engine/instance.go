@@ -23,7 +23,11 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		if err != nil {
 			return err
 		}
-		inst, nets, plans, err := e.prepareInstance(ctx, s, t, in)
+		inst, nets, plans, needs, err := e.prepareInstance(ctx, s, t, in)
+		if err != nil {
+			return err
+		}
+		vlans, err := allocateVLANs(ctx, s, nets, needs)
 		if err != nil {
 			return err
 		}
@@ -31,6 +35,9 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 			return err
 		}
 		if nets, err = s.CreateInstanceNets(ctx, nets); err != nil {
+			return err
+		}
+		if err := s.AllocateVLANs(ctx, vlans); err != nil {
 			return err
 		}
 		links := make([]wimro.WANLink, len(plans))
@@ -62,7 +69,17 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		if err != nil {
 			return err
 		}
-		out = InstanceView{Instance: inst, Networks: nets, WANLinks: links, ActionID: ia.UUID, Warnings: warnings}
+		name, err := scenarioName(ctx, s, inst)
+		if err != nil {
+			return err
+		}
+		if nets == nil {
+			nets = []wimro.InstanceNet{}
+		}
+		if links == nil {
+			links = []wimro.WANLink{}
+		}
+		out = InstanceView{Instance: inst, Networks: nets, WANLinks: links, ScenarioName: name, ActionID: ia.UUID, Warnings: warnings}
 		return s.NotifyAccounts(ctx, accounts...)
 	})
 	return out, err
@@ -143,7 +160,21 @@ func (e *Engine) instanceView(ctx context.Context, s *persistence.Store, inst wi
 	if links == nil {
 		links = []wimro.WANLink{}
 	}
-	return InstanceView{Instance: inst, Networks: nets, WANLinks: links}, nil
+	name, err := scenarioName(ctx, s, inst)
+	return InstanceView{Instance: inst, Networks: nets, WANLinks: links, ScenarioName: name}, err
+}
+
+// scenarioName is the name of the instance's scenario, nil when it has
+// none or the catalogue does not hold it.
+func scenarioName(ctx context.Context, s *persistence.Store, inst wimro.Instance) (*string, error) {
+	if inst.ScenarioID == nil {
+		return nil, nil
+	}
+	names, err := s.ScenarioNames(ctx, []string{*inst.ScenarioID})
+	if name, ok := names[*inst.ScenarioID]; ok {
+		return &name, err
+	}
+	return nil, err
 }
 
 // ListInstances lists a tenant's instances.

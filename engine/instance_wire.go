@@ -77,14 +77,42 @@ type NetworkInput struct {
 	Latency   QoSValue `json:"latency,omitempty"`
 }
 
-// InstanceInput is the body of an instance create.
+// InstanceInput is the body of an instance create, in wimro's form
+// (networks: a list of local networks, each naming its datacenter and
+// sce_net_id) or in openmano's (scenario: a scenario of the catalogue;
+// networks: a mapping from the scenario's network names to where they go).
 type InstanceInput struct {
-	Name        string         `json:"name"`
-	Description *string        `json:"description,omitempty"`
-	ScenarioID  string         `json:"scenario_id,omitempty"`
-	Datacenter  string         `json:"datacenter,omitempty"`
-	WIMAccount  WIMChoice      `json:"wim_account"`
-	Networks    []NetworkInput `json:"networks"`
+	Name        string  `json:"name"`
+	Description *string `json:"description,omitempty"`
+	ScenarioID  string  `json:"scenario_id,omitempty"`
+	// Scenario names a scenario of the catalogue (name or uuid): each of
+	// its networks is placed in the datacenters instance.networks gives
+	// it, by default in instance.datacenter.
+	Scenario   string         `json:"scenario,omitempty"`
+	Datacenter string         `json:"datacenter,omitempty"`
+	WIMAccount WIMChoice      `json:"wim_account"`
+	Networks   []NetworkInput `json:"networks"`
+	// ScenarioNetworks is openmano's instance.networks, set instead of
+	// Networks: where each network of the scenario goes, by its name (the
+	// HTTP layer reads either form).
+	ScenarioNetworks map[string]ScenarioNetInput `json:"-"`
+}
+
+// ScenarioNetInput places one network of the scenario: v6's instance
+// descriptor, networks.<net>.sites.
+type ScenarioNetInput struct {
+	Sites      []SiteInput `json:"sites"`
+	WIMAccount WIMChoice   `json:"wim_account"`
+}
+
+// SiteInput is one datacenter a scenario network is placed in.
+type SiteInput struct {
+	Datacenter string `json:"datacenter,omitempty"` // name or uuid; default: the instance's datacenter
+	// NetmapUse names an existing VIM network to use: it becomes the
+	// network's VIM name.
+	NetmapUse string `json:"netmap-use,omitempty"`
+	// NetmapCreate is the name of the VIM network to create.
+	NetmapCreate *string `json:"netmap-create,omitempty"`
 }
 
 // PlannedLink is a WAN link the instance needs, with the WIM and account
@@ -106,10 +134,13 @@ type InstanceView struct {
 	wimro.Instance
 	Networks []wimro.InstanceNet `json:"networks"`
 	WANLinks []wimro.WANLink     `json:"wan_links"`
+	// ScenarioName is the name of the instance's scenario when the
+	// catalogue has it.
+	ScenarioName *string `json:"-"`
 	// ActionID is the instance action that creates it (create response only).
 	ActionID string `json:"action_id,omitempty"`
-	// Warnings are for the create response's "warnings" (an account of
-	// the links in ERROR); the HTTP layer places them.
+	// Warnings are notes for the create response (an account of the links
+	// in ERROR); the HTTP layer places them.
 	Warnings []string `json:"-"`
 }
 

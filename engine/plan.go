@@ -121,7 +121,7 @@ type group struct {
 // VNF-internal and never span datacenters) and keeps the groups that touch
 // two or more datacenters with distinct VIMs and do not opt out. It runs
 // in O(n log n): one pass into a map, then a sort for a stable order.
-func deriveGroups(in InstanceInput, nets []wimro.InstanceNet, vimURL func(dcID string) string) ([]group, error) {
+func deriveGroups(in InstanceInput, list []NetworkInput, fields []string, nets []wimro.InstanceNet, vimURL func(dcID string) string) ([]group, error) {
 	bySce := map[string]*group{}
 	for i, n := range nets {
 		if n.SceNetID == nil {
@@ -133,8 +133,8 @@ func deriveGroups(in InstanceInput, nets []wimro.InstanceNet, vimURL func(dcID s
 			bySce[*n.SceNetID] = g
 		}
 		g.nets = append(g.nets, i)
-		if c := in.Networks[i].WIMAccount; c.Set {
-			f := fmt.Sprintf("instance.networks[%d].wim_account", i)
+		if c := list[i].WIMAccount; c.Set {
+			f := fields[i] + ".wim_account"
 			if g.field != "instance.wim_account" && !sameChoice(g.choice, c) {
 				return nil, wimro.FieldErrorf(f, "%s disagrees with %s for sce_net_id %s", f, g.field, g.sceNetID)
 			}
@@ -286,20 +286,22 @@ func checkReach(ctx context.Context, s *persistence.Store, w wimro.WIM, dcIDs []
 	return nil
 }
 
-// prepareInstance validates the input, resolves datacenters, and plans the
-// WAN links. It writes nothing.
-func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, in InstanceInput) (wimro.Instance, []wimro.InstanceNet, []PlannedLink, error) {
-	inst := wimro.Instance{UUID: uuid.NewString(), Name: in.Name, TenantID: tenant.UUID, Description: in.Description}
+// prepareInstance validates the input, resolves the scenario and the
+// datacenters, and plans the WAN links. It writes nothing. needs lists the
+// networks wimro must give a VLAN (allocateVLANs).
+func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, in InstanceInput) (
+	inst wimro.Instance, nets []wimro.InstanceNet, plans []PlannedLink, needs []vlanNeed, err error) {
+	inst = wimro.Instance{UUID: uuid.NewString(), Name: in.Name, TenantID: tenant.UUID, Description: in.Description}
 	if err := checkName("instance.name", in.Name, 255); err != nil {
-		return inst, nil, nil, err
+		return inst, nil, nil, nil, err
 	}
 	if err := checkDescription("instance.description", in.Description); err != nil {
-		return inst, nil, nil, err
+		return inst, nil, nil, nil, err
 	}
 	if in.ScenarioID != "" {
 		id, ok := wimro.ParseUUID(in.ScenarioID)
 		if !ok {
-			return inst, nil, nil, wimro.FieldErrorf("instance.scenario_id", "instance.scenario_id must be a uuid")
+			return inst, nil, nil, nil, wimro.FieldErrorf("instance.scenario_id", "instance.scenario_id must be a uuid")
 		}
 		inst.ScenarioID = &id
 	}
@@ -322,40 +324,57 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 	if in.Datacenter != "" {
 		d, err := resolve("instance.datacenter", in.Datacenter)
 		if err != nil {
-			return inst, nil, nil, err
+			return inst, nil, nil, nil, err
 		}
 		inst.DatacenterID = &d.UUID
 	}
-	nets := make([]wimro.InstanceNet, len(in.Networks))
-	qos := make([]netQoS, len(in.Networks))
+	list, fields, err := instanceNetworks(ctx, s, tenant, in, &inst)
+	if err != nil {
+		return inst, nil, nil, nil, err
+	}
+	nets = make([]wimro.InstanceNet, len(list))
+	qos := make([]netQoS, len(list))
 	seen := map[string]bool{}
-	for i, n := range in.Networks {
-		field := fmt.Sprintf("instance.networks[%d]", i)
+	for i, n := range list {
+		field := fields[i]
 		row, err := netRow(field, n)
 		if err != nil {
-			return inst, nil, nil, err
+			return inst, nil, nil, nil, err
 		}
 		if qos[i], err = parseNetQoS(field, n); err != nil {
-			return inst, nil, nil, err
+			return inst, nil, nil, nil, err
 		}
 		ref := n.Datacenter
 		if ref == "" {
 			if inst.DatacenterID == nil {
-				return inst, nil, nil, wimro.FieldErrorf(field+".datacenter", "%s.datacenter is required (or set instance.datacenter)", field)
+				return inst, nil, nil, nil, wimro.FieldErrorf(field+".datacenter", "%s.datacenter is required (or set instance.datacenter)", field)
 			}
 			ref = *inst.DatacenterID
 		}
 		d, err := resolve(field+".datacenter", ref)
 		if err != nil {
-			return inst, nil, nil, err
+			return inst, nil, nil, nil, err
 		}
 		row.DatacenterID = d.UUID
 		if row.SceNetID != nil {
 			key := *row.SceNetID + "/" + d.UUID
 			if seen[key] {
-				return inst, nil, nil, wimro.FieldErrorf(field, "%s: sce_net_id %s has two networks in datacenter %s", field, *row.SceNetID, d.Name)
+				return inst, nil, nil, nil, wimro.FieldErrorf(field, "%s: sce_net_id %s has two networks in datacenter %s", field, *row.SceNetID, d.Name)
 			}
 			seen[key] = true
+		}
+		source, lo, hi, err := netSource(d.Config)
+		if err != nil {
+			return inst, nil, nil, nil, err
+		}
+		if source == NetSourceNone {
+			// Nobody will report this network: it is up once created.
+			if n.Status == "" {
+				row.Status = wimro.NetActive
+			}
+			if row.EncapsulationType == nil {
+				needs = append(needs, vlanNeed{net: i, dc: d.UUID, lo: lo, hi: hi})
+			}
 		}
 		if row.UUID == "" {
 			row.UUID = uuid.NewString()
@@ -363,12 +382,110 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 		row.InstanceID = inst.UUID
 		nets[i] = row
 	}
-	groups, err := deriveGroups(in, nets, func(id string) string { return dcCache[id].VimURL })
+	groups, err := deriveGroups(in, list, fields, nets, func(id string) string { return dcCache[id].VimURL })
 	if err != nil {
-		return inst, nil, nil, err
+		return inst, nil, nil, nil, err
 	}
-	plans, err := planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS)
-	return inst, nets, plans, err
+	plans, err = planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS)
+	return inst, nets, plans, needs, err
+}
+
+// instanceNetworks returns the local networks of the instance with the
+// field each comes from: wimro's list as given, or, from a scenario of
+// the catalogue, one network per scenario network and site (by default
+// one site, in the instance's datacenter). It sets the instance's
+// scenario.
+func instanceNetworks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, in InstanceInput, inst *wimro.Instance) ([]NetworkInput, []string, error) {
+	if in.Scenario == "" {
+		if in.ScenarioNetworks != nil {
+			return nil, nil, wimro.FieldErrorf("instance.scenario", "instance.scenario is required when instance.networks names scenario networks (an object): "+
+				"give the scenario's name or uuid, or give instance.networks as a list of local networks")
+		}
+		return in.Networks, listFields(len(in.Networks)), nil
+	}
+	if len(in.Networks) > 0 {
+		return nil, nil, wimro.FieldErrorf("instance.networks", "instance.networks must be an object keyed by the network names of instance.scenario "+
+			"(each with sites: [{datacenter: ...}]), not a list of local networks")
+	}
+	sc, err := s.GetScenario(ctx, tenant.UUID, in.Scenario)
+	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		return nil, nil, &wimro.Error{Code: wimro.ENOTFOUND, Field: "instance.scenario", Err: err,
+			Message: fmt.Sprintf("instance.scenario: no scenario %q in the catalogue of tenant %s", in.Scenario, tenant.Name)}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if inst.ScenarioID != nil && *inst.ScenarioID != sc.UUID {
+		return nil, nil, wimro.FieldErrorf("instance.scenario_id", "instance.scenario_id %s is not instance.scenario %s (%s)", *inst.ScenarioID, sc.Name, sc.UUID)
+	}
+	inst.ScenarioID = &sc.UUID
+	sceNets, err := s.ListSceNets(ctx, sc.UUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Each key names a network of the scenario by name, osm_id or uuid.
+	placed := map[string]string{} // sce net uuid -> key
+	for _, key := range sortedNames(anyMap(in.ScenarioNetworks)) {
+		found := false
+		for _, n := range sceNets {
+			if key == n.Name || key == n.UUID || (n.OsmID != nil && key == *n.OsmID) {
+				if prev, dup := placed[n.UUID]; dup {
+					return nil, nil, wimro.FieldErrorf("instance.networks."+key, "instance.networks.%s and instance.networks.%s name the same network of scenario %s", prev, key, sc.Name)
+				}
+				placed[n.UUID], found = key, true
+				break
+			}
+		}
+		if !found {
+			return nil, nil, wimro.FieldErrorf("instance.networks."+key, "instance.networks.%s: scenario %s has no network %q", key, sc.Name, key)
+		}
+	}
+	var (
+		list   []NetworkInput
+		fields []string
+	)
+	for _, n := range sceNets {
+		key, ok := placed[n.UUID]
+		p := in.ScenarioNetworks[key]
+		sites := p.Sites
+		if !ok || len(sites) == 0 {
+			sites = []SiteInput{{}}
+		}
+		osmID := n.Name
+		if n.OsmID != nil {
+			osmID = *n.OsmID
+		}
+		for j, site := range sites {
+			field := fmt.Sprintf("instance.networks.%s.sites[%d]", key, j)
+			if !ok {
+				field = "scenario network " + n.Name
+			}
+			vimName := site.NetmapUse
+			if vimName == "" && site.NetmapCreate != nil {
+				vimName = *site.NetmapCreate
+			}
+			list = append(list, NetworkInput{SceNetID: n.UUID, OsmID: osmID, Name: vimName, Datacenter: site.Datacenter, WIMAccount: p.WIMAccount})
+			fields = append(fields, field)
+		}
+	}
+	return list, fields, nil
+}
+
+// listFields names the networks of wimro's list form.
+func listFields(n int) []string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf("instance.networks[%d]", i)
+	}
+	return fields
+}
+
+func anyMap[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // PlanInstance returns the WAN links, WIMs and accounts that creating the
@@ -380,7 +497,7 @@ func (e *Engine) PlanInstance(ctx context.Context, tenantRef string, in Instance
 		if err != nil {
 			return err
 		}
-		_, _, plans, err = e.prepareInstance(ctx, s, t, in)
+		_, _, plans, _, err = e.prepareInstance(ctx, s, t, in)
 		return err
 	})
 	return plans, err

@@ -25,6 +25,38 @@ func (e *Engine) CreateTenant(ctx context.Context, in TenantInput) (wimro.Tenant
 	return e.db.CreateTenant(ctx, wimro.Tenant{Name: in.Name, Description: in.Description})
 }
 
+// TenantEdit is the body of a tenant edit: nil fields keep their value.
+type TenantEdit struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+}
+
+// UpdateTenant edits the name or description of a tenant.
+func (e *Engine) UpdateTenant(ctx context.Context, ref string, in TenantEdit) (wimro.Tenant, error) {
+	var out wimro.Tenant
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		t, err := s.GetTenant(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if in.Name != nil {
+			t.Name = *in.Name
+		}
+		if in.Description != nil {
+			t.Description = in.Description
+		}
+		if err := checkName("tenant.name", t.Name, 255); err != nil {
+			return err
+		}
+		if err := checkDescription("tenant.description", t.Description); err != nil {
+			return err
+		}
+		out, err = s.UpdateTenant(ctx, t)
+		return err
+	})
+	return out, err
+}
+
 // GetTenant finds a tenant by name or uuid.
 func (e *Engine) GetTenant(ctx context.Context, ref string) (wimro.Tenant, error) {
 	return e.db.GetTenant(ctx, ref)

@@ -21,6 +21,12 @@ type WIMInput struct {
 	Type        *string        `json:"type"`
 	URL         *string        `json:"wim_url"`
 	Config      map[string]any `json:"config"`
+	// User and Password are taken and dropped: OSM's LCM sends the
+	// account's credentials in the WIM body too (its wim-create copies
+	// the whole NBI record), then again in the account body, where they
+	// belong. openmano stripped them as well.
+	User     *string `json:"user"`
+	Password *Secret `json:"password"`
 }
 
 // WIMView is a WIM as the API shows it: config carries the grouped port

@@ -28,6 +28,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	routes = append(routes, a.tenantRoutes()...)
 	routes = append(routes, a.datacenterRoutes()...)
 	routes = append(routes, a.wimRoutes()...)
+	routes = append(routes, a.scenarioRoutes()...)
 	routes = append(routes, a.instanceRoutes()...)
 	routes = append(routes, a.overrideRoutes()...)
 	routes = append(routes, a.reconcileRoutes()...)
@@ -36,6 +37,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	for i := range routes {
 		// Every route reads the database, which may be away.
 		routes[i].Errors = append(routes[i].Errors, http.StatusServiceUnavailable)
+		if routes[i].Method == http.MethodPost {
+			routes[i].Handler = a.idempotent(routes[i].Handler)
+		}
 	}
 	a.srv = NewServer(opts, routes...)
 	return a.srv

@@ -56,7 +56,7 @@ func BenchmarkAPILatency(b *testing.B) {
 		api.fixture()
 		api.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{}}, 200)
 		r := api.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
-		action := fmt.Sprintf("/openmano/tenant0/instances/%s/action/%s", r.str("instance", "uuid"), r.str("instance", "action_id"))
+		action := fmt.Sprintf("/openmano/tenant0/instances/%s/action/%s", r.str("uuid"), r.str("action_id"))
 		b.StartTimer()
 		base := latencies(b, api.srv.URL+"/healthz", rate, count)
 		wims := latencies(b, api.srv.URL+"/openmano/tenant0/wims", rate, count)

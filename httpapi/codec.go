@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -81,21 +83,80 @@ func DecodeBytes(raw []byte, kind string, v any, strict bool) error {
 func decodeError(kind string, err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var own *wimro.Error
 	switch {
+	case errors.As(err, &own): // a type's own UnmarshalJSON, in words
+		return own
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return wimro.Errorf(wimro.EINVALID, "Invalid %s format: %v", kind, err)
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonPath(typ.Field)
 		if field == "" {
 			field = "(body)"
 		}
-		return wimro.FieldErrorf(field, "field %q: expected %s, got %s", field, typ.Type, typ.Value)
+		return wimro.FieldErrorf(field, "field %q: expected %s, got %s", field, typeWords(typ.Type), valueWords(typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return wimro.FieldErrorf(name, "unknown field %q", name)
 	}
 	// Errors from a type's own UnmarshalJSON (ports, WIM choices, ...).
 	return wimro.Errorf(wimro.EINVALID, "Invalid content: %v", err)
+}
+
+// jsonPath is encoding/json's path of a field without the Go names of
+// embedded structs (instance.InstanceInput.scenario is instance.scenario):
+// every key of the API is lower case.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
+// typeWords names the JSON form of a Go type in words: an API client
+// knows lists and objects, not Go's types.
+func typeWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return typeWords(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another kind of value"
+}
+
+// valueWords names encoding/json's kind of a JSON value in words.
+func valueWords(v string) string {
+	switch v {
+	case "object":
+		return "an object"
+	case "array":
+		return "a list"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	if strings.HasPrefix(v, "number") {
+		return "a number (" + strings.TrimSpace(strings.TrimPrefix(v, "number")) + ")"
+	}
+	return v
 }
 
 // Respond writes v with status: JSON indented with 4 spaces and a final
@@ -110,7 +171,7 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
 	if wantsYAML(r) {
 		var doc any
 		if err := json.Unmarshal(body, &doc); err == nil {
-			if y, err := yaml.Marshal(doc); err == nil {
+			if y, err := marshalYAML(doc); err == nil {
 				w.Header().Set("Content-Type", "application/yaml")
 				w.WriteHeader(status)
 				w.Write(y)
@@ -121,6 +182,31 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// timestampLike is the start of a YAML 1.1 timestamp (2006-01-02, with a
+// time or not), which PyYAML (OSM's clients) reads as a date unless quoted.
+var timestampLike = regexp.MustCompile(`^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ]|$)`)
+
+// marshalYAML is yaml.Marshal with the strings that look like timestamps
+// quoted: openmano's YAML (PyYAML's) quoted them, so its clients read
+// created_at as the text it is, never a date.
+func marshalYAML(doc any) ([]byte, error) {
+	var n yaml.Node
+	if err := n.Encode(doc); err != nil {
+		return nil, err
+	}
+	quoteTimestamps(&n)
+	return yaml.Marshal(&n)
+}
+
+func quoteTimestamps(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && timestampLike.MatchString(n.Value) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteTimestamps(c)
+	}
 }
 
 func wantsYAML(r *http.Request) bool {

@@ -34,6 +34,8 @@ func (a *api) datacenterRoutes() []Route {
 			Response: datacenterResponse{}, Handler: a.getDatacenter},
 		{Method: "POST", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Attach a datacenter to a tenant", Tags: tags,
 			Response: datacenterResponse{}, Handler: a.attachDatacenter},
+		{Method: "PUT", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Edit the tenant's VIM credentials on a datacenter (openmano's datacenter-edit-vim-tenant): wimro keeps none, so nothing changes", Tags: tags,
+			Request: vimTenantBody{}, Response: datacenterResponse{}, Handler: a.editVIMTenant},
 		{Method: "DELETE", Pattern: "/openmano/{tenant_id}/datacenters/{datacenter_id}", Summary: "Detach a datacenter from a tenant", Tags: tags,
 			Response: result{}, Handler: a.detachDatacenter},
 	}
@@ -113,6 +115,29 @@ func (a *api) attachDatacenter(w http.ResponseWriter, r *http.Request) {
 	// openmano's attach body carries VIM credentials, which wimro has no use
 	// for: any body is accepted and ignored.
 	d, err := a.eng.AttachDatacenter(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, datacenterResponse{Datacenter: d})
+}
+
+// vimTenantBody is openmano's VIM credentials of a tenant on a
+// datacenter; wimro reads none of it (secrets are neither kept nor
+// logged).
+type vimTenantBody struct {
+	Datacenter map[string]any `json:"datacenter"`
+}
+
+func (a *api) editVIMTenant(w http.ResponseWriter, r *http.Request) {
+	var body vimTenantBody
+	if r.ContentLength != 0 {
+		if err := Decode(r, &body, false); err != nil {
+			a.srv.Error(w, r, err)
+			return
+		}
+	}
+	d, err := a.eng.EditVIMTenant(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"))
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return

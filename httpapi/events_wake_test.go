@@ -365,8 +365,8 @@ func TestEventStreamDeliversConcurrentEventsExactlyOnce(t *testing.T) {
 	paths := []string{eventsPath(ids)}
 	for _, name := range []string{"ns2", "ns3"} {
 		r := b.call("POST", "/openmano/tenant0/instances", instanceBody(name), 200)
-		actions = append(actions, r.str("instance", "action_id"))
-		paths = append(paths, eventsPath(map[string]string{"instance_id": r.str("instance", "uuid"), "action_id": r.str("instance", "action_id")}))
+		actions = append(actions, r.str("action_id"))
+		paths = append(paths, eventsPath(map[string]string{"instance_id": r.str("uuid"), "action_id": r.str("action_id")}))
 	}
 	b.wakeups()
 	url := b.serveWith(httpapi.Options{EventPoll: time.Hour})

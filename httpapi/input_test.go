@@ -23,9 +23,9 @@ func (b *bundle) liveFixture() map[string]string {
 	r := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
 	return map[string]string{
 		"tenant_id":     b.call("GET", "/openmano/tenants/tenant0", nil, 200).str("tenant", "uuid"),
-		"instance_id":   r.str("instance", "uuid"),
-		"action_id":     r.str("instance", "action_id"),
-		"net_id":        r.str("instance", "networks", 0, "uuid"),
+		"instance_id":   r.str("uuid"),
+		"action_id":     r.str("action_id"),
+		"net_id":        r.str("networks", 0, "uuid"),
 		"wim_id":        b.call("GET", "/openmano/tenant0/wims/wim0", nil, 200).str("wim", "uuid"),
 		"datacenter_id": b.call("GET", "/openmano/tenant0/datacenters/dcA", nil, 200).str("datacenter", "uuid"),
 	}
@@ -152,7 +152,7 @@ func TestHostileInputCases(t *testing.T) {
 	b := setup(t, "")
 	b.fixture()
 	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{}}, 200)
-	inst := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200).str("instance", "uuid")
+	inst := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200).str("uuid")
 	mapping := `{"wim_port_mapping": [{"datacenter_name": "dcA", "pop_wan_mappings": [{"pop_switch_dpid": "00:00:00:00:00:00:00:0c", "pop_switch_port": 9, "wan_service_mapping_info": {"x": %s}}]}]}`
 	cases := []struct {
 		name, method, target, ct, body string

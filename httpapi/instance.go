@@ -9,11 +9,10 @@ import (
 )
 
 type instanceBody struct {
-	Instance *engine.InstanceInput `json:"instance" openapi:"required"`
-}
-
-type instanceResponse struct {
-	Instance engine.InstanceView `json:"instance"`
+	Instance *instanceInput `json:"instance" openapi:"required"`
+	// SchemaVersion is openmano's descriptor version ("0.1"), accepted
+	// and unused.
+	SchemaVersion any `json:"schema_version,omitempty"`
 }
 
 type instancePlanResponse struct {
@@ -59,14 +58,14 @@ func (a *api) instanceRoutes() []Route {
 	return []Route{
 		{Method: "GET", Pattern: base, Summary: "List the NS instances of a tenant", Tags: tags, Response: instanceListResponse{}, Handler: a.listInstances},
 		{Method: "POST", Pattern: base, Summary: "Create an NS instance: its networks, WAN links and CREATE actions (dry_run=true: only plan)", Tags: tags,
-			Query: []string{"dry_run"}, Request: instanceBody{}, Response: instanceResponse{}, AlsoResponse: instancePlanResponse{}, Handler: a.createInstance},
-		{Method: "GET", Pattern: base + "/{instance_id}", Summary: "Show an NS instance with its networks and WAN links", Tags: tags, Response: instanceResponse{}, Handler: a.getInstance},
+			Query: []string{"dry_run"}, Request: instanceBody{}, Response: osmInstance{}, AlsoResponse: instancePlanResponse{}, Handler: a.createInstance},
+		{Method: "GET", Pattern: base + "/{instance_id}", Summary: "Show an NS instance with its networks and WAN links", Tags: tags, Response: osmInstance{}, Handler: a.getInstance},
 		{Method: "DELETE", Pattern: base + "/{instance_id}", Summary: "Delete an NS instance: DELETE actions for its WAN links", Tags: tags, Response: instanceDeleteResponse{}, Handler: a.deleteInstance},
 		{Method: "PUT", Pattern: base + "/{instance_id}/networks/{net_id}", Summary: "Report a local network's status or encapsulation (wakes the workers)", Tags: tags,
 			Request: networkBody{}, Response: networkResponse{}, Handler: a.updateNetwork},
 		{Method: "GET", Pattern: base + "/{instance_id}/wan_links", Summary: "List the WAN links of an instance with their status", Tags: tags, Response: wanLinksResponse{}, Handler: a.listWANLinks},
-		{Method: "GET", Pattern: base + "/{instance_id}/action", Summary: "List the instance actions of an instance", Tags: tags, Response: actionsResponse{}, Handler: a.listActions},
-		{Method: "GET", Pattern: base + "/{instance_id}/action/{action_id}", Summary: "Show an instance action with its progress counters and tasks", Tags: tags, Response: actionResponse{}, Handler: a.getAction},
+		{Method: "GET", Pattern: base + "/{instance_id}/action", Summary: "List the instance actions of an instance (instance any: of every instance of the tenant)", Tags: tags, Response: actionsResponse{}, Handler: a.listActions},
+		{Method: "GET", Pattern: base + "/{instance_id}/action/{action_id}", Summary: "Show an instance action with its progress counters and tasks (instance any: whatever its instance)", Tags: tags, Response: actionResponse{}, Handler: a.getAction},
 	}
 }
 
@@ -102,8 +101,9 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, wimro.FieldErrorf("instance", "instance is required"))
 		return
 	}
+	in := body.Instance.engine()
 	if dryRun {
-		plan, err := a.eng.PlanInstance(r.Context(), param(r, "tenant_id"), *body.Instance)
+		plan, err := a.eng.PlanInstance(r.Context(), param(r, "tenant_id"), in)
 		if err != nil {
 			a.srv.Error(w, r, err)
 			return
@@ -116,12 +116,12 @@ func (a *api) createInstance(w http.ResponseWriter, r *http.Request) {
 		respondWarned(w, r, http.StatusOK, out, warnings)
 		return
 	}
-	v, err := a.eng.CreateInstance(r.Context(), param(r, "tenant_id"), *body.Instance)
+	v, err := a.eng.CreateInstance(r.Context(), param(r, "tenant_id"), in)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	respondWarned(w, r, http.StatusOK, instanceResponse{Instance: v}, append(warnings, v.Warnings...))
+	respondWarned(w, r, http.StatusOK, flatInstance(v), append(warnings, v.Warnings...))
 }
 
 func (a *api) getInstance(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +130,7 @@ func (a *api) getInstance(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	Respond(w, r, http.StatusOK, instanceResponse{Instance: v})
+	Respond(w, r, http.StatusOK, flatInstance(v))
 }
 
 func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {

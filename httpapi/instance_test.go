@@ -66,8 +66,8 @@ func TestInstanceRoutes(t *testing.T) {
 		t.Fatal("dry run wrote an instance")
 	}
 	r = b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
-	id, actionID := r.str("instance", "uuid"), r.str("instance", "action_id")
-	if l, _ := get(r.json, "instance", "wan_links").([]any); len(l) != 1 || actionID == "" {
+	id, actionID := r.str("uuid"), r.str("action_id")
+	if l, _ := get(r.json, "wan_links").([]any); len(l) != 1 || actionID == "" {
 		t.Fatalf("instance = %s", r.body)
 	}
 	r = b.call("GET", "/openmano/tenant0/instances/"+id+"/action/"+actionID, nil, 200)

@@ -17,6 +17,8 @@ func TestTenantIsolation(t *testing.T) {
 	b := setup(t, "")
 	ids := b.liveFixture()
 	inst, action, net := ids["instance_id"], ids["action_id"], ids["net_id"]
+	ids["scenario_id"] = b.call("POST", "/openmano/tenant0/scenarios", map[string]any{"schema_version": 2, "scenario": map[string]any{
+		"name": "sc0", "networks": map[string]any{"net0": map[string]any{"interfaces": []any{}}}}}, 200).str("scenario", "uuid")
 	b.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "tenant1"}}, 200)
 	ids["tenant_id"] = "tenant1" // tenant1 asks for tenant0's things
 	// Routes that create tenant1's own link to a shared thing (a WIM or a
@@ -31,9 +33,11 @@ func TestTenantIsolation(t *testing.T) {
 		"cancel":       `{"cancel": {"reason": "x"}}`,
 		"abandon":      `{"abandon": {"reason": "x", "force": true}}`,
 		"wims":         `{"wim_account": {"name": "x"}}`,
+		"datacenters":  `{"datacenter": {"vim_username": "x"}}`,
+		"scenarios":    `{"scenario": {"name": "x"}}`,
 		"port_mapping": `{"wim_port_mapping": [{"datacenter_name": "dcA", "pop_wan_mappings": [{"pop_switch_dpid": "00:00:00:00:00:00:00:0d", "pop_switch_port": 7, "wan_service_endpoint_id": "x"}]}]}`,
 	}
-	leaks := []string{inst, action, net, "ns1", "wim0", "dcA", "acc0"}
+	leaks := []string{inst, action, net, "ns1", "wim0", "dcA", "acc0", ids["scenario_id"], "sc0"}
 	paths, _ := b.call("GET", "/openapi.json", nil, 200).json["paths"].(map[string]any)
 	walked := 0
 	for pattern, item := range paths {
@@ -92,6 +96,13 @@ func TestTenantIsolation(t *testing.T) {
 	// tenant0 still sees everything it had.
 	if r := b.call("GET", "/openmano/tenant0/wims/wim0/port_mapping", nil, 200); !strings.Contains(r.body, "wan-b") {
 		t.Fatalf("tenant0's port mappings = %s", r.body)
+	}
+	// The actions of every instance of tenant1 are none of tenant0's.
+	if r := b.call("GET", "/openmano/tenant1/instances/any/action", nil, 200); strings.Contains(r.body, action) {
+		t.Fatalf("tenant1's actions show tenant0's: %s", r.body)
+	}
+	if r := b.do("GET", "/openmano/tenant1/instances/any/action/"+action, "", ""); r.status != 404 {
+		t.Fatalf("tenant0's action through tenant1's any = %d: %s", r.status, r.body)
 	}
 	if r := b.call("GET", "/openmano/tenant0/instances/"+inst+"/action", nil, 200); !strings.Contains(r.body, action) {
 		t.Fatalf("tenant0's actions = %s", r.body)

@@ -116,6 +116,13 @@ func parameters(rt Route) []any {
 			"description": "Resume after this event id (the id: of a change or retry event); the events up to it are not sent again.",
 			"schema":      map[string]any{"type": "string", "pattern": `^[0-9]+-[0-9]+$`}})
 	}
+	if rt.Method == http.MethodPost {
+		params = append(params, map[string]any{"name": IdempotencyKeyHeader, "in": "header", "required": false,
+			"description": "A key of the client's choosing (1 to 255 printable ASCII characters) that makes a retry safe: a second request with " +
+				"the same key and the same method, path and body is answered the first answer (marked Idempotent-Replayed: true) without doing " +
+				"anything, while the first runs it is answered 409, and with another request it is answered 422. Keys expire after 24 hours.",
+			"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 255}})
+	}
 	for _, q := range rt.Query {
 		p, ok := queryParams[q]
 		if !ok {
@@ -165,13 +172,14 @@ func toAny(list []string) []any {
 	return out
 }
 
-var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "instances"}
+var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "scenarios", "instances"}
 
 var tagDescriptions = map[string]string{
 	"meta":        "The server itself: health, readiness, version, cluster and this document.",
 	"tenants":     "NFVO tenants.",
 	"datacenters": "Datacenters (VIMs) and their WAN exit rules, attached to tenants.",
 	"wims":        "WIMs, the tenants' accounts on them and their port mappings.",
+	"scenarios":   "The scenario catalogue: named networks an instance places in datacenters (openmano's scenarios, network part).",
 	"instances":   "NS instances, their networks, WAN links and instance actions.",
 }
 
@@ -187,6 +195,7 @@ var errorDescriptions = map[int]string{
 	http.StatusInternalServerError:   "An unexpected failure; the server's log has the details.",
 	http.StatusServiceUnavailable:    "A dependency (the database, the coordinator) cannot answer now; try again.",
 	http.StatusTooManyRequests:       "A limit of the server is reached (error.description names it); try again after Retry-After seconds.",
+	http.StatusUnprocessableEntity:   "The Idempotency-Key was used with another request (method, path or body): use a new key.",
 }
 
 func errorResponseName(status int) string {
@@ -209,6 +218,11 @@ func errorStatuses(rt Route) []int {
 	switch rt.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
 		st = append(st, http.StatusUnsupportedMediaType, http.StatusConflict)
+		if rt.Method == http.MethodPost {
+			// Idempotency-Key: the first request still runs (409, above),
+			// or the key was used with another request.
+			st = append(st, http.StatusBadRequest, http.StatusUnprocessableEntity)
+		}
 		if rt.Request != nil {
 			st = append(st, http.StatusRequestEntityTooLarge)
 		}
@@ -230,18 +244,19 @@ func (g *schemaGen) responses(rt Route, used map[int]bool) map[string]any {
 	if rt.AlsoResponse != nil {
 		ok = map[string]any{"anyOf": []any{ok, g.schema(reflect.TypeOf(rt.AlsoResponse))}}
 	}
+	success := map[string]any{"description": "Success.", "content": content(ok)}
+	if rt.Text != "" {
+		success["content"].(map[string]any)["text/plain"] = map[string]any{"schema": map[string]any{"type": "string", "description": rt.Text}}
+	}
 	if rt.Method != http.MethodGet {
 		// Writes may answer notes about the request (such as unknown keys
-		// that were ignored) besides their result.
-		// (Not on a body that is also the request: the request may not
-		// carry them.)
-		for _, v := range []any{rt.Response, rt.AlsoResponse} {
-			if v != nil && reflect.TypeOf(v) != reflect.TypeOf(rt.Request) {
-				g.addWarnings(v)
-			}
-		}
+		// that were ignored) besides their result, in headers: the body
+		// keeps the one key openmano's clients read.
+		success["headers"] = map[string]any{"Warning": map[string]any{
+			"description": `One per note that did not stop the request, such as an unknown key that was ignored, or an instance accepted onto a WIM account in ERROR: 299 - "text".`,
+			"schema":      map[string]any{"type": "string"}}}
 	}
-	out := map[string]any{"200": map[string]any{"description": "Success.", "content": content(ok)}}
+	out := map[string]any{"200": success}
 	g.errorResponses(rt, used, out)
 	return out
 }
@@ -269,20 +284,6 @@ func (g *schemaGen) streamContent(events map[string]any) map[string]any {
 		"schema":   map[string]any{"type": "string", "description": "Server-sent events: id:, event: and data: lines, a blank line after each event."},
 		"x-events": x,
 	}}
-}
-
-// addWarnings declares the optional top-level "warnings" of the answer
-// body v.
-func (g *schemaGen) addWarnings(v any) {
-	t := reflect.TypeOf(v)
-	if t.Kind() != reflect.Struct || t.Name() == "" {
-		return
-	}
-	props, _ := g.components[g.name(t)].(map[string]any)["properties"].(map[string]any)
-	if props != nil && props["warnings"] == nil {
-		props["warnings"] = map[string]any{"type": "array", "items": map[string]any{"type": "string"},
-			"description": "Notes about the request that did not stop it, such as unknown keys that were ignored, or an instance accepted onto a WIM account in ERROR."}
-	}
 }
 
 func content(schema any) map[string]any {
@@ -362,6 +363,12 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	}
 	if f, ok := customSchemas[t]; ok {
 		return f()
+	}
+	if t == reflect.TypeOf(instanceNetworks{}) {
+		return map[string]any{"description": "The local networks (a list, each naming its datacenter), or, with instance.scenario, " +
+			"where each network of the scenario goes (an object keyed by the scenario's network names: {sites: [{datacenter: ...}]}; " +
+			"a network not named goes to instance.datacenter).", "oneOf": []any{
+			g.schema(reflect.TypeOf([]engine.NetworkInput{})), g.schema(reflect.TypeOf(map[string]engine.ScenarioNetInput{}))}}
 	}
 	if custom(t) {
 		return map[string]any{} // an unknown custom form: any JSON value

@@ -25,6 +25,7 @@ func opsServer(t *testing.T, extra ...httpapi.Route) (*httptest.Server, *logtest
 func opsGet(t *testing.T, url, token string, header ...string) (int, map[string]any, http.Header) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -54,7 +55,8 @@ func TestLivezIsPublic(t *testing.T) {
 
 func TestOpenmanoVersion(t *testing.T) {
 	srv, _ := opsServer(t)
-	if status, body, _ := opsGet(t, srv.URL+"/openmano/version", "api-tok-0c1d"); status != 200 || body["version"] != "1.2.3-test" || len(body) != 1 {
+	if status, body, _ := opsGet(t, srv.URL+"/openmano/version", "api-tok-0c1d"); status != 200 || body["version"] != "1.2.3-test" ||
+		body["openmano_version"] != httpapi.OpenmanoVersion || len(body) != 2 {
 		t.Fatalf("version = %d %v", status, body)
 	}
 	// Like every /openmano route, it asks for the token when one is set.

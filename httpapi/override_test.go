@@ -17,7 +17,7 @@ func TestOverrideRoutes(t *testing.T) {
 	b.fixture()
 	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{}}, 200)
 	r := b.call("POST", "/openmano/tenant0/instances", instanceBody("ns1"), 200)
-	id, create := r.str("instance", "uuid"), r.str("instance", "action_id")
+	id, create := r.str("uuid"), r.str("action_id")
 	base := "/openmano/tenant0/instances/" + id + "/action/" + create
 
 	wantError(t, b.do("POST", base+"/cancel", "", `{"cancel": {}}`), 400, "cancel.reason")

@@ -53,8 +53,8 @@ func TestInstanceQoSBody(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("create = %d %s", r.status, r.body)
 	}
-	id := r.str("instance", "uuid")
-	if get(r.json, "instance", "wan_links", 0, "bandwidth") != 100.0 || get(r.json, "instance", "wan_links", 0, "latency") != 5.0 {
+	id := r.str("uuid")
+	if get(r.json, "wan_links", 0, "bandwidth") != 100.0 || get(r.json, "wan_links", 0, "latency") != 5.0 {
 		t.Fatalf("created link = %s", r.body)
 	}
 	r = b.call("GET", "/openmano/tenant0/instances/"+id+"/wan_links", nil, 200)

@@ -94,7 +94,18 @@ var routeScopes = map[string]Scope{
 	"GET /openmano/tenants":                ScopeRead,
 	"POST /openmano/tenants":               ScopeWrite,
 	"GET /openmano/tenants/{tenant_id}":    ScopeRead,
+	"PUT /openmano/tenants/{tenant_id}":    ScopeWrite,
 	"DELETE /openmano/tenants/{tenant_id}": ScopeWrite,
+
+	// The scenario catalogue (the WAN side of openmano scenarios) and
+	// the datacenter's VIM-tenant edit, as OSM's clients use them.
+	"PUT /openmano/{tenant_id}/datacenters/{datacenter_id}": ScopeWrite,
+	"GET /openmano/{tenant_id}/scenarios":                   ScopeRead,
+	"POST /openmano/{tenant_id}/scenarios":                  ScopeWrite,
+	"POST /openmano/v3/{tenant_id}/nsd":                     ScopeWrite,
+	"GET /openmano/{tenant_id}/scenarios/{scenario_id}":     ScopeRead,
+	"PUT /openmano/{tenant_id}/scenarios/{scenario_id}":     ScopeWrite,
+	"DELETE /openmano/{tenant_id}/scenarios/{scenario_id}":  ScopeWrite,
 
 	"POST /openmano/datacenters":                               ScopeWrite,
 	"PUT /openmano/datacenters/{datacenter_id}":                ScopeWrite,

@@ -4,7 +4,10 @@
 // with scoped tokens (read, write, admin: each route's scope in one table,
 // scope.go), the audit trail of every request that changes something
 // (audit.go), and an OpenAPI document generated from the same route table
-// as the router, so the two cannot drift.
+// as the router, so the two cannot drift. Answers keep the shapes OSM's
+// own clients read (openmano v6's flat instance, the version text),
+// warnings travel in Warning headers, and every POST takes an
+// Idempotency-Key.
 package httpapi
 
 import (
@@ -15,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +77,10 @@ type Route struct {
 	// AlsoResponse, when set, is the other form of the 200 body, which
 	// the request chooses (dry_run=true answers a plan).
 	AlsoResponse any
-	Query        []string // documented query-string keys
+	// Text, when set, describes a text/plain form of the 200 answer,
+	// which the Accept header chooses.
+	Text  string
+	Query []string // documented query-string keys
 	// Errors are the error statuses the route answers besides those the
 	// OpenAPI document infers from its shape (400 and 500 always, 401
 	// unless Public, 404 and 409 with path parameters, 409, 413 and 415
@@ -128,7 +135,8 @@ func NewServer(opts Options, routes ...Route) *Server {
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
 		{Method: "GET", Pattern: "/healthz", Summary: "Liveness and database health", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.healthz},
-		{Method: "GET", Pattern: "/openmano/version", Summary: "The version of this server", Tags: []string{"meta"}, Response: versionBody{}, Handler: s.version},
+		{Method: "GET", Pattern: "/openmano/version", Summary: "The version of this server: openmano's text unless the request accepts only JSON or YAML", Tags: []string{"meta"},
+			Response: versionBody{}, Text: "openmanod version " + OpenmanoVersion + " (wimro VERSION): the version word, then openmano's dotted version, which OSM's LCM checks at start.", Handler: s.version},
 		{Method: "GET", Pattern: "/readyz", Summary: "Readiness: account leases kept, database, schema, notifications, workers and an account assignment applied", Tags: []string{"meta"}, Public: true, Response: health{}, Errors: []int{http.StatusServiceUnavailable}, Handler: s.readyz},
 		{Method: "GET", Pattern: "/cluster", Summary: "The cluster as this process sees it: coordinator, leader, members, assignments and the accounts it owns", Tags: []string{"meta"}, Response: wimro.ClusterStatus{},
 			Errors: []int{http.StatusNotFound, http.StatusServiceUnavailable}, Handler: s.cluster},
@@ -182,14 +190,32 @@ type health struct {
 
 type versionBody struct {
 	Version string `json:"version"`
+	// Openmano is the openmano (OSM RO) version whose API this server
+	// answers, dotted.
+	Openmano string `json:"openmano_version"`
 }
+
+// OpenmanoVersion is the OSM RO release whose openmano API wimro answers.
+// OSM's LCM reads it from /openmano/version at start and refuses an RO
+// older than 0.6.3.
+const OpenmanoVersion = "6.0.4"
 
 func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, health{Status: "ok", Version: s.opts.Version})
 }
 
+// version answers openmano's text, "openmanod version X.Y.Z ...", which
+// OSM's LCM parses (the first word with a dot), unless the request
+// accepts JSON: LCM sends Accept: application/yaml and reads only the
+// text; wimd's own version, structured, is answered as JSON.
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	Respond(w, r, http.StatusOK, versionBody{Version: s.opts.Version})
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		Respond(w, r, http.StatusOK, versionBody{Version: s.opts.Version, Openmano: OpenmanoVersion})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "openmanod version %s (wimro %s)\n", OpenmanoVersion, s.opts.Version)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -13,8 +13,8 @@ import (
 
 // Unknown keys of a create or edit body are accepted, as openmano stripped
 // them (OSM's LCM sends stale ones), but a typo such as "descripton" or
-// "datacentre" must not vanish silently: the answer lists each one in a
-// top-level "warnings" array, by its full path.
+// "datacentre" must not vanish silently: the answer names each one, by its
+// full path, in a Warning header (respondWarned).
 
 // decodeWarn is Decode (not strict) that also returns a warning for each
 // key of the body that no field of v takes. typed names the free-form
@@ -53,11 +53,21 @@ type keyWalker struct {
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
+// walkTyper is a type read in one of several forms: WalkType says which
+// type the document doc is read into.
+type walkTyper interface {
+	WalkType(doc any) reflect.Type
+}
+
 // walk compares the decoded document doc with the type t it was decoded
 // into, as encoding/json matches keys to fields.
 func (w *keyWalker) walk(doc any, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if wt, ok := reflect.New(t).Interface().(walkTyper); ok {
+		w.walk(doc, wt.WalkType(doc), path) // a type of two forms
+		return
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return // the type reads its own keys (free-form objects, ports, ...)
@@ -86,12 +96,19 @@ func (w *keyWalker) walk(doc any, t reflect.Type, path string) {
 			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Map:
-		// A free-form object (config, vim_info): any key goes, except in
-		// the parts the engine decodes into a type of its own.
 		m, ok := doc.(map[string]any)
 		if !ok {
 			return
 		}
+		if e := t.Elem(); e.Kind() == reflect.Struct || (e.Kind() == reflect.Pointer && e.Elem().Kind() == reflect.Struct) {
+			// Named entries of one type (scenario networks by name).
+			for _, k := range sortedKeys(m) {
+				w.walk(m[k], e, join(path, k))
+			}
+			return
+		}
+		// A free-form object (config, vim_info): any key goes, except in
+		// the parts the engine decodes into a type of its own.
 		for _, k := range sortedKeys(m) {
 			if tt, ok := w.typed[join(path, k)]; ok {
 				w.walk(m[k], tt, join(path, k))
@@ -164,22 +181,41 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// respondWarned is Respond with warnings added to the answer as a
-// top-level "warnings" array; without warnings the answer is Respond's.
+// respondWarned is Respond with each warning in a "Warning: 299 - ..."
+// response header (RFC 7234's miscellaneous persistent warning, as
+// Kubernetes carries its API warnings): clients that read an answer's one
+// key (OSM's openmano CLI and library, LCM) keep working, and the body is
+// the same with or without warnings.
 func respondWarned(w http.ResponseWriter, r *http.Request, status int, v any, warnings []string) {
-	if len(warnings) == 0 {
-		Respond(w, r, status, v)
-		return
+	addWarnings(w.Header(), warnings)
+	Respond(w, r, status, v)
+}
+
+// addWarnings adds one Warning header per warning, its text a quoted
+// string on one line: control characters become "?", UTF-8 stays (the
+// field value's obs-text).
+func addWarnings(h http.Header, warnings []string) {
+	for _, text := range warnings {
+		h.Add("Warning", `299 - `+quoteWarning(text))
 	}
-	b, err := json.Marshal(v)
-	var top map[string]json.RawMessage
-	if err == nil {
-		err = json.Unmarshal(b, &top)
+}
+
+func quoteWarning(text string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range text {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == '\n' || c == '\t' || c == '\r':
+			b.WriteByte(' ')
+		case c < 0x20 || c == 0x7f:
+			b.WriteByte('?')
+		default:
+			b.WriteRune(c)
+		}
 	}
-	if err != nil {
-		Respond(w, r, status, v) // not an object: nowhere to put them
-		return
-	}
-	top["warnings"], _ = json.Marshal(warnings)
-	Respond(w, r, status, top)
+	b.WriteByte('"')
+	return b.String()
 }

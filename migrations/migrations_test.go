@@ -178,6 +178,14 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{14, func(t *testing.T) {
+			var tables int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'
+				AND table_name IN ('scenarios', 'sce_nets', 'idempotency_keys', 'vlan_allocations')`).Scan(&tables)
+			if tables != 0 {
+				t.Errorf("version 14: %d of the tables of version 15 left, want none", tables)
+			}
+		}},
 		{13, func(t *testing.T) {
 			var tables, reseal int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name IN ('api_audit', 'secret_key_holders')`).Scan(&tables)

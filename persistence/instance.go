@@ -189,19 +189,29 @@ func (s *Store) CreateInstanceAction(ctx context.Context, a wimro.InstanceAction
 }
 
 // GetInstanceAction reads an instance action of an instance.
+//
+// instanceID "" finds it whatever its instance.
 func (s *Store) GetInstanceAction(ctx context.Context, instanceID, id string) (wimro.InstanceAction, error) {
 	uid, ok := wimro.ParseUUID(id)
 	if !ok {
 		return wimro.InstanceAction{}, notFound("instance_actions", "uuid="+id)
 	}
 	return getOne[wimro.InstanceAction](ctx, s, "instance_actions", "uuid="+uid,
-		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE ia.uuid = $1 AND ia.instance_id = $2`, uid, instanceID)
+		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE ia.uuid = $1 AND ($2 = '' OR ia.instance_id::text = $2)`, uid, instanceID)
 }
 
 // ListInstanceActions lists the actions of an instance, oldest first.
 func (s *Store) ListInstanceActions(ctx context.Context, instanceID string) ([]wimro.InstanceAction, error) {
 	return getAll[wimro.InstanceAction](ctx, s, "instance_actions",
 		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE ia.instance_id = $1 ORDER BY ia.created_at, ia.uuid`, instanceID)
+}
+
+// ListTenantActions lists the instance actions of a tenant, of every
+// instance (those of deleted instances included), oldest first; tenantID
+// "" lists every tenant's.
+func (s *Store) ListTenantActions(ctx context.Context, tenantID string) ([]wimro.InstanceAction, error) {
+	return getAll[wimro.InstanceAction](ctx, s, "instance_actions",
+		`SELECT `+instanceActionCols+` FROM instance_actions ia WHERE $1 = '' OR ia.tenant_id::text = $1 ORDER BY ia.created_at, ia.uuid`, tenantID)
 }
 
 // AddProgress adds to the counters of an instance action as an outcome

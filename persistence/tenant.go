@@ -63,3 +63,9 @@ func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// UpdateTenant writes the name and description of a tenant.
+func (s *Store) UpdateTenant(ctx context.Context, t wimro.Tenant) (wimro.Tenant, error) {
+	return getOne[wimro.Tenant](ctx, s, "nfvo_tenants", "name="+t.Name,
+		`UPDATE nfvo_tenants SET name = $2, description = $3 WHERE uuid = $1 RETURNING `+tenantCols, t.UUID, t.Name, t.Description)
+}

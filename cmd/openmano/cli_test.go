@@ -214,7 +214,7 @@ instance:
 	if out := om.ok("instance-scenario-create", inst, "--dry-run"); !strings.Contains(out, vld) || !strings.Contains(out, "wan1") {
 		t.Fatalf("dry run: %q", out)
 	}
-	created := om.json("instance-scenario-create", inst)["instance"].(map[string]any)
+	created := om.json("instance-scenario-create", inst)
 	instID, actionID := created["uuid"].(string), created["action_id"].(string)
 	if links := created["wan_links"].([]any); len(links) != 1 || actionID == "" {
 		t.Fatalf("instance: %v", created)

@@ -21,7 +21,9 @@ type fakeServer struct {
 	mu      sync.Mutex
 	reqs    []recorded
 	answers map[string]answer
-	srv     *httptest.Server
+	// warnings are sent as Warning headers, verbatim, by "METHOD /path".
+	warnings map[string][]string
+	srv      *httptest.Server
 }
 
 type recorded struct {
@@ -49,6 +51,11 @@ func newFakeServer(t *testing.T, answers map[string]answer) *fakeServer {
 			a = answer{404, `{"error": {"code": 404, "type": "404 Not Found", "description": "No route for ` + r.Method + " " + r.URL.Path + `"}}`}
 		}
 		w.Header().Set("Content-Type", "application/json")
+		f.mu.Lock()
+		for _, h := range f.warnings[r.Method+" "+r.URL.Path] {
+			w.Header().Add("Warning", h)
+		}
+		f.mu.Unlock()
 		w.WriteHeader(a.status)
 		io.WriteString(w, a.body)
 	}))

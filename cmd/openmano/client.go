@@ -216,10 +216,8 @@ func (s *session) do(ctx context.Context, method, path string, body any) (*respo
 		}
 		s.debugBody("<", out)
 	}
+	s.printWarnings(resp.Header.Values("Warning"))
 	doc, docErr := yamljson.DecodeJSON(out)
-	if docErr == nil {
-		s.printWarnings(doc)
-	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, newAPIError(resp, out)
 	}
@@ -229,13 +227,35 @@ func (s *session) do(ctx context.Context, method, path string, body any) (*respo
 	return &response{raw: out, doc: doc}, nil
 }
 
-// printWarnings prints each string of the answer's top-level "warnings"
-// array (unknown keys the server ignored, ...) as "warning: ..." on
-// stderr, so that stdout keeps only the answer.
-func (s *session) printWarnings(doc any) {
-	for _, w := range asList(asMap(doc)["warnings"]) {
-		fmt.Fprintf(s.c.Stderr, "warning: %s\n", str(w))
+// printWarnings prints the text of each Warning header of the answer
+// (299 - "unknown key ... (ignored)", ...) as "warning: ..." on stderr, so
+// that stdout keeps only the answer.
+func (s *session) printWarnings(headers []string) {
+	for _, h := range headers {
+		fmt.Fprintf(s.c.Stderr, "warning: %s\n", warningText(h))
 	}
+}
+
+// warningText is the quoted text of a Warning header value (code, agent,
+// "text"), unescaped; a value of another shape is shown whole.
+func warningText(h string) string {
+	_, rest, ok := strings.Cut(h, ` "`)
+	if !ok {
+		return h
+	}
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case c == '\\' && i+1 < len(rest):
+			i++
+			b.WriteByte(rest[i])
+		case c == '"':
+			return b.String()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // newAPIError reads the server's {"error": {...}} answer; an answer

@@ -65,7 +65,7 @@ func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 		if !*wait.wait {
 			return nil
 		}
-		inst := asMap(asMap(r.doc)["instance"])
+		inst := asMap(r.doc) // openmano's flat instance
 		return s.wait(ctx, s.progressOut(), t, str(inst["uuid"]), str(inst["action_id"]), *wait.timeout)
 	}
 }
@@ -141,7 +141,7 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 // printInstance prints an instance line, then its networks, WAN links and
 // creating action.
 func (s *session) printInstance(doc any) {
-	inst := asMap(asMap(doc)["instance"])
+	inst := asMap(doc) // openmano's flat instance
 	s.printItem(inst, columnsOf([]any{inst}, s.verbose()), s.verbose())
 	for _, n := range asList(inst["networks"]) {
 		m := asMap(n)

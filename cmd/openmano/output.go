@@ -45,9 +45,9 @@ func (s *session) dumpYAML(doc any) {
 }
 
 // emit prints a response: verbatim JSON, YAML, or the table form made by
-// table (nil: printVerbose at the current verbosity). The table form
-// leaves out the warnings (printed on stderr already); json and yaml show
-// the answer as the server sent it.
+// table (nil: printVerbose at the current verbosity); json and yaml show
+// the answer as the server sent it (its warnings, in headers, are printed
+// on stderr already).
 func (s *session) emit(r *response, table func(doc any)) {
 	switch s.g.output {
 	case "json":
@@ -58,27 +58,12 @@ func (s *session) emit(r *response, table func(doc any)) {
 	case "yaml":
 		s.dumpYAML(r.doc)
 	default:
-		doc := withoutWarnings(r.doc)
 		if table == nil {
-			s.printVerbose(doc, s.verbose())
+			s.printVerbose(r.doc, s.verbose())
 			return
 		}
-		table(doc)
+		table(r.doc)
 	}
-}
-
-func withoutWarnings(doc any) any {
-	m, ok := doc.(map[string]any)
-	if !ok || m["warnings"] == nil {
-		return doc
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if k != "warnings" {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func str(v any) string {

@@ -82,17 +82,23 @@ func TestErrorsAsDocuments(t *testing.T) {
 	}
 }
 
-// The server's warnings go to stderr, one line each; stdout keeps the
-// answer: the table without them, the JSON as the server sent it.
+// The server's warnings, in Warning headers, go to stderr, one line each
+// and unquoted; stdout keeps the answer.
 func TestWarningsOnStderr(t *testing.T) {
 	t.Parallel()
-	body := `{"tenant": {"uuid": "u1", "name": "t0"}, "warnings": ["unknown key \"tenant.colour\" ignored", "unknown key \"tenant.size\" ignored"]}`
+	body := `{"tenant": {"uuid": "u1", "name": "t0"}}`
 	f := newFakeServer(t, map[string]answer{
 		"POST /openmano/tenants":      {200, body},
-		"DELETE /openmano/tenants/t0": {409, `{"error": {"code": 409, "type": "409 Conflict", "description": "tenant t0 has instances"}, "warnings": ["soon gone"]}`},
+		"DELETE /openmano/tenants/t0": {409, `{"error": {"code": 409, "type": "409 Conflict", "description": "tenant t0 has instances"}}`},
 	})
+	f.mu.Lock()
+	f.warnings = map[string][]string{
+		"POST /openmano/tenants":      {`299 - "unknown key tenant.colour (ignored)"`, `299 - "a \"quoted\" word, a \\ backslash"`},
+		"DELETE /openmano/tenants/t0": {`299 - "soon gone"`},
+	}
+	f.mu.Unlock()
 	env := f.env(nil)
-	want := "warning: unknown key \"tenant.colour\" ignored\nwarning: unknown key \"tenant.size\" ignored\n"
+	want := "warning: unknown key tenant.colour (ignored)\nwarning: a \"quoted\" word, a \\ backslash\n"
 	r := runCLI(t, env, "", "tenant-create", "t0")
 	if r.code != 0 || r.stdout != "u1                                     t0\n" || r.stderr != want {
 		t.Errorf("table: %+v", r)

@@ -81,7 +81,7 @@ func TestDeadControllerWayOut(t *testing.T) {
 		return f
 	}
 	ids := func(name string) (inst, action string) {
-		inst = om.json("instance-scenario-list", name)["instance"].(map[string]any)["uuid"].(string)
+		inst = om.json("instance-scenario-list", name)["uuid"].(string)
 		list := om.json("action-list", inst)["actions"].([]any)
 		return inst, list[len(list)-1].(map[string]any)["uuid"].(string)
 	}
@@ -117,7 +117,7 @@ func TestDeadControllerWayOut(t *testing.T) {
 	if task["status"] != "CANCELLED" || !strings.Contains(fmt.Sprint(task["error_msg"]), "cancelled by operator: the NFVO gave up on ns2") {
 		t.Errorf("the cancelled task: %v %v", task["status"], task["error_msg"])
 	}
-	link := om.json("instance-scenario-list", "ns2")["instance"].(map[string]any)["wan_links"].([]any)[0].(map[string]any)
+	link := om.json("instance-scenario-list", "ns2")["wan_links"].([]any)[0].(map[string]any)
 	if link["status"] != "ERROR" || !strings.Contains(fmt.Sprint(link["error_msg"]), "its CREATE was cancelled by operator") {
 		t.Errorf("the cancelled CREATE's link: %v %v, want ERROR saying why", link["status"], link["error_msg"])
 	}

@@ -76,7 +76,7 @@ func TestWaitThroughCLI(t *testing.T) {
 		t.Fatalf("create --wait: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	t.Logf("create --wait:\n%s", out)
-	id := om.json("instance-scenario-list", "ns1")["instance"].(map[string]any)["uuid"].(string)
+	id := om.json("instance-scenario-list", "ns1")["uuid"].(string)
 	action := om.json("action-list", id)["actions"].([]any)[0].(map[string]any)["uuid"].(string)
 
 	// A finished action: done at once, from the start of its events.

@@ -291,7 +291,7 @@ func (c *cluster) instances(tenants []string, vlds int) []instance {
 				nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100 + c.vlan})
 			}
 		}
-		inst := p.call(c.t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns-" + uuid.NewString()[:8], "networks": nets}})["instance"].(map[string]any)
+		inst := p.call(c.t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns-" + uuid.NewString()[:8], "networks": nets}})
 		out = append(out, instance{tenant: tn, id: inst["uuid"].(string), actionID: inst["action_id"].(string), links: vlds})
 	}
 	return out

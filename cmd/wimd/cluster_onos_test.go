@@ -137,7 +137,7 @@ func TestTwoProcessesShareONOS(t *testing.T) {
 		}
 		// Half the instances through each process: both get notified.
 		p := []*process{a, b}[k]
-		inst := p.call(t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+		inst := p.call(t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})
 		instances = append(instances, instance{tn, inst["uuid"].(string), inst["action_id"].(string)})
 	}
 	const links = 2 * vlds

@@ -185,7 +185,7 @@ func (c api) activeInstanceQoS(tenant string, vlds int, qos map[string]any) (str
 // and waits as activeInstance does.
 func (c api) activeInstanceOf(tenant string, vlds int, body map[string]any) (string, map[string]any) {
 	c.t.Helper()
-	inst := c.call("POST", "/openmano/"+tenant+"/instances", body)["instance"].(map[string]any)
+	inst := c.call("POST", "/openmano/"+tenant+"/instances", body)
 	id := inst["uuid"].(string)
 	created := c.waitAction(fmt.Sprintf("/openmano/%s/instances/%s/action/%s", tenant, id, inst["action_id"]), vlds)
 	eventually.Until(c.t, 60*time.Second, "links ACTIVE", func() (bool, string) {

@@ -122,7 +122,7 @@ func TestEventStream(t *testing.T) {
 			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100 + 10*v + i})
 		}
 	}
-	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})
 	id, actionID := inst["uuid"].(string), inst["action_id"].(string)
 	path := fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", id, actionID)
 
@@ -207,7 +207,7 @@ func TestEventStream(t *testing.T) {
 	for i := range nets {
 		nets[i].(map[string]any)["status"] = "BUILD"
 	}
-	waiting := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns2", "networks": nets}})["instance"].(map[string]any)
+	waiting := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns2", "networks": nets}})
 	req, _ := http.NewRequest("GET", fmt.Sprintf("http://%s/openmano/t0/instances/%s/action/%s/events", addr, waiting["uuid"], waiting["action_id"]), nil)
 	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
@@ -284,7 +284,7 @@ func TestEventStreamWithAnIdleTransactionOpen(t *testing.T) {
 		for i, dc := range []string{"dcA", "dcB"} {
 			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": status, "encapsulation_type": "vlan", "encapsulation_id": 100 + i})
 		}
-		inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": name, "networks": nets}})["instance"].(map[string]any)
+		inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": name, "networks": nets}})
 		return inst["uuid"].(string), inst["action_id"].(string)
 	}
 	stream := func(id, action string, timeout time.Duration) (*http.Response, *bufio.Reader) {

@@ -113,7 +113,7 @@ func ietfInstances(t *testing.T, p *process, tenants []string, dcs [2]string, vl
 				nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100 + *vlan})
 			}
 		}
-		inst := p.call(t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns-" + uuid.NewString()[:8], "networks": nets}})["instance"].(map[string]any)
+		inst := p.call(t, "POST", "/openmano/"+tn+"/instances", map[string]any{"instance": map[string]any{"name": "ns-" + uuid.NewString()[:8], "networks": nets}})
 		out = append(out, instance{tenant: tn, id: inst["uuid"].(string), actionID: inst["action_id"].(string), links: vlds})
 	}
 	return out

@@ -52,7 +52,7 @@ func TestFailingControllerLogsAtINFO(t *testing.T) {
 	inst := a.call("POST", "/openmano/t0/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": []any{
 		map[string]any{"sce_net_id": vld, "datacenter": "dcA", "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100},
 		map[string]any{"sce_net_id": vld, "datacenter": "dcB", "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100},
-	}}})["instance"].(map[string]any)
+	}}})
 	actionID := inst["action_id"].(string)
 	eventually.Until(t, 60*time.Second, "the create FAILED", func() (bool, string) {
 		act := a.call("GET", fmt.Sprintf("/openmano/t0/instances/%s/action/%s", inst["uuid"], actionID), nil)["actions"].([]any)[0].(map[string]any)

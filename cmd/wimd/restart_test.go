@@ -73,7 +73,7 @@ func (p *process) createInstance(t *testing.T, tenant string, vlds int) instance
 			nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 100 + i})
 		}
 	}
-	inst := p.call(t, "POST", "/openmano/"+tenant+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})["instance"].(map[string]any)
+	inst := p.call(t, "POST", "/openmano/"+tenant+"/instances", map[string]any{"instance": map[string]any{"name": "ns", "networks": nets}})
 	return instance{tenant: tenant, id: inst["uuid"].(string), actionID: inst["action_id"].(string), links: vlds}
 }
 
