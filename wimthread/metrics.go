@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/persistence"
 )
@@ -32,7 +33,8 @@ var batchBuckets = []float64{1, 2, 5, 10, 25, 50, 100, 250, 500}
 var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // NewMetrics registers the workers' metrics on reg:
-// wimro_actions_finished_total{action,status,connector},
+// wimro_actions_finished_total{action,status,connector} (actions ended by
+// a run: DONE, FAILED, SUPERSEDED),
 // wimro_connector_call_duration_seconds{connector,operation,outcome},
 // wimro_wan_link_transitions_total{from,to},
 // wimro_delete_retries_past_max_total{connector}, and how the claimer and the
@@ -42,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wimro_actions_finished_total",
-			Help: "Action outcomes written, by action (CREATE, DELETE, ...), the status the action was left in (DONE, FAILED, or SCHEDULED/BUILD when it runs again) and connector (WIM type).",
+			Help: "Actions finished by a run, by action (CREATE, DELETE), the status they ended in (DONE, FAILED, SUPERSEDED) and connector (WIM type); a run that leaves its action to run again (a wait, a retry, a BUILD poll) is not counted.",
 		}, []string{"action", "status", "connector"}),
 		pastMax: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wimro_delete_retries_past_max_total",
@@ -79,6 +81,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// ended says whether an action left in status is over: no run takes it
+// again (actions/doc.go has the state machine).
+func ended(status string) bool {
+	switch status {
+	case wimro.ActionDone, wimro.ActionFailed, wimro.ActionSuperseded:
+		return true
+	}
+	return false
 }
 
 func (m *Metrics) actionFinished(action, status, connector string) {
@@ -205,7 +217,11 @@ func (g *targets) instrument(a *account, name string, c connectors.Connector) co
 }
 
 // countFinished counts the outcomes of batch that were written (errs are
-// FinishActions' per-outcome errors).
+// FinishActions' per-outcome errors) and ended their action. An outcome
+// that leaves it SCHEDULED or BUILD (waiting for local networks, a retry,
+// a status poll) is not a finished run: counted, a CREATE waiting for its
+// networks every few seconds outnumbered every real outcome, and each
+// action that ends was counted again at its end.
 func (c *completer) countFinished(batch []outcome, errs []error) {
 	for i, o := range batch {
 		if i < len(errs) && errs[i] != nil {
@@ -215,7 +231,9 @@ func (c *completer) countFinished(batch []outcome, errs []error) {
 		if p := o.acct.connName.Load(); p != nil {
 			name = *p
 		}
-		c.metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		if ended(o.Outcome.Status) {
+			c.metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		}
 		if c.runner.PastMaxAttempts(o.Action, o.Outcome) {
 			c.metrics.deleteRetriedPastMax(name)
 		}

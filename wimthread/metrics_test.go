@@ -13,6 +13,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -351,5 +352,69 @@ func TestQueueCollectorErrorLeavesTheOtherMetrics(t *testing.T) {
 	}
 	if !names["wimro_test_total"] || names["wimro_queue_actions"] || names["wimro_queue_oldest_due_seconds"] {
 		t.Fatalf("gathered %v, want the other metrics and no queue series", names)
+	}
+}
+
+// wimro_actions_finished_total counts an action once, when a run ends it
+// (DONE, FAILED): never the runs that leave it to run again, a CREATE
+// waiting for its local networks, a retry, a BUILD poll.
+func TestActionsFinishedCountsOnlyEndedActions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		config  map[string]any // the account's
+		net     string         // the local networks' status at creation
+		failing int            // retryable failures of the controller first
+		status  string         // the action's end
+	}{
+		{name: "waits for its local networks", net: wimro.NetBuild, status: wimro.ActionDone},
+		{name: "retried twice", net: wimro.NetActive, failing: 2, status: wimro.ActionDone},
+		{name: "polled while BUILD", config: map[string]any{"build_polls": 2}, net: wimro.NetActive, status: wimro.ActionDone},
+		{name: "gives up", net: wimro.NetActive, failing: 10, status: wimro.ActionFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "fake", tt.config)
+			if tt.failing > 0 {
+				b.ctrl.FailNext(tt.failing, connectors.KindRetryable)
+			}
+			reg := prometheus.NewPedanticRegistry()
+			m, err := wimthread.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.start(t, registry(), wimthread.Options{Metrics: m})
+			v := b.instance(t, "ns", 1, tt.net)
+			if tt.net != wimro.NetActive {
+				waitFor(t, "the CREATE checked its networks twice", func() (bool, string) {
+					ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
+					if len(ia.WIMActions) == 0 {
+						return false, "no task"
+					}
+					n, _ := ia.WIMActions[0].Extra["wait_attempts"].(float64)
+					return n >= 2, fmt.Sprintf("extra %v", ia.WIMActions[0].Extra)
+				})
+				for _, n := range v.Networks {
+					if _, err := b.eng.UpdateNetwork(b.ctx, "t0", v.UUID, n.UUID, engine.NetworkUpdate{Status: ptr(wimro.NetActive)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			b.actionDone(t, v.UUID, v.ActionID)
+			b.noUnfinished(t)
+			// Counted once written: the metric may trail the database.
+			waitFor(t, "the end counted", func() (bool, string) {
+				n := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": tt.status})
+				return n >= 1, fmt.Sprintf("%v", n)
+			})
+			want := fmt.Sprintf(`# HELP wimro_actions_finished_total Actions finished by a run, by action (CREATE, DELETE), the status they ended in (DONE, FAILED, SUPERSEDED) and connector (WIM type); a run that leaves its action to run again (a wait, a retry, a BUILD poll) is not counted.
+# TYPE wimro_actions_finished_total counter
+wimro_actions_finished_total{action="CREATE",connector="fake",status=%q} 1
+`, tt.status)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "wimro_actions_finished_total"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

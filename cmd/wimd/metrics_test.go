@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,14 +78,27 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 		return text
 	}
 	before := scrape()
-	for _, name := range []string{"wimro_go_goroutines", "wimro_process_cpu_seconds_total", "wimro_workers_running", "wimro_claims_held", "wimro_accounts_owned"} {
+	// The Go and process collectors under their standard names: stock
+	// dashboards read go_goroutines and process_cpu_seconds_total.
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes",
+		"wimro_workers_running", "wimro_claims_held", "wimro_accounts_owned"} {
 		if _, ok := sample(before, name); !ok {
 			t.Errorf("%s missing from /metrics", name)
 		}
 	}
+	if v, ok := sample(before, "wimro_build_info", "version", version, "goversion", runtime.Version()); !ok || v != 1 {
+		t.Errorf("wimro_build_info{version=%q,goversion=%q} = %v (present %v), want 1", version, runtime.Version(), v, ok)
+	}
+	if !regexp.MustCompile(`(?m)^wimro_build_info\{.*revision="[^"]+".*\} 1$`).MatchString(before) {
+		t.Errorf("wimro_build_info has no revision label")
+	}
 	for _, line := range strings.Split(before, "\n") {
-		if line != "" && !strings.HasPrefix(line, "# ") && !strings.HasPrefix(line, "wimro_") {
-			t.Errorf("series not named wimro_...: %s", line)
+		if line == "" || strings.HasPrefix(line, "# ") {
+			continue
+		}
+		if strings.HasPrefix(line, "wimro_go_") || strings.HasPrefix(line, "wimro_process_") ||
+			!(strings.HasPrefix(line, "wimro_") || strings.HasPrefix(line, "go_") || strings.HasPrefix(line, "process_")) {
+			t.Errorf("series neither wimro_... nor a standard go_/process_ one: %s", line)
 		}
 	}
 	finished := func(text string) float64 {
