@@ -22,6 +22,7 @@ type Metrics struct {
 	claimed     prometheus.Histogram
 	batch       prometheus.Histogram
 	write       prometheus.Histogram
+	leasesLost  *prometheus.CounterVec
 }
 
 // batchBuckets are the buckets of the claim and outcome batch sizes: one
@@ -37,7 +38,8 @@ var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 1
 // a run: DONE, FAILED, SUPERSEDED),
 // wimro_connector_call_duration_seconds{connector,operation,outcome},
 // wimro_wan_link_transitions_total{from,to},
-// wimro_delete_retries_past_max_total{connector}, and how the claimer and the
+// wimro_delete_retries_past_max_total{connector},
+// wimro_account_leases_lost_total{reason}, and how the claimer and the
 // completer batch: wimro_claim_actions, wimro_outcome_batch_actions and
 // wimro_outcome_write_duration_seconds.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -74,13 +76,34 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to write one batch of action outcomes, retries while the database is away included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wimro_account_leases_lost_total",
+			Help: "Account leases this process lost while it wanted them, by reason: renewal (a renewal found the lease expired or taken by another process) or local_bound (not renewed within its local bound: the database did not answer in time, or the process was paused).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.finished, m.pastMax, m.calls, m.transitions, m.claimed, m.batch, m.write} {
+	// Both reasons exist from the start, at 0: an alert on their increase
+	// sees the first loss.
+	for _, r := range []string{lostRenewal, lostLocalBound} {
+		m.leasesLost.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.finished, m.pastMax, m.calls, m.transitions, m.claimed, m.batch, m.write, m.leasesLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// The reasons of wimro_account_leases_lost_total.
+const (
+	lostRenewal    = "renewal"
+	lostLocalBound = "local_bound"
+)
+
+func (m *Metrics) leaseLost(reason string) {
+	if m != nil {
+		m.leasesLost.WithLabelValues(reason).Inc()
+	}
 }
 
 // ended says whether an action left in status is over: no run takes it

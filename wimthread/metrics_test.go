@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -415,6 +416,70 @@ wimro_actions_finished_total{action="CREATE",connector="fake",status=%q} 1
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "wimro_actions_finished_total"); err != nil {
 				t.Error(err)
 			}
+		})
+	}
+}
+
+// wimro_account_leases_lost_total counts each lease lost while wanted, by
+// why: a renewal that found it taken, or a bound that passed unrenewed.
+func TestLeaseLossesCounted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, reason string
+		// lose makes the keeper lose the account's lease; the returned
+		// function ends what it did.
+		lose func(t *testing.T, b *bundle, account string) func()
+	}{
+		{name: "taken by another process", reason: "renewal", lose: func(t *testing.T, b *bundle, account string) func() {
+			if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET owner = 'another', epoch = epoch + 1,
+				expires_at = now() + interval '1 hour' WHERE account_id = $1`, account); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}},
+		{name: "renewals held past the local bound", reason: "local_bound", lose: func(t *testing.T, b *bundle, account string) func() {
+			// Another session holds the lease row: every renewal waits
+			// for it and gives up at its deadline.
+			tx, err := b.db.Pool().Begin(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, account); err != nil {
+				t.Fatal(err)
+			}
+			return func() { tx.Rollback(context.Background()) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "fake", nil)
+			ids := b.accounts(t)
+			reg := prometheus.NewPedanticRegistry()
+			m, err := wimthread.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := wimthread.New(b.db, b.box, registry(), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond,
+				Lease: time.Second, Metrics: m})
+			if err := s.Start(b.ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Stop(context.Background()) })
+			lost := func(reason string) float64 {
+				return metricValue(t, reg, "wimro_account_leases_lost_total", map[string]string{"reason": reason})
+			}
+			s.SetAccounts(ids)
+			waitFor(t, "the account owned", func() (bool, string) { return len(s.Owned()) == 1, fmt.Sprint(s.Owned()) })
+			if n, n2 := lost("renewal"), lost("local_bound"); n != 0 || n2 != 0 {
+				t.Fatalf("leases lost before any loss: renewal %v, local_bound %v", n, n2)
+			}
+			end := tt.lose(t, b, ids[0])
+			defer end()
+			waitFor(t, "the loss counted", func() (bool, string) {
+				n := lost(tt.reason)
+				return n >= 1 && len(s.Owned()) == 0, fmt.Sprintf("%v lost (%s), owned %v", n, tt.reason, s.Owned())
+			})
 		})
 	}
 }
