@@ -10,13 +10,16 @@ all: build
 
 # deps installs what the daemon and the tests need on this machine:
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
-# (libyang2-tools, for the RFC 8466 body validation) when missing, and the
-# Consul agent the coordinator tests run (built once from the Go module
-# proxy, about 10 minutes the first time, then cached outside the repo).
+# (libyang2-tools, for the RFC 8466 body validation) when missing,
+# promtool (Debian's prometheus package: the alerts' and the dashboard's
+# checks), and the Consul agent the coordinator tests run (built once from
+# the Go module proxy, about 10 minutes the first time, then cached
+# outside the repo).
 deps:
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-yanglint.sh
 	@scripts/ensure-systemd-analyze.sh
+	@scripts/ensure-promtool.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:

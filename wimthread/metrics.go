@@ -236,6 +236,11 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 // wimro_actions_finished_total.
 func (g *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
+	if g.metrics != nil {
+		// The connector's series exists at 0 from its first account: an
+		// alert on its increase sees the first retry past the maximum.
+		g.metrics.pastMax.WithLabelValues(name)
+	}
 	return fenced{g.metrics.Instrument(name, c)}
 }
 
