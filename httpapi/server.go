@@ -8,6 +8,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -182,7 +183,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		err := s.opts.Health(ctx)
-		s.health.saw(s.logger, err)
+		s.health.saw(s.logger, errorText(err))
 		if err != nil {
 			respondError(w, r, http.StatusServiceUnavailable, "database unavailable", "")
 			return
@@ -196,7 +197,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		err := s.opts.Ready(ctx)
-		s.ready.saw(s.logger, err)
+		s.ready.saw(s.logger, errorText(err))
 		if err != nil {
 			respondError(w, r, http.StatusServiceUnavailable, "not ready: "+wimro.ErrorMessage(err), "")
 			return
@@ -225,12 +226,26 @@ type probe struct {
 	reason string // the last failure's
 }
 
-func (p *probe) saw(logger *slog.Logger, err error) {
+// errorText is what a probe's log says of err: a domain error's message
+// (the failing check), else the error itself; "" for nil.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *wimro.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// saw logs a probe's answer: reason is why it failed, "" when it passed.
+func (p *probe) saw(logger *slog.Logger, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seen, wasOK, ever := p.seen, p.ok, p.ever
-	p.seen, p.ok = true, err == nil
-	if err == nil {
+	p.seen, p.ok = true, reason == ""
+	if reason == "" {
 		p.ever, p.reason = true, ""
 		switch {
 		case seen && !wasOK:
@@ -242,7 +257,6 @@ func (p *probe) saw(logger *slog.Logger, err error) {
 		}
 		return
 	}
-	reason := err.Error()
 	level := slog.LevelDebug
 	switch {
 	case wasOK || (ever && reason != p.reason):

@@ -388,14 +388,7 @@ func TestActionsFinishedCountsOnlyEndedActions(t *testing.T) {
 			b.start(t, registry(), wimthread.Options{Metrics: m})
 			v := b.instance(t, "ns", 1, tt.net)
 			if tt.net != wimro.NetActive {
-				waitFor(t, "the CREATE checked its networks twice", func() (bool, string) {
-					ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
-					if len(ia.WIMActions) == 0 {
-						return false, "no task"
-					}
-					n, _ := ia.WIMActions[0].Extra["wait_attempts"].(float64)
-					return n >= 2, fmt.Sprintf("extra %v", ia.WIMActions[0].Extra)
-				})
+				b.waitedForNetworks(t, v, 2)
 				for _, n := range v.Networks {
 					if _, err := b.eng.UpdateNetwork(b.ctx, "t0", v.UUID, n.UUID, engine.NetworkUpdate{Status: ptr(wimro.NetActive)}); err != nil {
 						t.Fatal(err)

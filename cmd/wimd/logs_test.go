@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,7 +91,7 @@ func TestClusterStartLogs(t *testing.T) {
 				t.Errorf("%s: an ERROR in a normal start: %v", p.addr, l)
 			case l.Level() == "WARN" && (l.Msg() == "not ready" || l.Msg() == "unhealthy"):
 				t.Errorf("%s: a probe's answer logged at WARN in a normal start: %v", p.addr, l)
-			case l.Msg() == "ready":
+			case l.Msg() == "ready" && l.Level() != "DEBUG": // a repeated answer is DEBUG
 				readyLines++
 				if l.Level() != "INFO" {
 					t.Errorf("%s: ready at %s, want INFO", p.addr, l.Level())
@@ -109,7 +111,7 @@ func TestClusterStartLogs(t *testing.T) {
 			}
 		}
 		if readyLines != 1 || probeLines == 0 || apiLines != 1 {
-			t.Errorf("%s: %d \"ready\" lines (want 1), %d probe access lines (want some), %d API access lines (want 1)", p.addr, readyLines, probeLines, apiLines)
+			t.Errorf("%s: %d INFO \"ready\" lines (want 1), %d probe access lines (want some), %d API access lines (want 1)", p.addr, readyLines, probeLines, apiLines)
 		}
 		if last := lines[len(lines)-1]; last.Msg() != "wimd stopped" || last.Level() != "INFO" {
 			t.Errorf("%s: the log ends with %v, want INFO \"wimd stopped\"", p.addr, last)
@@ -123,22 +125,18 @@ func TestClusterStartLogs(t *testing.T) {
 func TestUpgradeLogsTheMigrations(t *testing.T) {
 	t.Parallel()
 	bin := buildWimd(t)
-	sources := func() []int64 {
-		db, err := sql.Open("pgx", pgtest.EmptyURL(t))
+	files, err := fs.Glob(migrations.FS(), "*.sql")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("migrations: %v, %v", files, err)
+	}
+	var sources []int64
+	for _, f := range files {
+		v, err := strconv.ParseInt(strings.SplitN(f, "_", 2)[0], 10, 64)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("migration %s: %v", f, err)
 		}
-		defer db.Close()
-		p, err := migrations.NewProvider(db, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v []int64
-		for _, s := range p.ListSources() {
-			v = append(v, s.Version)
-		}
-		return v
-	}()
+		sources = append(sources, v)
+	}
 	latest := sources[len(sources)-1]
 	tests := []struct {
 		name string

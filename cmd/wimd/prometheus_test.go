@@ -33,18 +33,10 @@ const (
 // they are not on /metrics. Once they are, the test says to drop them here.
 var landsSeparately = map[string]bool{"wimro_cluster_leader": true, "wimro_cluster_members": true}
 
-// promtool returns the path of promtool, skipping the test when it is
-// missing (failing it under CI, where `make deps` installs it).
+// promtool returns the path of promtool (lookTool).
 func promtool(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool is not on PATH under CI: %v (`make deps` installs it: scripts/ensure-promtool.sh)", err)
-		}
-		t.Skip("promtool is not on PATH: `make deps` installs it (Debian's prometheus package)")
-	}
-	return path
+	return lookTool(t, "promtool", "scripts/ensure-promtool.sh", "Debian's prometheus package")
 }
 
 func runPromtool(t *testing.T, tool string, args ...string) {
