@@ -2,7 +2,10 @@
 GO      ?= go
 BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# REVISION is the commit, for wimro_build_info (Go's own stamp is off
+# under -buildvcs=false).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
 .PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
 

@@ -33,7 +33,7 @@ func newMetrics(db *persistence.DB) (*serveMetrics, error) {
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo(version),
+		buildInfo(version, revision),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -70,10 +70,24 @@ func (m *serveMetrics) handler(logger *slog.Logger) http.Handler {
 
 // buildInfo is wimro_build_info{version,revision,goversion}, always 1: the
 // build a process runs, to join on or to count the versions of a cluster
-// in an upgrade. The revision is the commit Go stamped in the binary
-// (vcs.revision, "-dirty" when built from a modified tree), "unknown" for
-// a build without it (go run, go test, -buildvcs=false).
-func buildInfo(version string) prometheus.Collector {
+// in an upgrade. The revision is the one given at build time (-ldflags
+// -X main.revision, as make build does), else the commit Go stamped in
+// the binary (vcs.revision, "-dirty" when built from a modified tree; not
+// under -buildvcs=false), else "unknown" (go run, go test).
+func buildInfo(version, revision string) prometheus.Collector {
+	if revision == "" {
+		revision = stampedRevision()
+	}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "wimro_build_info",
+		Help:        "The build of this wimd, always 1: version (-ldflags main.version), revision (the commit it was built from) and the Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	}, func() float64 { return 1 })
+}
+
+// stampedRevision is the commit Go stamped in the binary, "unknown" when
+// it stamped none.
+func stampedRevision() string {
 	revision, dirty := "unknown", false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -88,9 +102,5 @@ func buildInfo(version string) prometheus.Collector {
 	if dirty && revision != "unknown" {
 		revision += "-dirty"
 	}
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "wimro_build_info",
-		Help:        "The build of this wimd, always 1: version (-ldflags main.version), revision (the commit Go stamped) and the Go version.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
-	}, func() float64 { return 1 })
+	return revision
 }

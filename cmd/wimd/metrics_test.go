@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/internal/pgtest"
@@ -145,5 +146,23 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	}
 	if v, _ := sample(after, "wimro_http_request_duration_seconds_count", "route", "/metrics", "status", "200"); v < 1 {
 		t.Errorf("the scrapes themselves not counted: %v", v)
+	}
+}
+
+// wimro_build_info takes the revision given at build time, else the one
+// Go stamped, else says it is unknown (go test stamps none).
+func TestBuildInfoRevision(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ given, want string }{
+		{"0123abcd", "0123abcd"},
+		{"", "unknown"},
+	} {
+		want := fmt.Sprintf(`# HELP wimro_build_info The build of this wimd, always 1: version (-ldflags main.version), revision (the commit it was built from) and the Go version.
+# TYPE wimro_build_info gauge
+wimro_build_info{goversion=%q,revision=%q,version="v9.9.9"} 1
+`, runtime.Version(), tt.want)
+		if err := testutil.CollectAndCompare(buildInfo("v9.9.9", tt.given), strings.NewReader(want)); err != nil {
+			t.Errorf("revision %q: %v", tt.given, err)
+		}
 	}
 }
