@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -119,7 +121,14 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
 	a.activeInstance("t0", 2)
 
-	after := scrape()
+	// An outcome is counted once written: the metric may trail the links
+	// a moment.
+	var after string
+	eventually.Until(t, 10*time.Second, "the two CREATEs counted", func() (bool, string) {
+		after = scrape()
+		d := finished(after) - finished(before)
+		return d >= 2, fmt.Sprint(d)
+	})
 	if d := finished(after) - finished(before); d != 2 {
 		t.Errorf("wimro_actions_finished_total{CREATE,DONE,fake} moved by %v, want 2", d)
 	}
