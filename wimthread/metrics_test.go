@@ -458,7 +458,13 @@ func TestLeaseLossesCounted(t *testing.T) {
 			if err := s.Start(b.ctx); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { s.Stop(context.Background()) })
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := s.Stop(ctx); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			})
 			lost := func(reason string) float64 {
 				return metricValue(t, reg, "wimro_account_leases_lost_total", map[string]string{"reason": reason})
 			}
