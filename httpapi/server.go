@@ -332,11 +332,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 var quietRoutes = map[string]bool{"/livez": true, "/healthz": true, "/readyz": true, "/metrics": true}
 
 // accessLog writes one INFO line per request once it is answered (DEBUG
-// for quietRoutes): the
-// method, the route pattern (not the path: ids and names stay out of the
-// log and the lines group by endpoint), the status, the duration in
-// milliseconds and the request id (chi's middleware.RequestID: the
-// client's X-Request-Id, else a generated one, echoed in the answer).
+// for quietRoutes): the method, the route pattern (not the path: ids and
+// names stay out of the log and the lines group by endpoint), the status,
+// the duration in milliseconds and the request id (chi's
+// middleware.RequestID: the client's X-Request-Id, else a generated one,
+// echoed in the answer).
 // Never the query string, headers or body: no secret is logged.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

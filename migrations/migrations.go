@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -66,40 +65,22 @@ func Up(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
 // INFO line, "schema 3 → 9, 6 migrations, 812 ms" (attributes from, to,
 // migrations, duration_ms): an upgrade that migrated the database says so
 // beside goose's line per migration. Nothing is logged when nothing was
-// pending. On a failure, the migrations applied before it are in the
-// error (goose.PartialError), and the line says "schema 3 → 5 (stopped at
-// 6)".
+// pending, nor on a failure: the error names the migration that failed,
+// and goose logged those applied before it.
 func Apply(ctx context.Context, p *goose.Provider, logger *slog.Logger) ([]*goose.MigrationResult, error) {
 	start := time.Now()
 	res, err := p.Up(ctx)
-	applied := res
-	var partial *goose.PartialError
-	if errors.As(err, &partial) {
-		applied = partial.Applied
+	if err != nil || len(res) == 0 || logger == nil {
+		return res, err
 	}
-	if logger != nil && (len(applied) > 0 || partial != nil) {
-		took := time.Since(start)
-		// The schema before is the version preceding the first migration
-		// run: goose applies the pending ones in order, under its lock,
-		// so a version read before the lock could be another process's.
-		first := applied
-		if len(first) == 0 {
-			first = []*goose.MigrationResult{partial.Failed}
-		}
-		from := previous(p.ListSources(), first[0].Source.Version)
-		to := from
-		if len(applied) > 0 {
-			to = applied[len(applied)-1].Source.Version
-		}
-		msg := fmt.Sprintf("schema %d → %d, %d migrations, %d ms", from, to, len(applied), took.Milliseconds())
-		attrs := []any{slog.Int64("from", from), slog.Int64("to", to), slog.Int("migrations", len(applied)), slog.Int64("duration_ms", took.Milliseconds())}
-		if partial != nil {
-			logger.Error(msg+fmt.Sprintf(" (stopped at %d)", partial.Failed.Source.Version), append(attrs, slog.Any("error", err))...)
-		} else {
-			logger.Info(msg, attrs...)
-		}
-	}
-	return res, err
+	took := time.Since(start)
+	// The schema before is the version preceding the first migration run:
+	// goose applies the pending ones in order, under its lock, so a
+	// version read before the lock could be another process's doing.
+	from, to := previous(p.ListSources(), res[0].Source.Version), res[len(res)-1].Source.Version
+	logger.Info(fmt.Sprintf("schema %d → %d, %d migrations, %d ms", from, to, len(res), took.Milliseconds()),
+		slog.Int64("from", from), slog.Int64("to", to), slog.Int("migrations", len(res)), slog.Int64("duration_ms", took.Milliseconds()))
+	return res, nil
 }
 
 // previous is the version of the source before version, 0 for the first.
