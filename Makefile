@@ -2,7 +2,10 @@
 GO      ?= go
 BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# REVISION is the commit, for wimro_build_info (Go's own stamp is off
+# under -buildvcs=false).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
 .PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
 
@@ -10,13 +13,16 @@ all: build
 
 # deps installs what the daemon and the tests need on this machine:
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
-# (libyang2-tools, for the RFC 8466 body validation) when missing, and the
-# Consul agent the coordinator tests run (built once from the Go module
-# proxy, about 10 minutes the first time, then cached outside the repo).
+# (libyang2-tools, for the RFC 8466 body validation) when missing,
+# promtool (Debian's prometheus package: the alerts' and the dashboard's
+# checks), and the Consul agent the coordinator tests run (built once from
+# the Go module proxy, about 10 minutes the first time, then cached
+# outside the repo).
 deps:
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-yanglint.sh
 	@scripts/ensure-systemd-analyze.sh
+	@scripts/ensure-promtool.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:

@@ -54,19 +54,25 @@ type errorDetail struct {
 // Error answers err with its status and the error body. Internal errors
 // are logged in full and answered with a generic text.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg, field := http.StatusInternalServerError, "", ""
-	var se *statusError
-	if errors.As(err, &se) {
-		status, msg, field = se.status, se.msg, se.field
-	} else {
-		code := wimro.ErrorCode(err)
-		status, msg, field = StatusFor(code), wimro.ErrorMessage(err), wimro.ErrorField(err)
-	}
+	status, msg, field := errorStatus(err)
 	if status >= 500 {
 		s.logger.Error("request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.Any("error", err))
 	} else {
 		s.logger.Debug("request refused", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.String("error", msg))
 	}
+	respondError(w, r, status, msg, field)
+}
+
+// errorStatus is the status, message and field that answer err.
+func errorStatus(err error) (status int, msg, field string) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status, se.msg, se.field
+	}
+	return StatusFor(wimro.ErrorCode(err)), wimro.ErrorMessage(err), wimro.ErrorField(err)
+}
+
+func respondError(w http.ResponseWriter, r *http.Request, status int, msg, field string) {
 	Respond(w, r, status, errorBody{Error: errorDetail{
 		Code: status, Type: fmt.Sprintf("%d %s", status, http.StatusText(status)), Description: msg, Field: field,
 	}})

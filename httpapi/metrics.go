@@ -48,6 +48,11 @@ func NewRequestMetrics(reg prometheus.Registerer) (*RequestMetrics, error) {
 			Help: "Event streams refused with 429 by a cap, by the cap: process or token.",
 		}, []string{"limit"}),
 	}
+	// Both caps exist from the start, at 0: an alert or a graph of their
+	// increase sees the first refusal.
+	for _, limit := range []string{"process", "token"} {
+		m.refused.WithLabelValues(limit)
+	}
 	for _, c := range []prometheus.Collector{m.duration, m.streams, m.reads, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

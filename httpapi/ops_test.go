@@ -1,11 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/wimro/wimro/httpapi"
@@ -135,5 +139,61 @@ func TestPanicAnswersJSON500(t *testing.T) {
 	log := buf.String()
 	if !strings.Contains(log, `msg="handler panicked"`) || !strings.Contains(log, "panic=kaboom") || !strings.Contains(log, `route=/boom status=500`) {
 		t.Fatalf("the log lacks the panic or its access line:\n%s", log)
+	}
+}
+
+// The probes log what changes, once, at the level it deserves, and never
+// "request failed": a 503 of /readyz while a process starts is INFO the
+// first time and DEBUG when it repeats; readiness lost after it was ready
+// is a WARN (again when its reason changes); readiness (re)gained is INFO.
+// /healthz: a failure is a WARN, the recovery INFO, the first success
+// nothing above DEBUG.
+func TestProbesLogWhatChanges(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		path  string
+		steps []string // the check's error at each probe, "" passing
+		want  []string // the line each probe logs, "LEVEL msg"
+	}{
+		{"/readyz",
+			[]string{"a", "a", "b", "", "", "c", "c", "d", ""},
+			[]string{"INFO not ready", "DEBUG not ready", "INFO not ready", "INFO ready", "DEBUG ready", "WARN not ready", "DEBUG not ready", "WARN not ready", "INFO ready"}},
+		{"/healthz",
+			[]string{"", "", "a", "a", ""},
+			[]string{"DEBUG healthy", "DEBUG healthy", "WARN unhealthy", "DEBUG unhealthy", "INFO healthy"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			t.Parallel()
+			var step atomic.Pointer[string]
+			check := func(context.Context) error {
+				if s := *step.Load(); s != "" {
+					return errors.New(s)
+				}
+				return nil
+			}
+			logger, buf := logtest.Logger(t, "server log")
+			srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Logger: logger, Health: check, Ready: check}).Handler())
+			t.Cleanup(srv.Close)
+			line := regexp.MustCompile(`level=(\w+) msg="?(not ready|ready|unhealthy|healthy|request failed)"?( |$)`)
+			seen := 0
+			for i, s := range tt.steps {
+				step.Store(&s)
+				status, _, _ := opsGet(t, srv.URL+tt.path, "")
+				if want := map[bool]int{true: 200, false: 503}[s == ""]; status != want {
+					t.Fatalf("probe %d: %d, want %d", i, status, want)
+				}
+				var got []string
+				for _, l := range strings.Split(buf.String(), "\n")[seen:] {
+					if m := line.FindStringSubmatch(l); m != nil {
+						got = append(got, m[1]+" "+m[2])
+					}
+				}
+				seen = strings.Count(buf.String(), "\n")
+				if len(got) != 1 || got[0] != tt.want[i] {
+					t.Errorf("probe %d (%q): logged %q, want %q", i, s, got, tt.want[i])
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -108,6 +109,8 @@ type Server struct {
 	streamsDone  chan struct{}
 	closeStreams sync.Once
 	streams      *streamSlots
+	// health and ready remember the probes' last answers, for their log.
+	health, ready *probe
 }
 
 // NewServer builds the router from the built-in routes plus routes.
@@ -131,6 +134,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 		opts.MaxEventStreamsPerToken = DefaultMaxEventStreamsPerToken
 	}
 	s := &Server{logger: opts.Logger, opts: opts, streamsDone: make(chan struct{}),
+		health: &probe{failed: "unhealthy", passed: "healthy", quietPass: true}, ready: &probe{failed: "not ready", passed: "ready"},
 		streams: &streamSlots{max: opts.MaxEventStreams, perToken: opts.MaxEventStreamsPerToken, byToken: map[[sha256.Size]byte]int{}}}
 	s.routes = append([]Route{
 		{Method: "GET", Pattern: "/livez", Summary: "Liveness: the process answers (nothing else is checked)", Tags: []string{"meta"}, Public: true, Response: health{}, Handler: s.livez},
@@ -222,9 +226,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Health != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		if err := s.opts.Health(ctx); err != nil {
-			s.logger.Error("health check failed", slog.Any("error", err))
-			s.Error(w, r, wimro.Errorf(wimro.EUNAVAILABLE, "database unavailable"))
+		err := s.opts.Health(ctx)
+		s.health.saw(s.logger, errorText(err))
+		if err != nil {
+			respondError(w, r, http.StatusServiceUnavailable, "database unavailable", "")
 			return
 		}
 	}
@@ -235,13 +240,76 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		if err := s.opts.Ready(ctx); err != nil {
-			s.logger.Warn("not ready", slog.Any("error", err))
-			s.Error(w, r, wimro.Errorf(wimro.EUNAVAILABLE, "not ready: %s", wimro.ErrorMessage(err)))
+		err := s.opts.Ready(ctx)
+		s.ready.saw(s.logger, errorText(err))
+		if err != nil {
+			respondError(w, r, http.StatusServiceUnavailable, "not ready: "+wimro.ErrorMessage(err), "")
 			return
 		}
 	}
 	Respond(w, r, http.StatusOK, health{Status: "ready", Version: s.opts.Version})
+}
+
+// probe remembers what a health probe last answered, so that its log says
+// what changed, once, and not what every probe saw: an orchestrator asks
+// every few seconds, and a 503 while a process starts is its answer, not
+// an error. A failure after success is a WARN (the process was serving
+// and no longer can), a first failure or a new reason before it ever
+// succeeded is INFO, success after failure is INFO, and an answer that
+// repeats the last one is DEBUG.
+type probe struct {
+	failed, passed string // the messages: "not ready", "ready"
+	// quietPass: the first success is not worth a line (a process is
+	// expected healthy); only a recovery is.
+	quietPass bool
+
+	mu     sync.Mutex
+	seen   bool   // a probe was answered
+	ok     bool   // the last one passed
+	ever   bool   // one passed since the process started
+	reason string // the last failure's
+}
+
+// errorText is what a probe's log says of err: a domain error's message
+// (the failing check), else the error itself; "" for nil.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *wimro.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// saw logs a probe's answer: reason is why it failed, "" when it passed.
+func (p *probe) saw(logger *slog.Logger, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen, wasOK, ever := p.seen, p.ok, p.ever
+	p.seen, p.ok = true, reason == ""
+	if reason == "" {
+		p.ever, p.reason = true, ""
+		switch {
+		case seen && !wasOK:
+			logger.Info(p.passed)
+		case !seen && !p.quietPass:
+			logger.Info(p.passed)
+		default:
+			logger.Debug(p.passed)
+		}
+		return
+	}
+	level := slog.LevelDebug
+	switch {
+	case wasOK || (ever && reason != p.reason):
+		level = slog.LevelWarn
+	case !seen || reason != p.reason:
+		level = slog.LevelInfo
+	}
+	p.reason = reason
+	logger.Log(context.Background(), level, p.failed, slog.String("reason", reason))
 }
 
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
@@ -302,11 +370,17 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// accessLog writes one INFO line per request once it is answered: the
-// method, the route pattern (not the path: ids and names stay out of the
-// log and the lines group by endpoint), the status, the duration in
-// milliseconds and the request id (chi's middleware.RequestID: the
-// client's X-Request-Id, else a generated one, echoed in the answer).
+// quietRoutes are the routes of health probes and scrapes: an
+// orchestrator and Prometheus ask them every few seconds, so their access
+// lines are DEBUG; the probes log what changes themselves (probe).
+var quietRoutes = map[string]bool{"/livez": true, "/healthz": true, "/readyz": true, "/metrics": true}
+
+// accessLog writes one INFO line per request once it is answered (DEBUG
+// for quietRoutes): the method, the route pattern (not the path: ids and
+// names stay out of the log and the lines group by endpoint), the status,
+// the duration in milliseconds and the request id (chi's
+// middleware.RequestID: the client's X-Request-Id, else a generated one,
+// echoed in the answer).
 // Never the query string, headers or body: no secret is logged.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -329,7 +403,11 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			if route == "" {
 				route = "(no route)"
 			}
-			s.logger.Info("http request", slog.String("method", r.Method), slog.String("route", route),
+			level := slog.LevelInfo
+			if quietRoutes[route] {
+				level = slog.LevelDebug
+			}
+			s.logger.Log(r.Context(), level, "http request", slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 				slog.String("request_id", id))
 		}()

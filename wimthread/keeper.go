@@ -217,6 +217,7 @@ func (k *keeper) dropLost(held, kept []persistence.Lease, start time.Time) {
 			continue
 		}
 		t.dropLease(l.AccountID)
+		t.metrics.leaseLost(lostRenewal)
 		k.logger.Warn("account lease lost; the account is no longer driven here", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
 	}
 }

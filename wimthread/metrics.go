@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/persistence"
 )
@@ -21,6 +22,7 @@ type Metrics struct {
 	claimed     prometheus.Histogram
 	batch       prometheus.Histogram
 	write       prometheus.Histogram
+	leasesLost  *prometheus.CounterVec
 }
 
 // batchBuckets are the buckets of the claim and outcome batch sizes: one
@@ -32,17 +34,19 @@ var batchBuckets = []float64{1, 2, 5, 10, 25, 50, 100, 250, 500}
 var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // NewMetrics registers the workers' metrics on reg:
-// wimro_actions_finished_total{action,status,connector},
+// wimro_actions_finished_total{action,status,connector} (actions ended by
+// a run: DONE, FAILED, SUPERSEDED),
 // wimro_connector_call_duration_seconds{connector,operation,outcome},
 // wimro_wan_link_transitions_total{from,to},
-// wimro_delete_retries_past_max_total{connector}, and how the claimer and the
+// wimro_delete_retries_past_max_total{connector},
+// wimro_account_leases_lost_total{reason}, and how the claimer and the
 // completer batch: wimro_claim_actions, wimro_outcome_batch_actions and
 // wimro_outcome_write_duration_seconds.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wimro_actions_finished_total",
-			Help: "Action outcomes written, by action (CREATE, DELETE, ...), the status the action was left in (DONE, FAILED, or SCHEDULED/BUILD when it runs again) and connector (WIM type).",
+			Help: "Actions finished by a run, by action (CREATE, DELETE), the status they ended in (DONE, FAILED, SUPERSEDED) and connector (WIM type); a run that leaves its action to run again (a wait, a retry, a BUILD poll) is not counted.",
 		}, []string{"action", "status", "connector"}),
 		pastMax: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wimro_delete_retries_past_max_total",
@@ -72,13 +76,44 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time to write one batch of action outcomes, retries while the database is away included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wimro_account_leases_lost_total",
+			Help: "Account leases this process lost while it wanted them, by reason: renewal (a renewal found the lease expired or taken by another process) or local_bound (not renewed within its local bound: the database did not answer in time, or the process was paused).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.finished, m.pastMax, m.calls, m.transitions, m.claimed, m.batch, m.write} {
+	// Both reasons exist from the start, at 0: an alert on their increase
+	// sees the first loss.
+	for _, r := range []string{lostRenewal, lostLocalBound} {
+		m.leasesLost.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.finished, m.pastMax, m.calls, m.transitions, m.claimed, m.batch, m.write, m.leasesLost} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// The reasons of wimro_account_leases_lost_total.
+const (
+	lostRenewal    = "renewal"
+	lostLocalBound = "local_bound"
+)
+
+func (m *Metrics) leaseLost(reason string) {
+	if m != nil {
+		m.leasesLost.WithLabelValues(reason).Inc()
+	}
+}
+
+// ended says whether an action left in status is over: no run takes it
+// again (actions/doc.go has the state machine).
+func ended(status string) bool {
+	switch status {
+	case wimro.ActionDone, wimro.ActionFailed, wimro.ActionSuperseded:
+		return true
+	}
+	return false
 }
 
 func (m *Metrics) actionFinished(action, status, connector string) {
@@ -201,11 +236,20 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 // wimro_actions_finished_total.
 func (g *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
+	if g.metrics != nil {
+		// The connector's series exists at 0 from its first account: an
+		// alert on its increase sees the first retry past the maximum.
+		g.metrics.pastMax.WithLabelValues(name)
+	}
 	return fenced{g.metrics.Instrument(name, c)}
 }
 
 // countFinished counts the outcomes of batch that were written (errs are
-// FinishActions' per-outcome errors).
+// FinishActions' per-outcome errors) and ended their action. An outcome
+// that leaves it SCHEDULED or BUILD (waiting for local networks, a retry,
+// a status poll) is not a finished run: counted, a CREATE waiting for its
+// networks every few seconds outnumbered every real outcome, and each
+// action that ends was counted again at its end.
 func (c *completer) countFinished(batch []outcome, errs []error) {
 	for i, o := range batch {
 		if i < len(errs) && errs[i] != nil {
@@ -215,7 +259,9 @@ func (c *completer) countFinished(batch []outcome, errs []error) {
 		if p := o.acct.connName.Load(); p != nil {
 			name = *p
 		}
-		c.metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		if ended(o.Outcome.Status) {
+			c.metrics.actionFinished(o.Action.Action, o.Outcome.Status, name)
+		}
 		if c.runner.PastMaxAttempts(o.Action, o.Outcome) {
 			c.metrics.deleteRetriedPastMax(name)
 		}

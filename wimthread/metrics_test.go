@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -13,6 +14,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
+	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -351,5 +353,132 @@ func TestQueueCollectorErrorLeavesTheOtherMetrics(t *testing.T) {
 	}
 	if !names["wimro_test_total"] || names["wimro_queue_actions"] || names["wimro_queue_oldest_due_seconds"] {
 		t.Fatalf("gathered %v, want the other metrics and no queue series", names)
+	}
+}
+
+// wimro_actions_finished_total counts an action once, when a run ends it
+// (DONE, FAILED): never the runs that leave it to run again, a CREATE
+// waiting for its local networks, a retry, a BUILD poll.
+func TestActionsFinishedCountsOnlyEndedActions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		config  map[string]any // the account's
+		net     string         // the local networks' status at creation
+		failing int            // retryable failures of the controller first
+		status  string         // the action's end
+	}{
+		{name: "waits for its local networks", net: wimro.NetBuild, status: wimro.ActionDone},
+		{name: "retried twice", net: wimro.NetActive, failing: 2, status: wimro.ActionDone},
+		{name: "polled while BUILD", config: map[string]any{"build_polls": 2}, net: wimro.NetActive, status: wimro.ActionDone},
+		{name: "gives up", net: wimro.NetActive, failing: 10, status: wimro.ActionFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "fake", tt.config)
+			if tt.failing > 0 {
+				b.ctrl.FailNext(tt.failing, connectors.KindRetryable)
+			}
+			reg := prometheus.NewPedanticRegistry()
+			m, err := wimthread.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.start(t, registry(), wimthread.Options{Metrics: m})
+			v := b.instance(t, "ns", 1, tt.net)
+			if tt.net != wimro.NetActive {
+				b.waitedForNetworks(t, v, 2)
+				for _, n := range v.Networks {
+					if _, err := b.eng.UpdateNetwork(b.ctx, "t0", v.UUID, n.UUID, engine.NetworkUpdate{Status: ptr(wimro.NetActive)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			b.actionDone(t, v.UUID, v.ActionID)
+			b.noUnfinished(t)
+			// Counted once written: the metric may trail the database.
+			waitFor(t, "the end counted", func() (bool, string) {
+				n := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": tt.status})
+				return n >= 1, fmt.Sprintf("%v", n)
+			})
+			want := fmt.Sprintf(`# HELP wimro_actions_finished_total Actions finished by a run, by action (CREATE, DELETE), the status they ended in (DONE, FAILED, SUPERSEDED) and connector (WIM type); a run that leaves its action to run again (a wait, a retry, a BUILD poll) is not counted.
+# TYPE wimro_actions_finished_total counter
+wimro_actions_finished_total{action="CREATE",connector="fake",status=%q} 1
+`, tt.status)
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "wimro_actions_finished_total"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// wimro_account_leases_lost_total counts each lease lost while wanted, by
+// why: a renewal that found it taken, or a bound that passed unrenewed.
+func TestLeaseLossesCounted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, reason string
+		// lose makes the keeper lose the account's lease; the returned
+		// function ends what it did.
+		lose func(t *testing.T, b *bundle, account string) func()
+	}{
+		{name: "taken by another process", reason: "renewal", lose: func(t *testing.T, b *bundle, account string) func() {
+			if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET owner = 'another', epoch = epoch + 1,
+				expires_at = now() + interval '1 hour' WHERE account_id = $1`, account); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}},
+		{name: "renewals held past the local bound", reason: "local_bound", lose: func(t *testing.T, b *bundle, account string) func() {
+			// Another session holds the lease row: every renewal waits
+			// for it and gives up at its deadline.
+			tx, err := b.db.Pool().Begin(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, account); err != nil {
+				t.Fatal(err)
+			}
+			return func() { tx.Rollback(context.Background()) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "fake", nil)
+			ids := b.accounts(t)
+			reg := prometheus.NewPedanticRegistry()
+			m, err := wimthread.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := wimthread.New(b.db, b.box, registry(), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond,
+				Lease: time.Second, Metrics: m})
+			if err := s.Start(b.ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := s.Stop(ctx); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			})
+			lost := func(reason string) float64 {
+				return metricValue(t, reg, "wimro_account_leases_lost_total", map[string]string{"reason": reason})
+			}
+			s.SetAccounts(ids)
+			waitFor(t, "the account owned", func() (bool, string) { return len(s.Owned()) == 1, fmt.Sprint(s.Owned()) })
+			if n, n2 := lost("renewal"), lost("local_bound"); n != 0 || n2 != 0 {
+				t.Fatalf("leases lost before any loss: renewal %v, local_bound %v", n, n2)
+			}
+			end := tt.lose(t, b, ids[0])
+			defer end()
+			waitFor(t, "the loss counted", func() (bool, string) {
+				n := lost(tt.reason)
+				return n >= 1 && len(s.Owned()) == 0, fmt.Sprintf("%v lost (%s), owned %v", n, tt.reason, s.Owned())
+			})
+		})
 	}
 }

@@ -106,7 +106,7 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 	opts = opts.withDefaults()
 	runner := actions.NewRunner(&db.Store, opts.Policy, logger)
 	cl := newClaims()
-	t := newTable(opts.Lease, logger)
+	t := newTable(opts.Lease, logger, opts.Metrics)
 	wakeClaim := make(chan struct{}, 1)
 	kick := make(chan struct{}, 1)
 	renewal := &claimRenewal{}

@@ -16,8 +16,9 @@ import (
 // with an action in flight. One mutex guards it all (and the inflight,
 // running and stopping fields of each account).
 type table struct {
-	lease  time.Duration
-	logger *slog.Logger
+	lease   time.Duration
+	logger  *slog.Logger
+	metrics *Metrics
 
 	mu     sync.Mutex
 	want   map[string]bool
@@ -37,9 +38,9 @@ type table struct {
 	cancel context.CancelFunc
 }
 
-func newTable(lease time.Duration, logger *slog.Logger) *table {
+func newTable(lease time.Duration, logger *slog.Logger, metrics *Metrics) *table {
 	t := &table{
-		lease: lease, logger: logger,
+		lease: lease, logger: logger, metrics: metrics,
 		want:     map[string]bool{},
 		leases:   map[string]persistence.Lease{},
 		bounds:   map[string]*leaseBound{},
@@ -188,6 +189,7 @@ func (t *table) expire(id string, b *leaseBound) {
 	}
 	l := t.leases[id]
 	t.dropLease(id)
+	t.metrics.leaseLost(lostLocalBound)
 	t.logger.Warn("account lease not renewed within its local bound; the account is no longer driven here",
 		slog.String("account_id", id), slog.Int64("epoch", l.Epoch), slog.Duration("bound", b.ttl))
 }

@@ -225,6 +225,20 @@ func (b *bundle) actionDone(t testing.TB, instanceID, actionID string) engine.In
 	return v
 }
 
+// waitedForNetworks waits until the first CREATE of instance v has found
+// its local networks not ACTIVE n times.
+func (b *bundle) waitedForNetworks(t testing.TB, v engine.InstanceView, n float64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the CREATE deferred %v times", n), func() (bool, string) {
+		ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
+		if len(ia.WIMActions) == 0 {
+			return false, "no task"
+		}
+		waits, _ := ia.WIMActions[0].Extra["wait_attempts"].(float64)
+		return waits >= n, fmt.Sprintf("extra %v", ia.WIMActions[0].Extra)
+	})
+}
+
 func (b *bundle) linksActive(t testing.TB, instanceID string) []wimro.WANLink {
 	t.Helper()
 	var links []wimro.WANLink
@@ -312,14 +326,7 @@ func TestCreateWaitsForLocalNetworks(t *testing.T) {
 	b := setup(t, "fake", nil)
 	b.start(t, registry(), wimthread.Options{})
 	v := b.instance(t, "ns", 1, wimro.NetBuild)
-	waitFor(t, "a deferred CREATE", func() (bool, string) {
-		ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
-		if len(ia.WIMActions) == 0 {
-			return false, "no task"
-		}
-		n, _ := ia.WIMActions[0].Extra["wait_attempts"].(float64)
-		return n >= 2, fmt.Sprintf("extra %v", ia.WIMActions[0].Extra)
-	})
+	b.waitedForNetworks(t, v, 2)
 	if b.ctrl.Count() != 0 {
 		t.Fatal("service created while the local networks were BUILD")
 	}

@@ -15,6 +15,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// revision is the commit built, set with -ldflags "-X main.revision=..."
+// (make build); empty, wimro_build_info takes the one Go stamped.
+var revision string
+
 // App is the wimd command line: a testable type with injected output and
 // environment; main only wires it to the process.
 type App struct {

@@ -3,6 +3,8 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,18 +23,19 @@ type serveMetrics struct {
 	http    *httpapi.RequestMetrics
 }
 
-// newMetrics makes the registry with the Go and process collectors (named
-// wimro_go_... and wimro_process_..., so every series of wimd starts with
-// wimro_), the queue collector, and the workers' and HTTP API's metrics.
-// The supervisor's collector is added once the supervisor exists.
+// newMetrics makes the registry with the Go and process collectors under
+// their standard names (go_goroutines, process_cpu_seconds_total, ...: the
+// stock dashboards and alerts read those), wimro_build_info, the queue
+// collector, and the workers' and HTTP API's metrics. The supervisor's
+// collector is added once the supervisor exists.
 func newMetrics(db *persistence.DB) (*serveMetrics, error) {
 	reg := prometheus.NewRegistry()
-	prefixed := prometheus.WrapRegistererWithPrefix("wimro_", reg)
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(version, revision),
 	} {
-		if err := prefixed.Register(c); err != nil {
+		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
@@ -63,4 +66,41 @@ func (m *serveMetrics) handler(logger *slog.Logger) http.Handler {
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ErrorHandling: promhttp.ContinueOnError,
 	})
+}
+
+// buildInfo is wimro_build_info{version,revision,goversion}, always 1: the
+// build a process runs, to join on or to count the versions of a cluster
+// in an upgrade. The revision is the one given at build time (-ldflags
+// -X main.revision, as make build does), else the commit Go stamped in
+// the binary (vcs.revision, "-dirty" when built from a modified tree; not
+// under -buildvcs=false), else "unknown" (go run, go test).
+func buildInfo(version, revision string) prometheus.Collector {
+	if revision == "" {
+		revision = stampedRevision()
+	}
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "wimro_build_info",
+		Help:        "The build of this wimd, always 1: version (-ldflags main.version), revision (the commit it was built from) and the Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	}, func() float64 { return 1 })
+}
+
+// stampedRevision is the commit Go stamped in the binary, "unknown" when
+// it stamped none.
+func stampedRevision() string {
+	revision, dirty := "unknown", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if dirty && revision != "unknown" {
+		revision += "-dirty"
+	}
+	return revision
 }

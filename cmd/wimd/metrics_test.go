@@ -2,13 +2,18 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 )
 
@@ -76,14 +81,27 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 		return text
 	}
 	before := scrape()
-	for _, name := range []string{"wimro_go_goroutines", "wimro_process_cpu_seconds_total", "wimro_workers_running", "wimro_claims_held", "wimro_accounts_owned"} {
+	// The Go and process collectors under their standard names: stock
+	// dashboards read go_goroutines and process_cpu_seconds_total.
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes",
+		"wimro_workers_running", "wimro_claims_held", "wimro_accounts_owned"} {
 		if _, ok := sample(before, name); !ok {
 			t.Errorf("%s missing from /metrics", name)
 		}
 	}
+	if v, ok := sample(before, "wimro_build_info", "version", version, "goversion", runtime.Version()); !ok || v != 1 {
+		t.Errorf("wimro_build_info{version=%q,goversion=%q} = %v (present %v), want 1", version, runtime.Version(), v, ok)
+	}
+	if !regexp.MustCompile(`(?m)^wimro_build_info\{.*revision="[^"]+".*\} 1$`).MatchString(before) {
+		t.Errorf("wimro_build_info has no revision label")
+	}
 	for _, line := range strings.Split(before, "\n") {
-		if line != "" && !strings.HasPrefix(line, "# ") && !strings.HasPrefix(line, "wimro_") {
-			t.Errorf("series not named wimro_...: %s", line)
+		if line == "" || strings.HasPrefix(line, "# ") {
+			continue
+		}
+		if strings.HasPrefix(line, "wimro_go_") || strings.HasPrefix(line, "wimro_process_") ||
+			!(strings.HasPrefix(line, "wimro_") || strings.HasPrefix(line, "go_") || strings.HasPrefix(line, "process_")) {
+			t.Errorf("series neither wimro_... nor a standard go_/process_ one: %s", line)
 		}
 	}
 	finished := func(text string) float64 {
@@ -103,7 +121,14 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"config": map[string]any{"build_polls": 1}}})
 	a.activeInstance("t0", 2)
 
-	after := scrape()
+	// An outcome is counted once written: the metric may trail the links
+	// a moment.
+	var after string
+	eventually.Until(t, 10*time.Second, "the two CREATEs counted", func() (bool, string) {
+		after = scrape()
+		d := finished(after) - finished(before)
+		return d >= 2, fmt.Sprint(d)
+	})
 	if d := finished(after) - finished(before); d != 2 {
 		t.Errorf("wimro_actions_finished_total{CREATE,DONE,fake} moved by %v, want 2", d)
 	}
@@ -130,5 +155,23 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	}
 	if v, _ := sample(after, "wimro_http_request_duration_seconds_count", "route", "/metrics", "status", "200"); v < 1 {
 		t.Errorf("the scrapes themselves not counted: %v", v)
+	}
+}
+
+// wimro_build_info takes the revision given at build time, else the one
+// Go stamped, else says it is unknown (go test stamps none).
+func TestBuildInfoRevision(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ given, want string }{
+		{"0123abcd", "0123abcd"},
+		{"", "unknown"},
+	} {
+		want := fmt.Sprintf(`# HELP wimro_build_info The build of this wimd, always 1: version (-ldflags main.version), revision (the commit it was built from) and the Go version.
+# TYPE wimro_build_info gauge
+wimro_build_info{goversion=%q,revision=%q,version="v9.9.9"} 1
+`, runtime.Version(), tt.want)
+		if err := testutil.CollectAndCompare(buildInfo("v9.9.9", tt.given), strings.NewReader(want)); err != nil {
+			t.Errorf("revision %q: %v", tt.given, err)
+		}
 	}
 }

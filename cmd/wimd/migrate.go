@@ -54,13 +54,14 @@ func (a *App) migrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	p, err := migrations.NewProvider(db, nil)
+	// goose logs each migration it applies (up, down) with the logger.
+	p, err := migrations.NewProvider(db, logger)
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "up":
-		res, err := p.Up(ctx)
+		res, err := migrations.Apply(ctx, p, logger)
 		for _, r := range res {
 			fmt.Fprintf(a.Stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(time.Millisecond))
 		}

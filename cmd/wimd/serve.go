@@ -30,7 +30,7 @@ import (
 
 // serve runs wimd serve: the database (migrated and checked), the
 // workers, the coordinator and the HTTP API, until ctx ends.
-func (a *App) serve(ctx context.Context, args []string) error {
+func (a *App) serve(ctx context.Context, args []string) (err error) {
 	c, err := a.parseServe(args)
 	if err != nil {
 		return err
@@ -43,6 +43,17 @@ func (a *App) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Deferred first, so written last: after every part, the local
+	// PostgreSQL included, has stopped, the log says the process is done.
+	started := time.Now()
+	defer func() {
+		attrs := []any{slog.Duration("uptime", time.Since(started).Round(time.Millisecond))}
+		if err != nil {
+			logger.Error("wimd stopped", append(attrs, slog.Any("error", err))...)
+			return
+		}
+		logger.Info("wimd stopped", attrs...)
+	}()
 	var tokenFile *httpapi.TokenFile
 	if c.apiTokenFile != "" {
 		if tokenFile, err = httpapi.OpenTokenFile(c.apiTokenFile, logger); err != nil {

@@ -15,16 +15,23 @@ const (
 	unitExecStart = "ExecStart=/usr/local/bin/wimd serve"
 )
 
-// systemdAnalyze returns the path of systemd-analyze, skipping the test
-// when it is missing (failing it under CI, where `make deps` installs it).
+// systemdAnalyze returns the path of systemd-analyze (lookTool).
 func systemdAnalyze(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("systemd-analyze")
+	return lookTool(t, "systemd-analyze", "scripts/ensure-systemd-analyze.sh", "Debian's systemd package")
+}
+
+// lookTool returns the path of the tool name, skipping the test when it
+// is missing (failing it under CI, where `make deps` installs it with
+// script, from pkg).
+func lookTool(t *testing.T, name, script, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("systemd-analyze is not on PATH under CI: %v (`make deps` installs it: scripts/ensure-systemd-analyze.sh)", err)
+			t.Fatalf("%s is not on PATH under CI: %v (`make deps` installs it: %s)", name, err, script)
 		}
-		t.Skip("systemd-analyze is not on PATH: `make deps` installs it (Debian's systemd package)")
+		t.Skipf("%s is not on PATH: `make deps` installs it (%s)", name, pkg)
 	}
 	return path
 }

@@ -6,10 +6,12 @@ package wimdtest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,8 +32,37 @@ func Build(t testing.TB, names ...string) []string {
 	return bins
 }
 
-// ServingAddr finds the address in wimd's "wimd serving" log line.
-var ServingAddr = regexp.MustCompile(`msg="wimd serving" addr=(\S+)`)
+// ServingAddr finds the address in wimd's "wimd serving" log line, text
+// or JSON (WIMRO_LOG_JSON).
+var ServingAddr = regexp.MustCompile(`(?:msg="wimd serving" addr=|"msg":"wimd serving","addr":")([^\s"]+)`)
+
+// Line is one line of wimd's JSON log (WIMRO_LOG_JSON): its level and
+// message, and every attribute (numbers as float64).
+type Line map[string]any
+
+// Level is the line's level: DEBUG, INFO, WARN or ERROR.
+func (l Line) Level() string { s, _ := l["level"].(string); return s }
+
+// Msg is the line's message.
+func (l Line) Msg() string { s, _ := l["msg"].(string); return s }
+
+// JSONLines parses a JSON log, one object per line; a line that is not
+// JSON fails t (every line of a JSON log is one).
+func JSONLines(t testing.TB, log string) []Line {
+	t.Helper()
+	var lines []Line
+	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		if raw == "" {
+			continue
+		}
+		var l Line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("a log line that is not JSON: %v: %s", err, raw)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
 
 // Start runs bin with args (e.g. "serve", "--listen", "127.0.0.1:0") and
 // env added to this process's environment, and returns the address it
