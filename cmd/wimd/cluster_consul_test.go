@@ -138,7 +138,14 @@ func newCluster(t testing.TB) *cluster {
 // start starts member id, with env added to the cluster's.
 func (c *cluster) start(id string, env ...string) *process {
 	c.t.Helper()
-	p := c.spawn(id, "consul", env...)
+	return c.startArgs(id, env)
+}
+
+// startArgs starts member id with env added to the cluster's and args
+// after the cluster's flags (a flag given twice takes the last value).
+func (c *cluster) startArgs(id string, env []string, args ...string) *process {
+	c.t.Helper()
+	p := c.spawnArgs(id, "consul", env, args...)
 	c.members[id] = p
 	return p
 }
@@ -147,10 +154,15 @@ func (c *cluster) start(id string, env ...string) *process {
 // env added to the cluster's, without making it a member of c.
 func (c *cluster) spawn(id, coordinator string, env ...string) *process {
 	c.t.Helper()
-	return startWimd(c.t, c.bin, append(slices.Clone(c.env), env...), "--data-dir", c.t.TempDir(), "--instance-id", id,
+	return c.spawnArgs(id, coordinator, env)
+}
+
+func (c *cluster) spawnArgs(id, coordinator string, env []string, args ...string) *process {
+	c.t.Helper()
+	return startWimd(c.t, c.bin, append(slices.Clone(c.env), env...), append([]string{"--data-dir", c.t.TempDir(), "--instance-id", id,
 		"--coordinator", coordinator, "--consul", c.consul.Addr(),
 		"--session-ttl", clusterTTL.String(), "--leader-soak", clusterLeaderSoak.String(), "--assignment-soak", clusterAssignSoak.String(),
-		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4")
+		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4"}, args...)...)
 }
 
 // any returns a live member.
