@@ -23,7 +23,7 @@ const (
 	DefaultSessionTTL     = 10 * time.Second
 	DefaultCheckTTL       = 3 * time.Second
 	DefaultLeaderSoak     = time.Second
-	DefaultAssignmentSoak = 250 * time.Millisecond
+	DefaultAssignmentSoak = 100 * time.Millisecond
 	// DefaultLockDelay is the least Consul takes (0 would be its own 15 s
 	// default): no delay in effect. A dead leader's key is free again as
 	// soon as its session is invalidated; what a deposed leader could

@@ -76,12 +76,13 @@
 //     wait for expires (by the database's clock), and every LeaderSoak;
 //     everything is checked again, and the accounts listed again, every
 //     Relist (1 min) as a safety net.
-//   - AssignmentSoak 250 ms: a member's assignment must stay unchanged
+//   - AssignmentSoak 100 ms: a member's assignment must stay unchanged
 //     that long before it goes to the Runner.
 //   - The account lease (wimd's --claim-lease, 5 s, renewed every 1.67 s)
 //     bounds every takeover of a live or dead holder's accounts: with
 //     the defaults a dead leader's accounts are owned again within about
-//     max(CheckTTL + LeaderSoak, lease) + AssignmentSoak = 5.25 s.
+//     max(CheckTTL + LeaderSoak, lease) + AssignmentSoak = 5.1 s, plus
+//     the time the new owner takes to take the leases.
 //   - A failing Consul call is retried after 50 ms, 100 ms, 200 ms,
 //     500 ms, 1 s, 2 s, then every 5 s; each loop counts its own
 //     failures, and a success resets them.

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wimro/wimro/coordinator"
+	"github.com/wimro/wimro/internal/eventually"
 )
 
 // ngroAdoption is OSM NG-RO's anchor for a failover: a target left
@@ -32,9 +34,20 @@ var (
 		assignmentSoak: coordinator.DefaultAssignmentSoak, lease: defaultClaimLease}
 )
 
-func (p clusterPath) args() []string {
-	return []string{"--session-ttl", p.sessionTTL.String(), "--check-ttl", p.checkTTL.String(), "--lock-delay", p.lockDelay.String(),
-		"--leader-soak", p.leaderSoak.String(), "--assignment-soak", p.assignmentSoak.String(), "--claim-lease", p.lease.String()}
+// envOldWimd names a wimd binary built from the code of before issue 31
+// (git archive 7875181 | tar -x; go build ./cmd/wimd): the old path then
+// runs the old code with its defaults, not merely the old settings on the
+// new code. Unset, the old settings run on the new code, which still
+// hands a clean leave over at once (a change of code, not of settings).
+const envOldWimd = "WIMRO_BENCH_OLD_WIMD"
+
+func (p clusterPath) args(oldBinary bool) []string {
+	args := []string{"--session-ttl", p.sessionTTL.String(), "--leader-soak", p.leaderSoak.String(),
+		"--assignment-soak", p.assignmentSoak.String(), "--claim-lease", p.lease.String()}
+	if oldBinary {
+		return args // it has no check, and a lock-delay of 1 s
+	}
+	return append(args, "--check-ttl", p.checkTTL.String(), "--lock-delay", p.lockDelay.String())
 }
 
 // crashBound is what bounds the takeover of a dead leader's accounts: the
@@ -69,14 +82,29 @@ func (c *cluster) idleAccounts(n int) {
 
 // pathCluster starts members ids with path's settings and n idle
 // accounts, and waits until they own them.
-func pathCluster(b *testing.B, path clusterPath, n int, ids ...string) (*cluster, string) {
+func pathCluster(b *testing.B, path clusterPath, n int, ids ...string) (*cluster, string, []string) {
 	c := newCluster(b)
+	oldBinary := false
+	if bin := os.Getenv(envOldWimd); bin != "" && path.name == oldPath.name {
+		c.bin, oldBinary = bin, true
+	}
+	args := path.args(oldBinary)
 	c.idleAccounts(n)
 	for _, id := range ids {
-		c.startArgs(id, nil, path.args()...)
+		c.startArgs(id, nil, args...)
 	}
-	_, leader := c.settled(fmt.Sprintf("%d accounts spread over %v (%s path)", n, ids, path.name), 5*time.Minute)
-	return c, leader
+	_, leader := c.settledEvery(fmt.Sprintf("%d accounts spread over %v (%s path)", n, ids, path.name), 10*time.Minute, settleTick(n))
+	return c, leader, args
+}
+
+// settleTick is how often a benchmark looks whether the cluster settled:
+// as often as the tests with few accounts, every 250 ms with many (one
+// look at 100,000 accounts costs the processes measured a second of CPU).
+func settleTick(n int) time.Duration {
+	if n > 10000 {
+		return 250 * time.Millisecond
+	}
+	return eventually.Tick
 }
 
 // BenchmarkClusterFailover: three wimd processes own 300 accounts; the
@@ -87,7 +115,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 	for b.Loop() {
 		took := map[string]time.Duration{}
 		for _, path := range []clusterPath{oldPath, newPath} {
-			c, leader := pathCluster(b, path, 300, "w1", "w2", "w3")
+			c, leader, _ := pathCluster(b, path, 300, "w1", "w2", "w3")
 			c.members[leader].kill9(b)
 			delete(c.members, leader)
 			start := time.Now()
@@ -100,6 +128,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 		b.ReportMetric(newPath.crashBound().Seconds(), "s-bound-new")
 		b.ReportMetric(oldPath.crashBound().Seconds(), "s-bound-old")
 		b.ReportMetric(took["new"].Seconds()/ngroAdoption.Seconds(), "ratio-new/ngro-600s")
+		reportOldBinary(b)
 	}
 }
 
@@ -112,7 +141,7 @@ func BenchmarkClusterHandover(b *testing.B) {
 		took := map[string]time.Duration{}
 		exit := map[string]time.Duration{}
 		for _, path := range []clusterPath{oldPath, newPath} {
-			c, leader := pathCluster(b, path, 300, "w1", "w2", "w3")
+			c, leader, _ := pathCluster(b, path, 300, "w1", "w2", "w3")
 			victim := c.nonLeaders(leader)[0]
 			p := c.members[victim]
 			start := time.Now()
@@ -126,6 +155,7 @@ func BenchmarkClusterHandover(b *testing.B) {
 		b.ReportMetric(took["old"].Seconds(), "s-handover-old")
 		b.ReportMetric(took["old"].Seconds()/took["new"].Seconds(), "ratio-old/new")
 		b.ReportMetric(exit["new"].Seconds(), "s-exit-new")
+		reportOldBinary(b)
 	}
 }
 
@@ -141,11 +171,11 @@ func BenchmarkClusterRebalance(b *testing.B) {
 				serving := map[string]time.Duration{}
 				moved := map[string]int{}
 				for _, path := range []clusterPath{oldPath, newPath} {
-					c, _ := pathCluster(b, path, n, "w1", "w2")
+					c, _, args := pathCluster(b, path, n, "w1", "w2")
 					start := time.Now()
-					c.startArgs("w3", nil, path.args()...)
+					c.startArgs("w3", nil, args...)
 					serving[path.name] = time.Since(start)
-					owner, _ := c.settled(fmt.Sprintf("%d accounts over three members (%s path)", n, path.name), 5*time.Minute)
+					owner, _ := c.settledEvery(fmt.Sprintf("%d accounts over three members (%s path)", n, path.name), 10*time.Minute, settleTick(n))
 					took[path.name] = time.Since(start)
 					moved[path.name] = counts(owner)["w3"]
 				}
@@ -154,7 +184,18 @@ func BenchmarkClusterRebalance(b *testing.B) {
 				b.ReportMetric(took["old"].Seconds()/took["new"].Seconds(), "ratio-old/new")
 				b.ReportMetric((took["new"] - serving["new"]).Seconds(), "s-after-serving-new")
 				b.ReportMetric(float64(moved["new"]), "accounts-moved")
+				reportOldBinary(b)
 			}
 		})
 	}
+}
+
+// reportOldBinary says whether the old path ran the old code (1) or the
+// old settings on the new code (0).
+func reportOldBinary(b *testing.B) {
+	v := 0.0
+	if os.Getenv(envOldWimd) != "" {
+		v = 1
+	}
+	b.ReportMetric(v, "old-code")
 }
