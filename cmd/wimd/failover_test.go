@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -67,16 +69,29 @@ func logged(p *process, msg string, attrs ...string) bool {
 // metric reads one unlabelled gauge of p's /metrics.
 func metric(t *testing.T, p *process, name string) float64 {
 	t.Helper()
-	_, body := get(t, "http://"+p.addr+"/metrics")
-	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("%s: no %s in /metrics", p.addr, name)
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	v, err := readGauge(p, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// readGauge reads one unlabelled gauge of p's /metrics.
+func readGauge(p *process, name string) (float64, error) {
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0, fmt.Errorf("%s: no %s in /metrics", p.addr, name)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
 }
 
 // nonLeaders returns the live members but the leader, sorted.
