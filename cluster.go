@@ -8,6 +8,12 @@ type ClusterMember struct {
 	Address   string    `json:"address"`
 	StartedAt time.Time `json:"started_at"`
 	Version   string    `json:"version,omitempty"`
+	// Health is the status of the member's check in Consul's catalog
+	// (passing, warning, critical; empty when wimd registers no check).
+	Health string `json:"health,omitempty"`
+	// LastSeen is when the process answering last saw the member's
+	// membership key held (its watch refreshes every few seconds).
+	LastSeen time.Time `json:"last_seen,omitzero"`
 }
 
 // ClusterStatus is what a process knows of its cluster (GET /cluster): the

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,11 +19,19 @@ import (
 // Defaults of ConsulConfig.
 const (
 	DefaultConsulPrefix   = "service/wimro"
+	DefaultService        = "wimro"
 	DefaultSessionTTL     = 10 * time.Second
-	DefaultLeaderSoak     = 3 * time.Second
-	DefaultAssignmentSoak = 500 * time.Millisecond
-	DefaultLockDelay      = time.Second
-	DefaultRelist         = time.Minute
+	DefaultCheckTTL       = 3 * time.Second
+	DefaultLeaderSoak     = time.Second
+	DefaultAssignmentSoak = 100 * time.Millisecond
+	// DefaultLockDelay is the least Consul takes (0 would be its own 15 s
+	// default): no delay in effect. A dead leader's key is free again as
+	// soon as its session is invalidated; what a deposed leader could
+	// still do in that moment is refused anyway (its assignment writes
+	// check the leader key's session, its chores' writes are fenced in
+	// PostgreSQL).
+	DefaultLockDelay = time.Millisecond
+	DefaultRelist    = time.Minute
 )
 
 // ConsulConfig configures Consul; zero durations take the defaults.
@@ -46,8 +55,19 @@ type ConsulConfig struct {
 	// Prefix is the root of every key (default "service/wimro").
 	Prefix string
 	// SessionTTL is the TTL of the Consul session (default 10 s; Consul
-	// refuses less than its session_ttl_min, 10 s unless lowered).
+	// refuses less than its session_ttl_min, 10 s unless lowered). With a
+	// check it is only the backstop of the check.
 	SessionTTL time.Duration
+	// CheckTTL is the TTL of this process's service check in Consul's
+	// catalog, passed every CheckTTL/3 while Health is nil; the session is
+	// bound to it and to serfHealth, so it is invalidated within CheckTTL
+	// of a process that died, hangs or is unhealthy (default 3 s). A
+	// negative value registers no service and binds the session to
+	// serfHealth alone: a dead process is then noticed by its session TTL.
+	CheckTTL time.Duration
+	// Service is the name of the service in Consul's catalog (default
+	// "wimro"); its id is "<Service>-<InstanceID>".
+	Service string
 	// LeaderSoak is how long membership and the account list must stay
 	// unchanged before the leader computes owners (default 3 s).
 	LeaderSoak time.Duration
@@ -68,7 +88,12 @@ type ConsulConfig struct {
 	// AccountList follows persistence.ChannelAccountList (nil: the
 	// periodic re-list alone sees accounts come and go).
 	AccountList *persistence.Subscription
-	Runner      Runner
+	// LeaseReleases follows persistence.ChannelAccounts, on which a
+	// released lease is announced: the leader then gives at once the
+	// accounts whose move waited for it (nil: it tries again every
+	// LeaderSoak, and when a lease it waits for expires).
+	LeaseReleases *persistence.Subscription
+	Runner        Runner
 	// Chores run on the leader only.
 	Chores []Chore
 	// Health says whether the Runner can keep its account leases (wimd:
@@ -87,6 +112,12 @@ func (c ConsulConfig) withDefaults() ConsulConfig {
 	c.Prefix = strings.Trim(c.Prefix, "/")
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.CheckTTL == 0 {
+		c.CheckTTL = DefaultCheckTTL
+	}
+	if c.Service == "" {
+		c.Service = DefaultService
 	}
 	if c.LeaderSoak <= 0 {
 		c.LeaderSoak = DefaultLeaderSoak
@@ -118,18 +149,29 @@ type Consul struct {
 	logger   *slog.Logger
 	timeout  time.Duration // per Consul call that does not block
 	sessions *sessions
+	check    *serviceCheck // nil without a check (CheckTTL < 0)
 	ready    atomic.Bool
 	leading  atomic.Bool // a term is running
 	healthy  *flag       // cfg.Health answers nil
 	member   *flag       // this process holds its membership key
 	failed   chan error  // the reason this process must not run (Failed)
 	failOnce sync.Once
+	// released is signalled when a lease was released (LeaseReleases).
+	released chan struct{}
+	// generation is the Consul index of the assignment last applied;
+	// members counts the live members as last seen (Gauges).
+	generation atomic.Uint64
+	members    atomic.Int64
 
 	mu       sync.Mutex
 	started  time.Time
 	leaderID string
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// prevLeader is the last other process seen leading: a new leader
+	// tells how it went (a clean leave or a loss).
+	prevLeader string
+	seen       map[string]time.Time // member → when last seen live (countMembers)
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 
 	// Owned by the election loop, and by Stop once that loop ended.
 	term   *term
@@ -149,6 +191,8 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 		return nil, errors.New("coordinator: consul: no runner")
 	case cfg.LockDelay < time.Millisecond:
 		return nil, errors.New("coordinator: consul: lock-delay must be at least 1 ms")
+	case cfg.CheckTTL > 0 && cfg.CheckTTL < 300*time.Millisecond:
+		return nil, errors.New("coordinator: consul: check TTL must be at least 300 ms")
 	}
 	ac := api.DefaultConfig()
 	if cfg.Addr != "" {
@@ -163,11 +207,17 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 	}
 	logger := cfg.Logger.With(slog.String("instance_id", cfg.InstanceID))
 	timeout := max(cfg.SessionTTL/3, time.Second)
+	healthy := newFlag(true)
+	var check *serviceCheck
+	if cfg.CheckTTL > 0 {
+		check = newServiceCheck(client, cfg, healthy, logger)
+	}
 	return &Consul{
 		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, logger: logger, timeout: timeout,
-		sessions: newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, logger),
+		sessions: newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, check, logger),
+		check:    check,
 		chores:   chores{list: cfg.Chores, logger: logger},
-		healthy:  newFlag(true), member: newFlag(false), failed: make(chan error, 1),
+		healthy:  healthy, member: newFlag(false), failed: make(chan error, 1), released: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -186,7 +236,11 @@ func (c *Consul) Start(ctx context.Context) error {
 	c.started = time.Now().UTC()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	for _, loop := range []func(context.Context){c.sessions.run, c.followHealth, c.keepMembership, c.elect, c.followAssignments} {
+	loops := []func(context.Context){c.sessions.run, c.followHealth, c.keepMembership, c.elect, c.followAssignments, c.countMembers, c.followReleases}
+	if c.check != nil {
+		loops = append(loops, c.check.run)
+	}
+	for _, loop := range loops {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -194,14 +248,17 @@ func (c *Consul) Start(ctx context.Context) error {
 		}()
 	}
 	c.logger.Info("consul coordinator started", slog.String("prefix", c.cfg.Prefix),
-		slog.Duration("session_ttl", c.cfg.SessionTTL), slog.Duration("leader_soak", c.cfg.LeaderSoak))
+		slog.Duration("session_ttl", c.cfg.SessionTTL), slog.Duration("check_ttl", max(c.cfg.CheckTTL, 0)),
+		slog.Duration("leader_soak", c.cfg.LeaderSoak), slog.Duration("lock_delay", c.cfg.LockDelay))
 	return nil
 }
 
-// Stop leaves the cluster so that the others take over within their
-// soak rather than a session TTL: it stops the loops and the chores,
-// deletes the leader key (if held) and the membership key, and destroys
-// the session. The Runner keeps its accounts: the caller stops it after
+// Stop leaves the cluster so that the others take over at once rather
+// than after a check or session TTL: it stops the loops and the chores,
+// deletes the leader key (if held), releases the membership key marked as
+// left (the leader tells a clean leave from a crash by it, and hands the
+// accounts over without a soak), destroys the session and removes the
+// service from Consul's catalog. The Runner keeps its accounts: the caller stops it after
 // Stop (see doc.go for the order). Consul being away only makes Stop
 // give up on those deletions (bounded by ctx); the session then expires.
 func (c *Consul) Stop(ctx context.Context) error {
@@ -232,14 +289,22 @@ func (c *Consul) Stop(ctx context.Context) error {
 	// Each step is retried (a slow or briefly absent Consul) until ctx,
 	// the caller's stop deadline, ends.
 	if id := c.sessions.id(); id != "" {
-		for _, key := range []string{c.keys.leader(), c.keys.member(c.cfg.InstanceID)} {
-			if err := c.retryUntil(ctx, "delete "+key, func() error { return c.deleteHeld(ctx, key, id) }); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s: %w", key, err))
-			}
+		key := c.keys.leader()
+		if err := c.retryUntil(ctx, "delete "+key, func() error { return c.deleteHeld(ctx, key, id) }); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", key, err))
+		}
+		key = c.keys.member(c.cfg.InstanceID)
+		if err := c.retryUntil(ctx, "leave "+key, func() error { return c.leave(ctx, key, id) }); err != nil {
+			errs = append(errs, fmt.Errorf("leave %s: %w", key, err))
 		}
 	}
 	if err := c.retryUntil(ctx, "destroy the session", func() error { return c.sessions.close(ctx) }); err != nil {
 		errs = append(errs, fmt.Errorf("destroy session: %w", err))
+	}
+	if c.check != nil {
+		if err := c.retryUntil(ctx, "deregister the service", func() error { return c.check.deregister(ctx, c.timeout) }); err != nil {
+			errs = append(errs, fmt.Errorf("deregister service: %w", err))
+		}
 	}
 	c.setLeader("")
 	c.logger.Info("left the cluster")
@@ -324,6 +389,25 @@ func (c *Consul) deleteHeld(ctx context.Context, key, sessionID string) error {
 	_, err := c.txn(ctx, api.KVTxnOps{
 		{Verb: api.KVCheckSession, Key: key, Session: sessionID},
 		{Verb: api.KVDelete, Key: key},
+	})
+	if errors.Is(err, errNotHeld) {
+		return nil
+	}
+	return err
+}
+
+// leave releases the membership key held by the session, its value
+// marked as left: the key stays, held by no session, until the leader has
+// seen it (a crash deletes the key with the session instead).
+func (c *Consul) leave(ctx context.Context, key, sessionID string) error {
+	now := time.Now().UTC()
+	value, err := json.Marshal(memberRecord{Member: c.self(), LeftAt: &now})
+	if err != nil {
+		return err
+	}
+	_, err = c.txn(ctx, api.KVTxnOps{
+		{Verb: api.KVCheckSession, Key: key, Session: sessionID},
+		{Verb: api.KVUnlock, Key: key, Value: value, Session: sessionID},
 	})
 	if errors.Is(err, errNotHeld) {
 		return nil

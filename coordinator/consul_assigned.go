@@ -15,6 +15,7 @@ import (
 type ownSet struct {
 	marker   bool
 	accounts []string
+	index    uint64 // Consul's index of the read: the assignment's generation
 }
 
 // followAssignments hands this process's assignment to the Runner: it
@@ -64,6 +65,7 @@ func (c *Consul) followAssignments(ctx context.Context) {
 			added, removed := diff(applied, next)
 			c.cfg.Runner.SetAccounts(slices.Clone(next))
 			applied, everApplied = next, true
+			c.generation.Store(seen.index)
 			if on, _ := c.healthy.get(); on {
 				c.ready.Store(true)
 			}
@@ -90,6 +92,7 @@ func (c *Consul) watchOwnFolder(ctx context.Context, out chan<- ownSet) {
 		if own := c.keys.parseAssignments(list)[c.cfg.InstanceID]; own != nil {
 			set = ownSet{marker: own.marker, accounts: sortedSet(own.accounts)}
 		}
+		set.index = w.index
 		if sent && set.marker == last.marker && slices.Equal(set.accounts, last.accounts) {
 			continue
 		}

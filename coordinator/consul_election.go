@@ -137,6 +137,9 @@ func (c *Consul) noteLeader(id string) {
 	c.mu.Lock()
 	prev := c.leaderID
 	c.leaderID = id
+	if id != "" {
+		c.prevLeader = id
+	}
 	c.mu.Unlock()
 	if prev != id {
 		if id == "" {
@@ -152,7 +155,10 @@ func (c *Consul) beginTerm(ctx context.Context, sess *session) {
 	if c.term != nil {
 		return
 	}
-	c.logger.Info("leadership gained", slog.String("session_id", sess.id))
+	c.mu.Lock()
+	prev := c.prevLeader
+	c.mu.Unlock()
+	c.logger.Info("leadership gained", slog.String("session_id", sess.id), slog.String("previous_leader", prev))
 	tctx, cancel := withStop(ctx, sess.done)
 	t := &term{cancel: cancel, done: make(chan struct{})}
 	if err := c.chores.start(tctx); err != nil {
@@ -160,7 +166,7 @@ func (c *Consul) beginTerm(ctx context.Context, sess *session) {
 	}
 	go func() {
 		defer close(t.done)
-		c.lead(tctx, sess.id)
+		c.lead(tctx, sess.id, prev)
 	}()
 	c.term = t
 	c.leading.Store(true)

@@ -12,11 +12,32 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// watchMembers sends the live members (those whose key is held by a
-// session) each time the list changes.
-func (c *Consul) watchMembers(ctx context.Context, out chan<- []Member) {
+// memberRecord is the value of a membership key: the member, and when it
+// left the cluster cleanly (Stop releases its key marked so; a crash
+// deletes the key with the session).
+type memberRecord struct {
+	Member
+	LeftAt *time.Time `json:"left_at,omitempty"`
+}
+
+// memberList is what the membership keys say: the live members (keys held
+// by a session), sorted by id, and the members that left cleanly and
+// whose key the leader has not cleared yet.
+type memberList struct {
+	live []Member
+	left []leftKey
+}
+
+// leftKey is a membership key released by a clean leave.
+type leftKey struct {
+	id    string
+	index uint64 // its ModifyIndex: cleared only if unchanged
+}
+
+// watchMembers sends the membership each time it changes.
+func (c *Consul) watchMembers(ctx context.Context, out chan<- memberList) {
 	w := newWatch()
-	var last []Member
+	var last memberList
 	sent := false
 	for {
 		pairs, ok := blockingRead(ctx, w, c.logger, "watch members", func(q *api.QueryOptions) (api.KVPairs, *api.QueryMeta, error) {
@@ -25,36 +46,93 @@ func (c *Consul) watchMembers(ctx context.Context, out chan<- []Member) {
 		if !ok {
 			return
 		}
-		members := c.parseMembers(pairs)
-		if sent && slices.Equal(members, last) {
+		list := c.parseMembers(pairs)
+		if sent && slices.Equal(list.live, last.live) && slices.Equal(list.left, last.left) {
 			continue
 		}
 		select {
-		case out <- members:
-			last, sent = members, true
+		case out <- list:
+			last, sent = list, true
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// parseMembers reads the membership keys held by a session, sorted by id.
-func (c *Consul) parseMembers(pairs api.KVPairs) []Member {
-	var out []Member
+// parseMembers reads the membership keys: those held by a session are
+// live members, those released marked as left are clean leaves.
+func (c *Consul) parseMembers(pairs api.KVPairs) memberList {
+	var out memberList
 	for _, p := range pairs {
 		id := strings.TrimPrefix(p.Key, c.keys.members())
-		if p.Session == "" || id == "" || strings.Contains(id, "/") {
+		if id == "" || strings.Contains(id, "/") {
 			continue
 		}
-		var m Member
-		if err := json.Unmarshal(p.Value, &m); err != nil {
+		var rec memberRecord
+		if err := json.Unmarshal(p.Value, &rec); err != nil {
 			c.logger.Warn("unreadable membership record", slog.String("key", p.Key), slog.Any("error", err))
 		}
+		if p.Session == "" {
+			if rec.LeftAt != nil {
+				out.left = append(out.left, leftKey{id: id, index: p.ModifyIndex})
+			}
+			continue
+		}
+		m := rec.Member
 		m.ID = id // the key is the truth
-		out = append(out, m)
+		out.live = append(out.live, m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out.live, func(i, j int) bool { return out.live[i].ID < out.live[j].ID })
+	sort.Slice(out.left, func(i, j int) bool { return out.left[i].id < out.left[j].id })
 	return out
+}
+
+// countMembers keeps the number of live members for the
+// wimro_cluster_members gauge, on every process (the leader's view lives
+// only as long as its term).
+func (c *Consul) countMembers(ctx context.Context) {
+	w := newWatch()
+	for {
+		pairs, ok := blockingRead(ctx, w, c.logger, "count members", func(q *api.QueryOptions) (api.KVPairs, *api.QueryMeta, error) {
+			return c.api.KV().List(c.keys.members(), q)
+		})
+		if !ok {
+			return
+		}
+		live := c.parseMembers(pairs).live
+		c.members.Store(int64(len(live)))
+		now := time.Now().UTC()
+		c.mu.Lock()
+		if c.seen == nil {
+			c.seen = map[string]time.Time{}
+		}
+		for _, m := range live {
+			c.seen[m.ID] = now
+		}
+		c.mu.Unlock()
+	}
+}
+
+// followReleases folds the notifications of released leases into one
+// signal for the leader, consumed or not (a process that does not lead
+// drops them).
+func (c *Consul) followReleases(ctx context.Context) {
+	sub := c.cfg.LeaseReleases
+	if sub == nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.C:
+		case <-sub.Resync:
+		}
+		select {
+		case c.released <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // followAccounts sends the account list (sorted ids) when it changes: it

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/wimro/wimro/persistence"
 )
 
 // txnMaxOps is Consul's limit of operations in one transaction.
@@ -13,42 +16,53 @@ const txnMaxOps = 64
 
 // reassign makes the assignment keys follow the owners computed from
 // view, revocations first; it returns how many moves wait for their
-// previous owner to let go.
-func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterView) (int, error) {
+// previous owner to let go, and how long until the first lease they wait
+// for expires (0: none known).
+func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterView) (int, time.Duration, error) {
 	if !view.haveMembers || !view.haveAccts || len(view.members) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	list, _, err := c.api.KV().Keys(c.keys.assignments(), "", (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("list assignments: %w", err)
+		return 0, 0, fmt.Errorf("list assignments: %w", err)
 	}
 	current := c.keys.parseAssignments(list)
 	wanted := owners(view.memberIDs(), view.accounts)
-	var holders map[string]string
+	var held map[string]persistence.HeldLease
 	var holdersErr error
 	if needsHolders(wanted, current) {
-		holders, holdersErr = c.cfg.DB.LeaseHolders(ctx)
+		held, holdersErr = c.cfg.DB.HeldLeases(ctx)
+	}
+	holders := make(map[string]string, len(held))
+	for a, l := range held {
+		holders[a] = l.Owner
 	}
 	// Without the leases every move waits, but what needs none (the
 	// revocations, the markers that confirm members) is written anyway.
 	p := makePlan(wanted, current, holders, holdersErr == nil, view.departed)
 	if !p.empty() {
 		if err := c.write(ctx, sessionID, p); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if holdersErr != nil {
-		return 0, fmt.Errorf("read account leases: %w", holdersErr)
+		return 0, 0, fmt.Errorf("read account leases: %w", holdersErr)
+	}
+	var expiry time.Duration
+	for _, a := range p.waiting {
+		if l := held[a].Left; l > 0 && (expiry == 0 || l < expiry) {
+			expiry = l
+		}
 	}
 	if p.empty() {
-		return p.pending, nil
+		return p.pending, expiry, nil
 	}
 	c.logger.Info("accounts reassigned", slog.Int("members", len(view.members)), slog.Int("accounts", len(view.accounts)),
 		slog.Int("assigned", len(p.assign)), slog.Int("revoked", p.revoked), slog.Int("moved", p.moved),
 		slog.Int("pending", p.pending), slog.Int("members_gone", len(p.drop)))
-	return p.pending, nil
+	return p.pending, expiry, nil
 }
 
 // needsHolders reports whether some wanted assignment is not written yet

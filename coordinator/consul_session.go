@@ -31,6 +31,10 @@ type sessions struct {
 	lockDelay time.Duration
 	timeout   time.Duration // per call
 	logger    *slog.Logger
+	// check, when not nil, is the service check the sessions are bound
+	// to besides serfHealth: a session is created only while it passes,
+	// and given up when it could not be passed in time.
+	check *serviceCheck
 
 	mu      sync.Mutex
 	cur     *session
@@ -38,10 +42,10 @@ type sessions struct {
 	stale   []string      // given up, maybe alive: destroyed when Consul answers
 }
 
-func newSessions(client *api.Client, name string, ttl, lockDelay time.Duration, logger *slog.Logger) *sessions {
+func newSessions(client *api.Client, name string, ttl, lockDelay time.Duration, check *serviceCheck, logger *slog.Logger) *sessions {
 	return &sessions{
 		api: client, name: name, ttl: ttl, lockDelay: lockDelay,
-		timeout: max(ttl/3, time.Second), logger: logger,
+		timeout: max(ttl/3, time.Second), logger: logger, check: check,
 		changed: make(chan struct{}),
 	}
 }
@@ -121,14 +125,24 @@ func (s *sessions) create(ctx context.Context) (*session, time.Time) {
 	var b backoff
 	for {
 		s.destroyStale(ctx)
-		cctx, cancel := context.WithTimeout(ctx, s.timeout)
-		sent := time.Now()
-		id, _, err := s.api.Session().Create(&api.SessionEntry{
+		entry := &api.SessionEntry{
 			Name:      s.name,
 			TTL:       s.ttl.String(),
 			Behavior:  api.SessionBehaviorDelete,
 			LockDelay: s.lockDelay,
-		}, (&api.WriteOptions{}).WithContext(cctx))
+		}
+		if s.check != nil {
+			// Consul refuses a session bound to a critical check: wait
+			// for a pass (this process is healthy again).
+			if !s.check.passing.wait(ctx) {
+				return nil, time.Time{}
+			}
+			entry.NodeChecks = []string{"serfHealth"}
+			entry.ServiceChecks = []api.ServiceCheck{{ID: s.check.checkID}}
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		sent := time.Now()
+		id, _, err := s.api.Session().Create(entry, (&api.WriteOptions{}).WithContext(cctx))
 		cancel()
 		if err == nil {
 			sess := &session{id: id, done: make(chan struct{})}
@@ -147,22 +161,31 @@ func (s *sessions) create(ctx context.Context) (*session, time.Time) {
 }
 
 // keep renews sess every TTL/3 until Consul says it is gone or it could
-// not be renewed for TTL minus the margin; it then gives it up and
-// returns true (make another). It returns false once ctx ended.
+// not be renewed for TTL minus the margin, or its check not passed for the
+// check's TTL minus its margin; it then gives it up and returns true (make
+// another). It returns false once ctx ended.
 func (s *sessions) keep(ctx context.Context, sess *session, lastOK time.Time) bool {
 	ttl := s.ttl
 	var b backoff
-	next := ttl / 3
+	due := time.Now().Add(ttl / 3)
 	for {
-		deadline := lastOK.Add(ttl - s.margin())
-		if !sleep(ctx, nil, min(next, max(time.Until(deadline), 0))) {
+		deadline := s.deadline(lastOK, ttl)
+		wake := due
+		if deadline.Before(wake) {
+			wake = deadline
+		}
+		if !sleep(ctx, nil, max(time.Until(wake), 0)) {
 			return false
 		}
-		if !time.Now().Before(deadline) {
-			s.logger.Warn("consul session could not be renewed in time; giving it up",
+		// A pass meanwhile may have moved the deadline.
+		if deadline = s.deadline(lastOK, ttl); !time.Now().Before(deadline) {
+			s.logger.Warn("consul session could not be renewed, or its check passed, in time; giving it up",
 				slog.String("session_id", sess.id), slog.Duration("since_renewal", time.Since(lastOK)))
 			s.giveUp(sess, true)
 			return true
+		}
+		if time.Now().Before(due) {
+			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, min(s.timeout, time.Until(deadline)))
 		sent := time.Now()
@@ -173,7 +196,7 @@ func (s *sessions) keep(ctx context.Context, sess *session, lastOK time.Time) bo
 			return false
 		case err != nil:
 			s.logFailure(&b, "renew consul session", err)
-			next = b.next()
+			due = time.Now().Add(b.next())
 		case entry == nil:
 			s.logger.Warn("consul session is gone; creating another", slog.String("session_id", sess.id))
 			s.giveUp(sess, false)
@@ -188,9 +211,22 @@ func (s *sessions) keep(ctx context.Context, sess *session, lastOK time.Time) bo
 			if d, perr := time.ParseDuration(entry.TTL); perr == nil && d > ttl {
 				ttl = d
 			}
-			next = ttl / 3
+			due = time.Now().Add(ttl / 3)
 		}
 	}
+}
+
+// deadline is when a session last renewed at lastOK must be given up: TTL
+// minus the margin after lastOK, or earlier when its check was not passed
+// for the check's TTL minus its margin (Consul invalidates it then).
+func (s *sessions) deadline(lastOK time.Time, ttl time.Duration) time.Time {
+	d := lastOK.Add(ttl - s.margin())
+	if s.check != nil {
+		if lapse := s.check.lapse(); !lapse.IsZero() && lapse.Before(d) {
+			d = lapse
+		}
+	}
+	return d
 }
 
 // destroyStale destroys the sessions given up while Consul did not

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -28,9 +29,23 @@ func (c *Consul) Status(ctx context.Context) (Status, error) {
 	st := Status{
 		Coordinator: "consul",
 		InstanceID:  c.cfg.InstanceID,
-		Members:     c.parseMembers(pairs),
+		Members:     c.parseMembers(pairs).live,
 		Assignments: map[string][]string{},
 	}
+	health, err := c.health(q)
+	if err != nil {
+		return Status{}, fmt.Errorf("coordinator: read the catalog's health: %w", err)
+	}
+	now := time.Now().UTC()
+	c.mu.Lock()
+	for i := range st.Members {
+		m := &st.Members[i]
+		m.Health = health[m.ID]
+		if m.LastSeen = c.seen[m.ID]; m.LastSeen.IsZero() {
+			m.LastSeen = now // read live just now
+		}
+	}
+	c.mu.Unlock()
 	if leader != nil && leader.Session != "" {
 		st.Leader = string(leader.Value)
 	}
@@ -41,4 +56,29 @@ func (c *Consul) Status(ctx context.Context) (Status, error) {
 		st.Assignments[m] = sortedSet(a.accounts)
 	}
 	return st, nil
+}
+
+// health reads the status of every member's check in Consul's catalog
+// (by instance id; none without a check).
+func (c *Consul) health(q *api.QueryOptions) (map[string]string, error) {
+	out := map[string]string{}
+	if c.check == nil {
+		return out, nil
+	}
+	entries, _, err := c.api.Health().Service(c.cfg.Service, "", false, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Service == nil || e.Service.Meta["consul_prefix"] != c.cfg.Prefix {
+			continue
+		}
+		out[e.Service.Meta["instance_id"]] = e.Checks.AggregatedStatus()
+	}
+	return out, nil
+}
+
+// Gauges is Coordinator.Gauges.
+func (c *Consul) Gauges() Gauges {
+	return Gauges{Leader: c.leading.Load(), Members: int(c.members.Load()), Generation: c.generation.Load()}
 }

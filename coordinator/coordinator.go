@@ -38,6 +38,20 @@ type Coordinator interface {
 	// (another live process has its instance id); it never fires for a
 	// policy without such a case.
 	Failed() <-chan error
+	// Gauges are the cluster's metrics as this process sees them.
+	Gauges() Gauges
+}
+
+// Gauges are the values of the cluster metrics: wimro_cluster_leader,
+// wimro_cluster_members and wimro_cluster_assignment_generation.
+type Gauges struct {
+	Leader  bool // this process leads (runs the chores)
+	Members int  // live members
+	// Generation identifies the assignment this process applied last:
+	// Consul's index of it, which only grows while the cluster lives (a
+	// Consul restarted empty starts again from low values). Members that
+	// applied the same assignment report the same generation.
+	Generation uint64
 }
 
 // chores starts and stops a set of chores together.

@@ -17,7 +17,9 @@
 // Under Prefix (default service/wimro):
 //
 //	<prefix>/members/<id>              JSON Member {id, address, started_at, version};
-//	                                   acquired with the process's session
+//	                                   acquired with the process's session; released
+//	                                   with "left_at" added by a clean leave (Stop),
+//	                                   then deleted by the leader once seen
 //	<prefix>/leader                    the leader's instance id; acquired with its session
 //	<prefix>/assignments/<id>/         folder marker: the leader confirmed member <id>
 //	                                   (value: the leader's id)
@@ -25,29 +27,62 @@
 //
 // The session, named "wimro <id> boot <nonce>" (the nonce is new at every
 // start), has behaviour "delete" (its keys go with it), the configured TTL
-// and an explicit lock-delay. Only the leader writes assignments, in
-// transactions that first check that the leader key is held by its
-// session: a deposed leader writes nothing.
+// and an explicit lock-delay, and is bound to the node's serfHealth and to
+// this process's service check (below). Only the leader writes
+// assignments, in transactions that first check that the leader key is
+// held by its session: a deposed leader writes nothing.
+//
+// # Service and check
+//
+// Every process registers in the local agent's catalog a service named
+// Service ("wimro"), id "<Service>-<instance id>", with its API address and
+// the meta instance_id, boot, version and consul_prefix, and a TTL check
+// "<service id>:ttl" (CheckTTL). It passes the check every CheckTTL/3
+// while Health is nil and marks it critical at once, with the reason as
+// output, when Health fails. Consul invalidates a session whose check
+// goes critical, so the keys of a process that died, hangs, is paused or
+// is unhealthy go within one check TTL; a session TTL alone would take
+// one to two TTLs (Consul invalidates a session no earlier than TTL after
+// its last renewal, in practice up to 2 x TTL, and refuses TTLs under
+// 10 s). A session is created only while the check passes (Consul refuses
+// it otherwise). The agent forgets the service of a process whose check
+// stays critical for 10 minutes; one that comes back (or finds the agent
+// restarted empty) registers again. CheckTTL < 0 registers nothing: the
+// session is bound to serfHealth alone, as before.
 //
 // # Timings (defaults)
 //
+//   - CheckTTL 3 s, passed every CheckTTL/3; a session whose check could
+//     not be passed for CheckTTL - CheckTTL/4 is given up (Consul
+//     invalidates it at CheckTTL).
 //   - SessionTTL 10 s, renewed every TTL/3, each call bounded by TTL/3.
 //     Renew answering "gone" makes a new session at once; a session not
 //     renewed for TTL - TTL/4 is given up (Consul invalidates a session
 //     no earlier than TTL after its last renewal) and destroyed as soon as
 //     Consul answers again.
-//   - LockDelay 1 s, sent explicitly (Consul's default is 15 s and the Go
-//     API drops a zero).
+//   - LockDelay 1 ms, Consul's least, sent explicitly (Consul's default
+//     is 15 s and the Go API drops a zero). A delay would only hold a
+//     dead leader's successor back: a deposed leader's assignment writes
+//     are refused by their session check, its chores' writes are fenced
+//     in PostgreSQL, and a paused leader can outlive any delay anyway.
 //   - Blocking queries wait at most 5 s on the server, are cancelled with
 //     their context, reset their index when it goes backwards (next read
 //     is plain) or to 0 (block on 1), and are rate-limited (burst 2, one
 //     per 100 ms).
-//   - LeaderSoak 3 s: membership and the account list must stay unchanged
-//     that long before the leader computes owners; pending moves are
-//     tried again every LeaderSoak; everything is checked again, and the
-//     accounts listed again, every Relist (1 min) as a safety net.
-//   - AssignmentSoak 500 ms: a member's assignment must stay unchanged
+//   - LeaderSoak 1 s: membership and the account list must stay unchanged
+//     that long before the leader computes owners, except after a clean
+//     leave, handled at once (it is final). Pending moves are tried again
+//     when a lease is released (LeaseReleases), when the first lease they
+//     wait for expires (by the database's clock), and every LeaderSoak;
+//     everything is checked again, and the accounts listed again, every
+//     Relist (1 min) as a safety net.
+//   - AssignmentSoak 100 ms: a member's assignment must stay unchanged
 //     that long before it goes to the Runner.
+//   - The account lease (wimd's --claim-lease, 5 s, renewed every 1.67 s)
+//     bounds every takeover of a live or dead holder's accounts: with
+//     the defaults a dead leader's accounts are owned again within about
+//     max(CheckTTL + LeaderSoak, lease) + AssignmentSoak = 5.1 s, plus
+//     the time the new owner takes to take the leases.
 //   - A failing Consul call is retried after 50 ms, 100 ms, 200 ms,
 //     500 ms, 1 s, 2 s, then every 5 s; each loop counts its own
 //     failures, and a success resets them.
@@ -118,6 +153,8 @@
 // have expired or are about to, and it can prove it owns nothing. Asked
 // every 200 ms; while it fails the process:
 //
+//   - marks its check critical: Consul invalidates its session, and no
+//     new one is made until the check passes again;
 //   - ends its term at once if it leads: the chores stop, then the leader
 //     key is deleted (not left to expire with the session), so a healthy
 //     member acquires it within its watch, with no lock-delay;
@@ -128,9 +165,9 @@
 //     Runner keeps what it has, fenced by the leases it no longer holds);
 //   - is not Ready, and /readyz names the lease error.
 //
-// Its session stays. When Health is nil again it acquires its membership
-// key, competes again, applies its folder once the leader confirmed it,
-// and is Ready again.
+// When Health is nil again it passes its check, makes a new session,
+// acquires its membership key, competes again, applies its folder once the
+// leader confirmed it, and is Ready again.
 //
 // # Failure cases
 //
@@ -150,12 +187,21 @@
 //     deleted, it makes a new session and acquires its membership key
 //     again after the lock-delay; a leader ends its term and competes
 //     again.
-//   - Process crash: its session expires (TTL to 2 TTL), its keys go, the
-//     leader drops its folder; its accounts move once their leases expire.
-//   - Member cut off from Consul but not from PostgreSQL: it keeps running
-//     its accounts under their leases; the leader's moves of them stay
-//     pending (or the new owners wait for the leases) until it returns or
-//     stops.
+//   - Process crash, hang or pause (SIGSTOP): its check is not passed, and
+//     its session is invalidated within CheckTTL (without a check: TTL to
+//     2 TTL); its keys go, and the leader logs it lost ("member lost",
+//     departure "session invalidated") and drops its folder; its accounts
+//     move once their leases expire. A paused process that resumes finds
+//     its session gone and its leases lost, and rejoins.
+//   - Clean leave (Stop): the leader logs it ("member left the cluster",
+//     departure "clean leave"), reassigns at once and gives the accounts
+//     as their leases are released.
+//   - Member cut off from Consul but not from PostgreSQL: its check lapses
+//     and Consul invalidates its session; the leader takes it for gone and,
+//     once it has been gone one session TTL, assigns its accounts to the
+//     others. It keeps running them under their leases, which it keeps
+//     renewing: the new owners wait for the leases until it returns (its
+//     accounts are then assigned to it again) or stops.
 //   - Member (the leader included) cut off from PostgreSQL but not from
 //     Consul: once its leases could not be renewed for one lease it steps
 //     down and leaves (see "Stepping down"); a healthy member leads, and
@@ -173,9 +219,10 @@
 // # Stopping (SIGTERM)
 //
 // Consul.Stop stops the loops, stops the chores, deletes the leader key
-// (if held) and the membership key, then destroys the session: the other
-// processes take over within their soak rather than a session TTL. wimd
-// stops the parts in this order:
+// (if held), releases the membership key marked as left, destroys the
+// session and deregisters the service: the other processes take over at
+// once rather than after a check or session TTL. wimd stops the parts in
+// this order:
 //
 //  1. the HTTP API;
 //  2. the coordinator (Stop): no SetAccounts after it returns, the leader

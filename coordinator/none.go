@@ -159,3 +159,14 @@ func (n *None) Status(context.Context) (Status, error) {
 		Assignments: map[string][]string{id: append([]string{}, n.accounts...)},
 	}, nil
 }
+
+// Gauges shows this process as the leader and only member, once started;
+// its assignment has no generation.
+func (n *None) Gauges() Gauges {
+	started := n.svc.Started()
+	members := 0
+	if started {
+		members = 1
+	}
+	return Gauges{Leader: started, Members: members}
+}

@@ -40,6 +40,8 @@ type plan struct {
 	// pending counts the accounts still held by their old owner: they
 	// are given on a later pass.
 	pending int
+	// waiting lists the pending accounts whose lease is known to be held.
+	waiting []string
 	// moved counts the accounts given or pending whose owner changes.
 	moved int
 }
@@ -100,6 +102,9 @@ func makePlan(wanted map[string][]string, current assignments, holders map[strin
 			}
 			if h := memberOf(holders[a]); !known || h != "" && h != m && !departed(h) {
 				p.pending++
+				if known {
+					p.waiting = append(p.waiting, a)
+				}
 				if known || moving {
 					p.moved++
 				}

@@ -144,6 +144,11 @@ func TestMakePlan(t *testing.T) {
 			}
 			departed := func(m string) bool { return slices.Contains(tc.departed, m) }
 			got := makePlan(tc.wanted, current, tc.holders, !tc.unknown, departed)
+			// With the leases known, every pending account waits for one.
+			if !tc.unknown && len(got.waiting) != got.pending {
+				t.Fatalf("waiting %v for %d pending", got.waiting, got.pending)
+			}
+			got.waiting = nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("plan:\n got %+v\nwant %+v", got, tc.want)
 			}

@@ -98,6 +98,35 @@ func (s *Store) LeaseHolders(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// HeldLease is a lease held and not expired, and how long it has left by
+// the database's clock (a caller's clock may differ from it).
+type HeldLease struct {
+	Owner string
+	Left  time.Duration
+}
+
+// HeldLeases returns, for every account whose lease is held and not
+// expired, its holder and the time left before it expires: the cluster's
+// leader retries a move waiting for a dead holder's lease when it expires.
+func (s *Store) HeldLeases(ctx context.Context) (map[string]HeldLease, error) {
+	rows, err := s.q.Query(ctx, `SELECT account_id::text, owner, (extract(epoch FROM expires_at - now()) * 1000)::bigint
+		FROM wim_account_leases WHERE owner IS NOT NULL AND expires_at > now()`)
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: held leases: %w", err))
+	}
+	out := map[string]HeldLease{}
+	var id, owner string
+	var ms int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &owner, &ms}, func() error {
+		out[id] = HeldLease{Owner: owner, Left: time.Duration(ms) * time.Millisecond}
+		return nil
+	})
+	if err != nil {
+		return nil, mapError(fmt.Errorf("persistence: held leases: %w", err))
+	}
+	return out, nil
+}
+
 func leaseArrays(leases []Lease) ([]string, []string, []int64) {
 	ids := make([]string, len(leases))
 	owners := make([]string, len(leases))

@@ -617,3 +617,31 @@ func TestAttemptsCountRunsThatReachedTheController(t *testing.T) {
 		t.Fatalf("retry events:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// HeldLeases (issue 31) lists the live leases with their holder and the
+// time they have left by the database's clock: the leader retries a move
+// waiting for a dead holder when its lease expires. A released lease is
+// not listed.
+func TestHeldLeasesTellTimeLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	got, err := b.db.AcquireLeases(b.ctx, "w1#boot", []string{acct}, time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("lease = %v, %v", got, err)
+	}
+	held, err := b.db.HeldLeases(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := held[acct]
+	if !ok || l.Owner != "w1#boot" || l.Left <= 50*time.Second || l.Left > time.Minute {
+		t.Fatalf("held %+v (listed %v), want w1#boot with up to a minute left", l, ok)
+	}
+	if err := b.db.ReleaseLeases(b.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := b.db.HeldLeases(b.ctx); err != nil || len(held) != 0 {
+		t.Fatalf("after the release: %v, %v", held, err)
+	}
+}

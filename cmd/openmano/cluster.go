@@ -10,7 +10,7 @@ import (
 // clusterCommands are the commands of the wimd cluster.
 func clusterCommands() []spec {
 	return []spec{
-		{name: "cluster-list", summary: "Show the wimd cluster as the server sees it: coordinator, leader, members and the accounts\nassigned to each; the accounts the server owns now (holds the lease of).", setup: setupClusterList},
+		{name: "cluster-list", summary: "Show the wimd cluster as the server sees it: coordinator, leader, members with the accounts\nassigned to each, their health in Consul's catalog and when the server last saw them; the\naccounts the server owns now (holds the lease of).", setup: setupClusterList},
 	}
 }
 
@@ -26,7 +26,7 @@ func setupClusterList(fs *pflag.FlagSet) runFunc {
 			fmt.Fprintf(s.c.Stdout, "coordinator %s, this process %s, leader %s\n", str(m["coordinator"]), str(m["instance_id"]), str(m["leader"]))
 			members, _ := m["members"].([]any)
 			if len(members) > 0 {
-				fmt.Fprintf(s.c.Stdout, "  %-30s %-24s %14s  %s\n", "MEMBER (* leader)", "ADDRESS", "ACCOUNTS", "SINCE")
+				fmt.Fprintf(s.c.Stdout, "  %-30s %-24s %14s  %-8s  %-24s  %s\n", "MEMBER (* leader)", "ADDRESS", "ACCOUNTS", "HEALTH", "LAST SEEN", "SINCE")
 			}
 			for _, x := range members {
 				mem, _ := x.(map[string]any)
@@ -36,7 +36,8 @@ func setupClusterList(fs *pflag.FlagSet) runFunc {
 				if id == str(m["leader"]) {
 					mark = "*"
 				}
-				fmt.Fprintf(s.c.Stdout, "%s %-30s %-24s %5d accounts  since %s\n", mark, id, str(mem["address"]), len(accts), str(mem["started_at"]))
+				fmt.Fprintf(s.c.Stdout, "%s %-30s %-24s %5d accounts  %-8s  %-24s  since %s\n", mark, id, str(mem["address"]), len(accts),
+					orDash(str(mem["health"])), orDash(str(mem["last_seen"])), str(mem["started_at"]))
 			}
 			owned, _ := m["owned"].([]any)
 			fmt.Fprintf(s.c.Stdout, "owned by this process: %d accounts\n", len(owned))

@@ -15,7 +15,7 @@ func TestTableHeaders(t *testing.T) {
 		"GET /openmano/t0/datacenters":         {200, `{"datacenters": []}`},
 		"GET /openmano/t0/instances":           {200, `{"instances": [{"uuid": "i1", "name": "ns1", "status": "ACTIVE"}, {"uuid": "i2", "name": "ns2"}]}`},
 		"GET /openmano/t0/instances/i1/action": {200, `{"actions": [{"uuid": "a1", "description": "CREATE", "number_tasks": 1, "number_done": 1, "number_failed": 0, "created_at": "2026-01-03"}]}`},
-		"GET /cluster":                         {200, `{"coordinator": "none", "instance_id": "p1", "leader": "p1", "members": [{"id": "p1", "address": "127.0.0.1:9090", "started_at": "2026-01-01"}], "assignments": {"p1": ["acc"]}, "owned": ["acc"]}`},
+		"GET /cluster":                         {200, `{"coordinator": "none", "instance_id": "p1", "leader": "p1", "members": [{"id": "p1", "address": "127.0.0.1:9090", "started_at": "2026-01-01", "health": "passing", "last_seen": "2026-01-02T10:00:00Z"}, {"id": "p2", "address": "127.0.0.1:9091", "started_at": "2026-01-01"}], "assignments": {"p1": ["acc"]}, "owned": ["acc"]}`},
 	})
 	env := f.env(map[string]string{"OPENMANO_TENANT": "t0"})
 	cases := []struct {
@@ -28,12 +28,23 @@ func TestTableHeaders(t *testing.T) {
 		{[]string{"datacenter-list"}, ""},
 		{[]string{"instance-scenario-list"}, "UUID                                   NAME                 STATUS\ni1                                     ns1                  ACTIVE\ni2                                     ns2\n"},
 		{[]string{"action-list", "i1", "-v"}, "UUID                                   DESCRIPTION          PROGRESS                    CREATED_AT\na1                                     CREATE               done=1 tasks=1 failed=0 2026-01-03\n"},
-		{[]string{"cluster-list"}, "coordinator none, this process p1, leader p1\n  MEMBER (* leader)              ADDRESS                        ACCOUNTS  SINCE\n* p1                             127.0.0.1:9090               1 accounts  since 2026-01-01\nowned by this process: 1 accounts\n"},
+		{[]string{"cluster-list"}, "coordinator none, this process p1, leader p1\n" +
+			"  MEMBER (* leader)              ADDRESS                        ACCOUNTS  HEALTH    LAST SEEN                 SINCE\n" +
+			"* p1                             127.0.0.1:9090               1 accounts  passing   2026-01-02T10:00:00Z      since 2026-01-01\n" +
+			"  p2                             127.0.0.1:9091               0 accounts  -         -                         since 2026-01-01\n" +
+			"owned by this process: 1 accounts\n"},
 	}
 	for _, c := range cases {
 		r := runCLI(t, env, "", c.args...)
 		if r.code != 0 || r.stdout != c.want {
 			t.Errorf("%v: exit %d, stderr %q, stdout\n%s\nwant\n%s", c.args, r.code, r.stderr, r.stdout, c.want)
+		}
+	}
+	// The documents carry the members' health and last seen as served.
+	for _, format := range []string{"json", "yaml"} {
+		r := runCLI(t, env, "", "cluster-list", "-o", format)
+		if r.code != 0 || !strings.Contains(r.stdout, "passing") || !strings.Contains(r.stdout, "2026-01-02T10:00:00Z") || !strings.Contains(r.stdout, "last_seen") {
+			t.Errorf("cluster-list -o %s: exit %d, stdout\n%s", format, r.code, r.stdout)
 		}
 	}
 }

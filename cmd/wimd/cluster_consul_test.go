@@ -138,7 +138,14 @@ func newCluster(t testing.TB) *cluster {
 // start starts member id, with env added to the cluster's.
 func (c *cluster) start(id string, env ...string) *process {
 	c.t.Helper()
-	p := c.spawn(id, "consul", env...)
+	return c.startArgs(id, env)
+}
+
+// startArgs starts member id with env added to the cluster's and args
+// after the cluster's flags (a flag given twice takes the last value).
+func (c *cluster) startArgs(id string, env []string, args ...string) *process {
+	c.t.Helper()
+	p := c.spawnArgs(id, "consul", env, args...)
 	c.members[id] = p
 	return p
 }
@@ -147,10 +154,15 @@ func (c *cluster) start(id string, env ...string) *process {
 // env added to the cluster's, without making it a member of c.
 func (c *cluster) spawn(id, coordinator string, env ...string) *process {
 	c.t.Helper()
-	return startWimd(c.t, c.bin, append(slices.Clone(c.env), env...), "--data-dir", c.t.TempDir(), "--instance-id", id,
+	return c.spawnArgs(id, coordinator, env)
+}
+
+func (c *cluster) spawnArgs(id, coordinator string, env []string, args ...string) *process {
+	c.t.Helper()
+	return startWimd(c.t, c.bin, append(slices.Clone(c.env), env...), append([]string{"--data-dir", c.t.TempDir(), "--instance-id", id,
 		"--coordinator", coordinator, "--consul", c.consul.Addr(),
 		"--session-ttl", clusterTTL.String(), "--leader-soak", clusterLeaderSoak.String(), "--assignment-soak", clusterAssignSoak.String(),
-		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4")
+		"--claim-lease", "3s", "--status-refresh", "200ms", "--parallel", "4"}, args...)...)
 }
 
 // any returns a live member.
@@ -239,9 +251,23 @@ func (c *cluster) owners() (map[string]string, string, string) {
 // agree on a live leader; it returns the owners and the leader.
 func (c *cluster) settled(what string, within time.Duration) (map[string]string, string) {
 	c.t.Helper()
+	return c.settledEvery(what, within, eventually.Tick)
+}
+
+// settledEvery is settled, asking every tick: with 100,000 accounts one
+// look costs the members a second of CPU, taken from what is measured.
+func (c *cluster) settledEvery(what string, within, tick time.Duration) (map[string]string, string) {
+	c.t.Helper()
 	var owner map[string]string
 	var leader string
-	eventually.Until(c.t, within, what, func() (bool, string) {
+	eventually.UntilEvery(c.t, within, tick, what, func() (bool, string) {
+		if tick != eventually.Tick {
+			// Many accounts: look at the counts first (no Consul read),
+			// at the owners only once they add up.
+			if ok, state := c.ownedAddUp(); !ok {
+				return false, state
+			}
+		}
 		var problems string
 		owner, leader, problems = c.owners()
 		count := counts(owner)
@@ -249,6 +275,27 @@ func (c *cluster) settled(what string, within time.Duration) (map[string]string,
 		return ok, fmt.Sprintf("%d of %d accounts owned %v, leader %q %s", len(owner), c.n, count, leader, problems)
 	})
 	return owner, leader
+}
+
+// ownedAddUp reports whether the live members' wimro_accounts_owned add
+// up to the cluster's accounts, each member owning some: a look that
+// costs Consul nothing.
+func (c *cluster) ownedAddUp() (bool, string) {
+	total, each := 0, map[string]int{}
+	for _, id := range sortedKeys(c.members) {
+		v, err := readGauge(c.members[id], "wimro_accounts_owned")
+		if err != nil {
+			return false, err.Error()
+		}
+		each[id] = int(v)
+		total += int(v)
+	}
+	for _, n := range each {
+		if n == 0 {
+			return false, fmt.Sprintf("owned %v", each)
+		}
+	}
+	return total == c.n, fmt.Sprintf("owned %v of %d", each, c.n)
 }
 
 // accounts creates one WIM on the emulator and c.n tenants,

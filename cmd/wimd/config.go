@@ -93,6 +93,11 @@ func (a *App) logger(c *dbConfig) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(a.Stderr, opts)), nil
 }
 
+// defaultClaimLease is --claim-lease's default: a dead process's accounts
+// are taken over within it (renewed every third of it: 1.67 s), which is
+// what bounds a failover (README, "Cluster").
+const defaultClaimLease = 5 * time.Second
+
 // serveConfig is the configuration of wimd serve.
 type serveConfig struct {
 	db           *dbConfig
@@ -125,8 +130,8 @@ type serveConfig struct {
 
 // consulFlags configure --coordinator consul.
 type consulFlags struct {
-	addr, token, prefix                    string
-	sessionTTL, leaderSoak, assignmentSoak time.Duration
+	addr, token, prefix, service                                string
+	sessionTTL, checkTTL, leaderSoak, assignmentSoak, lockDelay time.Duration
 }
 
 // parseServe reads the flags of wimd serve (every one with its
@@ -151,8 +156,8 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
 		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
 			"(claimer 1, completer 2, cluster chores 1, connector reads --parallel, API 9); the LISTEN connection, the lease keeper's and the connector locks' are extra, one each")
-	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", 30*time.Second),
-		"account and claim lease, renewed while the work runs: how soon another process takes over the accounts and actions of a dead one (env WIMRO_CLAIM_LEASE)")
+	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", defaultClaimLease),
+		"account and claim lease, renewed every third of it while the work runs: how soon another process takes over the accounts and actions of a dead one; a process that cannot renew its leases for this long steps out of the cluster (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),
 		"how often the status of a WAN link still being built is asked of its controller (env WIMRO_STATUS_REFRESH)")
 	fs.DurationVar(&c.retention, "action-retention", a.envDuration("WIMRO_ACTION_RETENTION", 30*24*time.Hour),
@@ -174,7 +179,14 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.StringVar(&c.consul.prefix, "consul-prefix", a.env("WIMRO_CONSUL_PREFIX", coordinator.DefaultConsulPrefix),
 		"root of the cluster's Consul keys (env WIMRO_CONSUL_PREFIX)")
 	fs.DurationVar(&c.consul.sessionTTL, "session-ttl", a.envDuration("WIMRO_SESSION_TTL", coordinator.DefaultSessionTTL),
-		"TTL of this process's Consul session: how soon a dead process is noticed (env WIMRO_SESSION_TTL)")
+		"TTL of this process's Consul session: the backstop of --check-ttl, and how soon a dead process is noticed without a check (env WIMRO_SESSION_TTL)")
+	fs.DurationVar(&c.consul.checkTTL, "check-ttl", a.envDuration("WIMRO_CHECK_TTL", coordinator.DefaultCheckTTL),
+		"TTL of this process's health check in Consul's catalog (service --consul-service), passed every third of it while the process can keep its account leases; "+
+			"its session is bound to it, so a dead, paused or unhealthy process loses its session, and leadership, within it; 0 registers no service (env WIMRO_CHECK_TTL)")
+	fs.StringVar(&c.consul.service, "consul-service", a.env("WIMRO_CONSUL_SERVICE", coordinator.DefaultService),
+		"name of the service each wimd registers in Consul's catalog, with the id <name>-<instance id> (env WIMRO_CONSUL_SERVICE)")
+	fs.DurationVar(&c.consul.lockDelay, "lock-delay", a.envDuration("WIMRO_LOCK_DELAY", coordinator.DefaultLockDelay),
+		"Consul lock-delay of the session: how long the leader key of a dead leader stays refused to the others; at least 1ms (env WIMRO_LOCK_DELAY)")
 	fs.DurationVar(&c.consul.leaderSoak, "leader-soak", a.envDuration("WIMRO_LEADER_SOAK", coordinator.DefaultLeaderSoak),
 		"how long membership and the account list must stay still before the leader reassigns (env WIMRO_LEADER_SOAK)")
 	fs.DurationVar(&c.consul.assignmentSoak, "assignment-soak", a.envDuration("WIMRO_ASSIGNMENT_SOAK", coordinator.DefaultAssignmentSoak),
@@ -216,6 +228,12 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		if err := coordinator.CheckInstanceID(c.instanceID); err != nil {
 			return nil, fmt.Errorf("--instance-id: %w", err)
 		}
+	}
+	if c.consul.checkTTL < 0 {
+		return nil, fmt.Errorf("--check-ttl must not be negative (got %s)", c.consul.checkTTL)
+	}
+	if c.consul.lockDelay < time.Millisecond {
+		return nil, fmt.Errorf("--lock-delay must be at least 1ms (got %s)", c.consul.lockDelay)
 	}
 	if c.coordinator != "none" && c.coordinator != "consul" {
 		return nil, fmt.Errorf("--coordinator must be none or consul (got %q)", c.coordinator)

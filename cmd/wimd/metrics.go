@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
@@ -103,4 +104,33 @@ func stampedRevision() string {
 		revision += "-dirty"
 	}
 	return revision
+}
+
+// registerClusterMetrics registers the cluster's gauges, read from the
+// coordinator at each scrape (no I/O: it keeps them up to date itself).
+func registerClusterMetrics(reg prometheus.Registerer, c coordinator.Coordinator) error {
+	for _, g := range []struct {
+		name, help string
+		value      func(coordinator.Gauges) float64
+	}{
+		{"wimro_cluster_leader", "1 while this process leads the cluster (runs the cluster-wide chores), else 0.",
+			func(g coordinator.Gauges) float64 { return boolFloat(g.Leader) }},
+		{"wimro_cluster_members", "Live members of the cluster as this process last saw them (membership keys held by a Consul session).",
+			func(g coordinator.Gauges) float64 { return float64(g.Members) }},
+		{"wimro_cluster_assignment_generation", "Generation of the account assignment this process applied last: Consul's index of it; members that applied the same assignment show the same value.",
+			func(g coordinator.Gauges) float64 { return float64(g.Generation) }},
+	} {
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help},
+			func() float64 { return g.value(c.Gauges()) })); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -28,11 +28,6 @@ const (
 	dashboardFile  = "../../contrib/grafana/wimro.json"
 )
 
-// landsSeparately are metrics the alerts and the dashboard name that the
-// cluster work (issue 31) registers on its own branch: until it is merged
-// they are not on /metrics. Once they are, the test says to drop them here.
-var landsSeparately = map[string]bool{"wimro_cluster_leader": true, "wimro_cluster_members": true}
-
 // promtool returns the path of promtool (lookTool).
 func promtool(t *testing.T) string {
 	t.Helper()
@@ -314,30 +309,18 @@ func TestPrometheusFiles(t *testing.T) {
 	for _, n := range variableMetrics {
 		where[n] = append(where[n], "a dashboard variable")
 	}
-	for n := range landsSeparately {
-		if len(where[n]) == 0 {
-			t.Errorf("%s is listed in landsSeparately but named by no alert nor panel", n)
-		}
-	}
-
 	scrape := liveWimd(t)
 	eventually.Until(t, time.Minute, "every metric named by the alerts and the dashboard on /metrics", func() (bool, string) {
 		names := scrapedNames(scrape())
 		var missing []string
 		for n, w := range where {
-			if !names[n] && !landsSeparately[n] {
+			if !names[n] {
 				missing = append(missing, fmt.Sprintf("%s (%s)", n, strings.Join(w, ", ")))
 			}
 		}
 		sort.Strings(missing)
 		return len(missing) == 0, "missing " + strings.Join(missing, "; ")
 	})
-	names := scrapedNames(scrape())
-	for n := range landsSeparately {
-		if names[n] {
-			t.Errorf("%s is on /metrics now: remove it from landsSeparately", n)
-		}
-	}
 }
 
 // liveWimd starts an in-process wimd on a PostgreSQL of its own (the

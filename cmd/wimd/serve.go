@@ -167,6 +167,9 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 	listener := persistence.NewListener(db, logger)
 	accountNotes := listener.Subscribe(persistence.ChannelAccounts)
 	accountList := listener.Subscribe(persistence.ChannelAccountList)
+	// The coordinator's leader hears of released leases on the same
+	// channel: it hands their accounts over at once.
+	leaseReleases := listener.Subscribe(persistence.ChannelAccounts)
 	events := engine.NewEventHub(db, listener.Subscribe(persistence.ChannelEvents), logger, 0)
 	if err := listener.Start(ctx); err != nil {
 		return fmt.Errorf("start notification listener: %w", err)
@@ -210,11 +213,16 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 	var coord coordinator.Coordinator
 	switch c.coordinator {
 	case "consul":
+		checkTTL := c.consul.checkTTL
+		if checkTTL == 0 {
+			checkTTL = -1 // no service, no check: the session's TTL alone
+		}
 		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
 			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Boot: boot, Prefix: c.consul.prefix,
-			SessionTTL: c.consul.sessionTTL, LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
-			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores,
-			Health: sup.LeaseHealth, Logger: logger})
+			SessionTTL: c.consul.sessionTTL, CheckTTL: checkTTL, Service: c.consul.service, LockDelay: c.consul.lockDelay,
+			LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
+			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, LeaseReleases: leaseReleases,
+			Runner: sup, Chores: leaderChores, Health: sup.LeaseHealth, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -222,6 +230,9 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 		// Without a cluster this process owns every account and runs every chore.
 		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores,
 			InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
+	}
+	if err := registerClusterMetrics(metrics.reg, coord); err != nil {
+		return fmt.Errorf("metrics: %w", err)
 	}
 	if err := coord.Start(ctx); err != nil {
 		return fmt.Errorf("start coordinator: %w", err)

@@ -16,8 +16,15 @@ const Tick = 20 * time.Millisecond
 // timeout naming what it waited for and the last state cond described.
 func Until(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	UntilEvery(t, timeout, Tick, what, cond)
+}
+
+// UntilEvery is Until checking every tick, for a condition that costs
+// what it waits for (a look at 100,000 accounts).
+func UntilEvery(t testing.TB, timeout, every time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(Tick)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	last := ""
 	for {
