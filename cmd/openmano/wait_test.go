@@ -95,7 +95,7 @@ func TestWaitThroughCLI(t *testing.T) {
 
 	// Deleted: the links are gone, exit 0.
 	code, out, errs = om.run("", "instance-scenario-delete", "ns1", "-f", "--wait")
-	if code != 0 || strings.Count(out, "DELETE DONE link") != 2 || !strings.Contains(out, "done: tasks done 2/2, failed 0; links ACTIVE 0/2") {
+	if code != 0 || strings.Count(out, "DELETE DONE link") != 2 || !strings.Contains(out, "done: tasks done 2/2, failed 0; links deleted 2/2") {
 		t.Fatalf("delete --wait: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 
