@@ -4,23 +4,32 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
+.PHONY: all deps build package run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
 
 all: build
 
 # deps installs what the daemon and the tests need on this machine:
-# PostgreSQL server binaries (Debian's postgresql package) and yanglint
-# (libyang2-tools, for the RFC 8466 body validation) when missing, and the
+# PostgreSQL server binaries (Debian's postgresql package), yanglint
+# (libyang2-tools, for the RFC 8466 body validation) and lintian (the
+# package test checks the .deb with it) when missing, and the
 # Consul agent the coordinator tests run (built once from the Go module
 # proxy, about 10 minutes the first time, then cached outside the repo).
 deps:
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-yanglint.sh
 	@scripts/ensure-systemd-analyze.sh
+	@scripts/ensure-lintian.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# package builds, without Docker, the Debian package $(BIN)/wimro_*.deb
+# (nfpm, pinned, from the Go module proxy) and wimd's OCI image
+# $(BIN)/wimd-image/ (a layout) and $(BIN)/wimd-image.tar (its archive),
+# from static binaries; README.md, "Packages", says how to install them.
+package:
+	@scripts/package.sh $(BIN) $(VERSION)
 
 # run builds wimd and starts it on a local PostgreSQL that it owns under
 # .wimro/ (created on first run, migrations applied), listening on
