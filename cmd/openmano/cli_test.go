@@ -346,6 +346,33 @@ instance:
 	}
 }
 
+// datacenter creates and attaches datacenter dc, whose WAN exit is port
+// 1 of switch 00:...:0n.
+func (o openmano) datacenter(dc string, n int) {
+	o.t.Helper()
+	o.ok("datacenter-create", dc, "http://"+dc+".example:5000", "--config",
+		fmt.Sprintf(`{external_connections: [{vim_external_port: {switch: "00:00:00:00:00:00:00:0%d", port: "1"}}]}`, n))
+	o.ok("datacenter-attach", dc)
+}
+
+// clientOnWimd starts a wimd (a throwaway database, a fixed secret key,
+// status polls every 100 ms, env added) with args, and returns the
+// openmano client on it, with tenant t0 current (not created).
+func clientOnWimd(t *testing.T, env []string, args ...string) openmano {
+	t.Helper()
+	wimdBin, cliBin := buildBinaries(t)
+	addr := startWimd(t, wimdBin, append([]string{
+		"WIMRO_DATABASE_URL=" + pgtest.URL(t),
+		"WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"WIMRO_STATUS_REFRESH=100ms",
+	}, env...), append([]string{"--data-dir", t.TempDir()}, args...)...)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openmano{t: t, bin: cliBin, env: []string{"OPENMANO_HOST=" + host, "OPENMANO_PORT=" + port, "OPENMANO_TENANT=t0", "OPENMANO_WIM=", "WIMRO_API_TOKEN="}}
+}
+
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(strings.TrimLeft(text, "\n")), 0o600); err != nil {
@@ -359,25 +386,12 @@ func writeFile(t *testing.T, path, text string) {
 // ends once the actions settled.
 func TestWatchThroughCLI(t *testing.T) {
 	t.Parallel()
-	wimdBin, cliBin := buildBinaries(t)
-	addr := startWimd(t, wimdBin, []string{
-		"WIMRO_DATABASE_URL=" + pgtest.URL(t),
-		"WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"WIMRO_STATUS_REFRESH=100ms",
-		"WIMRO_DEV_CONNECTORS=true",
-	}, "--data-dir", t.TempDir())
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	om := openmano{t: t, bin: cliBin, env: []string{"OPENMANO_HOST=" + host, "OPENMANO_PORT=" + port, "OPENMANO_TENANT=t0", "OPENMANO_WIM=", "WIMRO_API_TOKEN="}}
+	om := clientOnWimd(t, []string{"WIMRO_DEV_CONNECTORS=true"})
 	om.ok("tenant-create", "t0")
 	dir := t.TempDir()
 	var maps []string
 	for i, dc := range []string{"dcA", "dcB"} {
-		om.ok("datacenter-create", dc, "http://"+dc+".example:5000", "--config",
-			fmt.Sprintf(`{external_connections: [{vim_external_port: {switch: "00:00:00:00:00:00:00:0%d", port: "1"}}]}`, i+1))
-		om.ok("datacenter-attach", dc)
+		om.datacenter(dc, i+1)
 		maps = append(maps, fmt.Sprintf("- {datacenter_name: %s, pop_wan_mappings: [{pop_switch_dpid: \"00:00:00:00:00:00:00:0%d\", pop_switch_port: \"1\", wan_service_endpoint_id: ep-%d}]}", dc, i+1, i))
 	}
 	pm := filepath.Join(dir, "pm.yaml")

@@ -24,8 +24,9 @@ func watchFlag(fs *pflag.FlagSet) *bool {
 }
 
 // rowPrinter prints the row of an instance, or of one of its actions,
-// after an event e of that action.
-type rowPrinter func(ctx context.Context, instance, action string, e wireEvent)
+// after an event of that action, and once more when it settled; links are
+// the statuses of the action's WAN links by then (DELETED: gone).
+type rowPrinter func(ctx context.Context, instance, action string, links map[string]string)
 
 // watchActions follows the unsettled actions of the instances (of
 // tenant t; only the action named, when one is) and calls row after each
@@ -43,7 +44,14 @@ func (s *session) watchActions(ctx context.Context, t string, instances []string
 		for _, a := range asList(asMap(r.doc)["actions"]) {
 			m := asMap(a)
 			id := str(m["uuid"])
-			if (only == "" || id == only) && !settled(m) {
+			if only != "" && id != only {
+				continue
+			}
+			running, err := s.running(ctx, t, inst, m)
+			if err != nil {
+				return err
+			}
+			if running {
 				todo = append(todo, followed{inst, id})
 			}
 		}
@@ -58,15 +66,20 @@ func (s *session) watchActions(ctx context.Context, t string, instances []string
 		go func() {
 			defer wg.Done()
 			w := newWatcher(io.Discard)
-			w.onChange = func(e wireEvent) {
+			printRow := func() {
+				links := w.linkStatuses()
 				mu.Lock()
 				defer mu.Unlock()
-				row(ctx, f.instance, f.action, e)
+				row(ctx, f.instance, f.action, links)
 			}
+			w.onChange = func(wireEvent) { printRow() }
 			err := s.follow(ctx, w, t, f.instance, f.action, 0)
 			var we *waitError
-			if errors.As(err, &we) {
-				err = nil // the action ended badly: its rows said so
+			if err == nil || errors.As(err, &we) {
+				// Settled (a link may have left BUILD in the done event's
+				// summary only); ending badly is no error of the watch.
+				printRow()
+				err = nil
 			}
 			errs[i] = err
 		}()
@@ -75,13 +88,30 @@ func (s *session) watchActions(ctx context.Context, t string, instances []string
 	return errors.Join(errs...)
 }
 
-// settled says whether an action's tasks all ended.
-func settled(action map[string]any) bool {
+// running says whether an action (a row of the action list) has tasks
+// still to end. Its counters cannot always say: a CREATE task counts as
+// done once its service is made, while it stays BUILD until the link
+// leaves BUILD; then its tasks are read.
+func (s *session) running(ctx context.Context, t, inst string, action map[string]any) (bool, error) {
 	n := func(k string) int {
 		v, _ := strconv.Atoi(str(action[k])) // a json.Number
 		return v
 	}
-	return n("number_done")+n("number_failed") >= n("number_tasks")
+	if n("number_done")+n("number_failed") < n("number_tasks") {
+		return true, nil
+	}
+	r, err := s.quiet(ctx, seg(t, "instances", inst, "action", str(action["uuid"])))
+	if err != nil {
+		return false, err
+	}
+	for _, a := range asList(asMap(r.doc)["actions"]) {
+		for _, task := range asList(asMap(a)["vim_wim_actions"]) {
+			if st := str(asMap(task)["status"]); st == "SCHEDULED" || st == "BUILD" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // sumStatus sums up an instance's WAN links (link → status) in one
@@ -140,7 +170,8 @@ func (s *session) watchRow(rows changedRows, key string, r *response, table func
 
 // watchInstances prints the instance list r, each instance with the sum
 // of its WAN links' statuses, then its row again each time an event
-// changes a link (the events carry the links' statuses: no read needed).
+// changes a link (the events, and the done event's summary, carry the
+// links' statuses: no read needed).
 func (s *session) watchInstances(ctx context.Context, t string, r *response) error {
 	items := asList(asMap(r.doc)["instances"])
 	var ids []string
@@ -177,15 +208,13 @@ func (s *session) watchInstances(ctx context.Context, t string, r *response) err
 	for _, e := range items {
 		byID[str(asMap(e)["uuid"])] = asMap(e)
 	}
-	return s.watchActions(ctx, t, ids, "", func(ctx context.Context, id, _ string, e wireEvent) {
-		if e.WANLinkID == nil {
-			return
-		}
-		switch {
-		case e.LinkStatus != nil:
-			links[id][*e.WANLinkID] = *e.LinkStatus
-		case deref(e.Action) == "DELETE" && deref(e.Status) == "DONE":
-			delete(links[id], *e.WANLinkID) // gone with its instance
+	return s.watchActions(ctx, t, ids, "", func(ctx context.Context, id, _ string, changed map[string]string) {
+		for link, st := range changed {
+			if st == "DELETED" {
+				delete(links[id], link) // gone with its instance
+			} else if st != "" {
+				links[id][link] = st
+			}
 		}
 		row := map[string]any{}
 		for k, v := range byID[id] {
@@ -211,7 +240,7 @@ func (s *session) watchActionRows(ctx context.Context, t, inst, only string, lis
 		m := withoutTasks(asMap(a))
 		rows.changed(str(m["uuid"]), s.render(func(s *session) { s.printAction(m) }))
 	}
-	return s.watchActions(ctx, t, []string{inst}, only, func(ctx context.Context, inst, action string, _ wireEvent) {
+	return s.watchActions(ctx, t, []string{inst}, only, func(ctx context.Context, inst, action string, _ map[string]string) {
 		r, err := s.quiet(ctx, seg(t, "instances", inst, "action", action))
 		if err != nil {
 			return
@@ -234,4 +263,15 @@ func withoutTasks(action map[string]any) map[string]any {
 		}
 	}
 	return a
+}
+
+// linkStatuses are the statuses of the links w knows, by link id.
+func (w *watcher) linkStatuses() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]string, len(w.links))
+	for id, l := range w.links {
+		out[id] = l.status
+	}
+	return out
 }

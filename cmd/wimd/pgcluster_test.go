@@ -63,9 +63,7 @@ func clusterRecipeOf(t *testing.T) readmeRecipe {
 			*target = append(*target, strings.TrimSuffix(line, ";"))
 		}
 	}
-	for _, m := range regexp.MustCompile(`(?m)^hostssl .*$`).FindAllString(section, -1) {
-		r.hba = append(r.hba, m)
-	}
+	r.hba = regexp.MustCompile(`(?m)^hostssl .*$`).FindAllString(section, -1)
 	if m := regexp.MustCompile(`(?m)^WIMRO_DATABASE_URL='([^']+)'`).FindStringSubmatch(section); m != nil {
 		r.url = m[1]
 	}
