@@ -420,8 +420,11 @@ func TestWatchThroughCLI(t *testing.T) {
 	}
 	out = <-actions
 	t.Logf("action-list -w:\n%s", out)
-	if !regexp.MustCompile(`(?s)^UUID +DESCRIPTION +PROGRESS +AGE\n[0-9a-f-]{36} +CREATE +done=0 tasks=1 failed=0 +\S+\n.*[0-9a-f-]{36} +CREATE +done=1 tasks=1 failed=0 +\S+\n$`).MatchString(out) ||
-		strings.Count(out, "done=0") != 1 {
+	// A CREATE task counts as done once its service is made, while its
+	// link is still BUILD: the row is printed again when the action
+	// settles (its AGE moved).
+	if !regexp.MustCompile(`(?s)^UUID +DESCRIPTION +PROGRESS +AGE\n[0-9a-f-]{36} +CREATE +done=[01] tasks=1 failed=0 +\S+\n.*[0-9a-f-]{36} +CREATE +done=1 tasks=1 failed=0 +\S+\n$`).MatchString(out) ||
+		strings.Count(out, "CREATE") < 2 {
 		t.Fatalf("action-list -w: %q", out)
 	}
 	// Nothing running: the list, and the watch ends at once.
