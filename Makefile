@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-.PHONY: all deps build run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
+.PHONY: all deps build package run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
 
 all: build
 
@@ -15,18 +15,26 @@ all: build
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
 # (libyang2-tools, for the RFC 8466 body validation) when missing,
 # promtool (Debian's prometheus package: the alerts' and the dashboard's
-# checks), and the Consul agent the coordinator tests run (built once from
-# the Go module proxy, about 10 minutes the first time, then cached
-# outside the repo).
+# checks), lintian (the package test checks the .deb with it), and the
+# Consul agent the coordinator tests run (built once from the Go module
+# proxy, about 10 minutes the first time, then cached outside the repo).
 deps:
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-yanglint.sh
 	@scripts/ensure-systemd-analyze.sh
 	@scripts/ensure-promtool.sh
+	@scripts/ensure-lintian.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# package builds, without Docker, the Debian package $(BIN)/wimro_*.deb
+# (nfpm, pinned, from the Go module proxy) and wimd's OCI image
+# $(BIN)/wimd-image/ (a layout) and $(BIN)/wimd-image.tar (its archive),
+# from static binaries; README.md, "Packages", says how to install them.
+package:
+	@scripts/package.sh $(BIN) $(VERSION)
 
 # run builds wimd and starts it on a local PostgreSQL that it owns under
 # .wimro/ (created on first run, migrations applied), listening on

@@ -110,6 +110,17 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// ClusterName is the server's cluster_name setting (readable by any
+// role): wimd's embedded PostgreSQL names itself with it, so that a wimd
+// can tell it was pointed at another wimd's local server.
+func (db *DB) ClusterName(ctx context.Context) (string, error) {
+	var name string
+	if err := db.pool.QueryRow(ctx, `SELECT current_setting('cluster_name')`).Scan(&name); err != nil {
+		return "", fmt.Errorf("read cluster_name: %w", err)
+	}
+	return name, nil
+}
+
 // Tx runs fn in one transaction: it commits when fn returns nil and rolls
 // back otherwise, so a request is either written whole or not at all. NOTIFY
 // sent inside fn is delivered only on commit.

@@ -11,15 +11,16 @@ import (
 // actionCommands are the commands of the actions of an NS instance.
 func actionCommands() []spec {
 	return []spec{
-		{name: "action-list", args: "INSTANCE [ACTION_ID [--wait [--timeout D]]]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.\n" +
+		{name: "action-list", complete: "instance", args: "INSTANCE [ACTION_ID [--wait [--timeout D]]] [-w]", summary: "List the actions of an instance with done/tasks/failed counters, or show one with its tasks.\n" +
+			"-w/--watch: then print an action's row again each time an event changes it, until the actions settle.\n" +
 			"With ACTION_ID, " + waitHelp, min: 1, max: 2, setup: setupActionList},
-		{name: "action-cancel", args: "INSTANCE ACTION_ID --reason R [--task N]",
+		{name: "action-cancel", complete: "instance", args: "INSTANCE ACTION_ID --reason R [--task N]",
 			summary: "Cancel the unfinished tasks of an action (or only task N) that never reached the controller: not running now,\n" +
 				"no run reached the controller, no service made. They become CANCELLED and nothing is left on the controller\n" +
 				"(a cancelled CREATE's WAN link goes ERROR). All or nothing: the server refuses (409) naming each task that\n" +
 				"reached the controller or is running. Recorded with who, when and the reason, and shown in the action's events.",
 			min: 2, max: 2, setup: setupActionOverride("cancel")},
-		{name: "action-abandon", args: "INSTANCE ACTION_ID --force --reason R [--task N]",
+		{name: "action-abandon", complete: "instance", args: "INSTANCE ACTION_ID --force --reason R [--task N]",
 			summary: "Abandon the unfinished DELETE tasks of an action (or only task N): wimro stops trying to delete their services,\n" +
 				"which may REMAIN on the controller (a dead controller's DELETE otherwise retries for ever). The tasks become\n" +
 				"ABANDONED and no longer block deleting the account or WIM (wim-delete); each service is recorded as abandoned\n" +
@@ -77,9 +78,13 @@ func setupActionOverride(kind string) func(fs *pflag.FlagSet) runFunc {
 
 func setupActionList(fs *pflag.FlagSet) runFunc {
 	wait := waitFlags(fs)
+	watch := watchFlag(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		if *wait.wait && len(args) != 2 {
 			return &usageError{msg: "--wait follows one action: give INSTANCE and ACTION_ID"}
+		}
+		if *wait.wait && *watch {
+			return &usageError{msg: "--wait and -w/--watch are exclusive"}
 		}
 		t, err := s.tenant()
 		if err != nil {
@@ -89,8 +94,20 @@ func setupActionList(fs *pflag.FlagSet) runFunc {
 		if len(args) == 2 {
 			path = seg(t, "instances", args[0], "action", args[1])
 		}
-		if err := s.call(ctx, "GET", path, nil, s.printActions); err != nil || !*wait.wait {
+		r, err := s.do(ctx, "GET", path, nil)
+		if err != nil {
 			return err
+		}
+		s.emit(r, s.printActions)
+		if *watch {
+			only := ""
+			if len(args) == 2 {
+				only = args[1]
+			}
+			return s.watchActionRows(ctx, t, args[0], only, r)
+		}
+		if !*wait.wait {
+			return nil
 		}
 		return s.wait(ctx, s.progressOut(), t, args[0], args[1], *wait.timeout)
 	}
@@ -101,28 +118,34 @@ func setupActionList(fs *pflag.FlagSet) runFunc {
 func (s *session) printActions(doc any) {
 	actions := asList(asMap(doc)["actions"])
 	if len(actions) > 0 {
-		head := fmt.Sprintf("%-38s %-20s %s", "UUID", "DESCRIPTION", "PROGRESS")
-		if s.verbose() >= 1 {
-			head += "                    CREATED_AT"
-		}
-		fmt.Fprintln(s.c.Stdout, head)
+		s.actionRow("UUID", "DESCRIPTION", "PROGRESS", "AGE", "CREATED_AT")
 	}
 	for _, a := range actions {
-		m := asMap(a)
-		line := fmt.Sprintf("%-38s %-20s done=%s tasks=%s failed=%s", str(m["uuid"]), str(m["description"]),
-			str(m["number_done"]), str(m["number_tasks"]), str(m["number_failed"]))
-		if s.verbose() >= 1 {
-			line += " " + str(m["created_at"])
+		s.printAction(asMap(a))
+	}
+}
+
+// actionRow prints one line of the action table.
+func (s *session) actionRow(id, desc, progress, age, created string) {
+	line := fmt.Sprintf("%-38s %-20s %-27s %-8s", id, desc, progress, age)
+	if s.verbose() >= 1 || s.wide() {
+		line += " " + created
+	}
+	fmt.Fprintln(s.c.Stdout, strings.TrimRight(line, " "))
+}
+
+// printAction prints an action's row, then its tasks when the answer has
+// them (a single action).
+func (s *session) printAction(m map[string]any) {
+	s.actionRow(str(m["uuid"]), str(m["description"]), fmt.Sprintf("done=%s tasks=%s failed=%s",
+		str(m["number_done"]), str(m["number_tasks"]), str(m["number_failed"])), s.age(str(m["created_at"])), str(m["created_at"]))
+	for _, t := range asList(m["vim_wim_actions"]) {
+		tm := asMap(t)
+		line := fmt.Sprintf("  task %-3s %-7s %-17s %-38s %-10s", str(tm["task_index"]), str(tm["action"]),
+			str(tm["item"]), str(tm["item_id"]), str(tm["status"]))
+		if e := str(tm["error_msg"]); e != "" {
+			line += " " + e
 		}
-		fmt.Fprintln(s.c.Stdout, line)
-		for _, t := range asList(m["vim_wim_actions"]) {
-			tm := asMap(t)
-			line := fmt.Sprintf("  task %-3s %-7s %-17s %-38s %-10s", str(tm["task_index"]), str(tm["action"]),
-				str(tm["item"]), str(tm["item_id"]), str(tm["status"]))
-			if e := str(tm["error_msg"]); e != "" {
-				line += " " + e
-			}
-			fmt.Fprintln(s.c.Stdout, strings.TrimRight(line, " "))
-		}
+		fmt.Fprintln(s.c.Stdout, strings.TrimRight(line, " "))
 	}
 }

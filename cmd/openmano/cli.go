@@ -38,6 +38,18 @@ type CLI struct {
 	Stdin  io.Reader
 	Getenv func(string) string
 	HTTP   *http.Client // nil: a client with a 2 minute timeout
+	// Name is the name the binary was invoked as (os.Args[0]'s base):
+	// the completion scripts complete that command. "" is openmano.
+	Name string
+	// Now is the clock of the AGE column; nil is time.Now.
+	Now func() time.Time
+}
+
+func (c *CLI) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
 }
 
 // usageError is a bad command line. hint replaces the "Run ... --help"

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeServer records the requests it gets and answers from a table of
@@ -86,12 +87,16 @@ type result struct {
 func runCLI(t *testing.T, getenv func(string) string, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	c := &CLI{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: getenv}
+	c := &CLI{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Getenv: getenv, Now: func() time.Time { return testNow }}
 	code := c.Run(context.Background(), args)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
 func noEnv(string) string { return "" }
+
+// testNow is the clock of the AGE column in the tests that run the CLI
+// in process.
+var testNow = time.Date(2026, 1, 4, 3, 4, 5, 0, time.UTC)
 
 func TestDebugMasksPasswordAndToken(t *testing.T) {
 	t.Parallel()
@@ -180,8 +185,8 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	if r := runCLI(t, noEnv, "", "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "openmano (wimro) ") {
-		t.Errorf("version: %+v", r)
+	if r := runCLI(t, noEnv, "", "version", "--client"); r.code != 0 || r.stdout != "Client: openmano (wimro) dev\n" {
+		t.Errorf("version --client: %+v", r)
 	}
 }
 
@@ -208,7 +213,7 @@ func TestMissingTenantAndWIM(t *testing.T) {
 	runCLI(t, f.env(nil), "", "wim-list", "-a")
 	runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0", "OPENMANO_WIM": "wan9"}), "", "wim-port-mapping-list")
 	reqs := f.requests()
-	if len(reqs) != 2 || reqs[0].path != "/openmano/any/wims" || reqs[1].path != "/openmano/t0/wims/wan9/port_mapping" {
+	if len(reqs) != 3 || reqs[0].path != "/openmano/any/wims" || reqs[2].path != "/openmano/t0/wims/wan9/port_mapping" {
 		t.Fatalf("requests %+v", reqs)
 	}
 }
@@ -263,16 +268,16 @@ func TestPortMappingOverwritePrompt(t *testing.T) {
 		t.Fatalf("abort sent %+v", reqs)
 	}
 	r = runCLI(t, env, "y\n", "wim-port-mapping-create", "wan1", file)
-	if r.code != 0 || !strings.Contains(r.stdout, "wan_service_endpoint_id: ep-a") {
+	if r.code != 0 || r.stdout != "DATACENTER           SWITCH_DPID              PORT     SERVICE_ENDPOINT_ID\ndcA                  00:01                    1        ep-a\n" {
 		t.Fatalf("accept: %+v", r)
 	}
 	reqs := f.requests()[1:]
-	if len(reqs) != 3 || reqs[0].method != "GET" || reqs[1].method != "DELETE" || reqs[2].method != "POST" {
+	if len(reqs) != 4 || reqs[0].method != "GET" || reqs[1].method != "DELETE" || reqs[2].path != "/openmano/any/datacenters" || reqs[3].method != "POST" {
 		t.Fatalf("accept sent %+v", reqs)
 	}
-	pm := reqs[2].body["wim_port_mapping"].([]any)[0].(map[string]any)
+	pm := reqs[3].body["wim_port_mapping"].([]any)[0].(map[string]any)
 	if pm["datacenter_name"] != "dcA" || pm["pop_wan_mappings"].([]any)[0].(map[string]any)["pop_switch_port"] != 1.0 {
-		t.Fatalf("body %v", reqs[2].body)
+		t.Fatalf("body %v", reqs[3].body)
 	}
 }
 
@@ -294,11 +299,11 @@ func TestServerErrorAndOutputs(t *testing.T) {
 		t.Fatalf("502: %+v", r)
 	}
 	r = runCLI(t, env, "", "wim-list", "-a")
-	if r.stdout != "UUID                                   NAME\n22222222-2222-2222-2222-222222222222   wan1\n" {
+	if r.stdout != "UUID                                   NAME                 AGE\n22222222-2222-2222-2222-222222222222   wan1                 2d\n" {
 		t.Fatalf("table: %q", r.stdout)
 	}
 	r = runCLI(t, env, "", "wim-list", "-a", "-vv")
-	if !strings.Contains(r.stdout, "wan1                 2026-01-02T03:04:05Z\n  Type: fake\n") {
+	if !strings.Contains(r.stdout, "wan1                 2d       2026-01-02T03:04:05Z\n  Type: fake\n") {
 		t.Fatalf("-vv: %q", r.stdout)
 	}
 	r = runCLI(t, env, "", "-o", "json", "wim-list", "-a")

@@ -31,6 +31,8 @@ type session struct {
 	base   string // scheme://host:port
 	token  string
 	client *http.Client
+	// dcNames are the datacenters' names by uuid, once loadNames read them.
+	dcNames map[string]string
 }
 
 func (c *CLI) env(key, def string) string {

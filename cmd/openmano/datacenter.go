@@ -11,13 +11,13 @@ import (
 func datacenterCommands() []spec {
 	return []spec{
 		{name: "datacenter-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
-			summary: "Register a datacenter. config.external_connections holds its WAN exit rules, e.g.\n" +
+			summary: "Register a datacenter. Its config.external_connections holds its WAN exit rules, e.g.\n" +
 				`--config '{external_connections: [{vim_external_port: {switch: "00:00:00:00:00:00:00:01", port: "1"}}]}'`,
 			min: 2, max: 2, setup: setupDatacenterCreate},
-		{name: "datacenter-list", args: "[NAME] [-a]", summary: "List the datacenters of OPENMANO_TENANT (all with -a), or show one.", max: 1, setup: setupDatacenterList},
-		{name: "datacenter-attach", args: "NAME", summary: "Attach a datacenter to OPENMANO_TENANT.", min: 1, max: 1, setup: setupDatacenterAttach},
-		{name: "datacenter-detach", args: "NAME", summary: "Detach a datacenter from OPENMANO_TENANT.", min: 1, max: 1, setup: setupDatacenterDetach},
-		{name: "datacenter-delete", args: "NAME [-f]", summary: "Delete a datacenter and its port mappings.", min: 1, max: 1, setup: setupDatacenterDelete},
+		{name: "datacenter-list", complete: "datacenter", args: "[NAME] [-a]", summary: "List the datacenters of OPENMANO_TENANT (all with -a), or show one.", max: 1, setup: setupDatacenterList},
+		{name: "datacenter-attach", complete: "datacenter", args: "NAME", summary: "Attach a datacenter to OPENMANO_TENANT.", min: 1, max: 1, setup: setupDatacenterAttach},
+		{name: "datacenter-detach", complete: "datacenter", args: "NAME", summary: "Detach a datacenter from OPENMANO_TENANT.", min: 1, max: 1, setup: setupDatacenterDetach},
+		{name: "datacenter-delete", complete: "datacenter", args: "NAME [-f]", summary: "Delete a datacenter and its port mappings.", min: 1, max: 1, setup: setupDatacenterDelete},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -13,9 +14,11 @@ func instanceCommands() []spec {
 	return []spec{
 		{name: "instance-scenario-create", args: "FILE [--dry-run] [--wait [--timeout D]]",
 			summary: "Create an NS instance from a YAML/JSON file or inline content: {\"instance\": {...}} or the inner object.\n--dry-run only shows the WAN links it would create.\n" + waitHelp, min: 1, max: 1, setup: setupInstanceCreate},
-		{name: "instance-scenario-list", args: "[NAME]", summary: "List the instances of OPENMANO_TENANT, or show one with its networks and WAN links.", max: 1, setup: setupInstanceList},
-		{name: "instance-scenario-delete", args: "NAME [-f] [--wait [--timeout D]]", summary: "Delete an NS instance (its WAN links are deleted by a new action).\n" + waitHelp, min: 1, max: 1, setup: setupInstanceDelete},
-		{name: "instance-net-update", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
+		{name: "instance-scenario-list", complete: "instance", args: "[NAME] [-w]", summary: "List the instances of OPENMANO_TENANT, or show one with its networks and WAN links.\n" +
+			"-w/--watch: list them with the sum of their WAN links' statuses, then print an instance's row again each\n" +
+			"time an event of its running actions changes it, until these actions settle.", max: 1, setup: setupInstanceList},
+		{name: "instance-scenario-delete", complete: "instance", args: "NAME [-f] [--wait [--timeout D]]", summary: "Delete an NS instance (its WAN links are deleted by a new action).\n" + waitHelp, min: 1, max: 1, setup: setupInstanceDelete},
+		{name: "instance-net-update", complete: "instance", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
 			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).", min: 2, max: 2, setup: setupNetUpdate},
 	}
 }
@@ -48,19 +51,21 @@ func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 			return err
 		}
 		if *dry {
+			s.loadNames(ctx)
 			s.emit(r, func(doc any) {
 				fmt.Fprintf(s.c.Stdout, "%-38s %-20s %-38s %s\n", "SCE_NET_ID", "WIM", "WIM_ACCOUNT", "DATACENTERS")
 				for _, l := range asList(asMap(asMap(doc)["plan"])["wan_links"]) {
 					lm := asMap(l)
 					var dcs []string
 					for _, d := range asList(lm["datacenters"]) {
-						dcs = append(dcs, str(d))
+						dcs = append(dcs, s.datacenterName(str(d)))
 					}
 					fmt.Fprintf(s.c.Stdout, "%-38s %-20s %-38s %s\n", str(lm["sce_net_id"]), str(lm["wim_name"]), str(lm["wim_account_id"]), strings.Join(dcs, ","))
 				}
 			})
 			return nil
 		}
+		s.loadNames(ctx)
 		s.emit(r, s.printInstance)
 		if !*wait.wait {
 			return nil
@@ -71,14 +76,31 @@ func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 }
 
 func setupInstanceList(fs *pflag.FlagSet) runFunc {
+	watch := watchFlag(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		t, err := s.tenant()
 		if err != nil {
 			return err
 		}
+		if *watch {
+			path := seg(t, "instances")
+			if len(args) == 1 {
+				path = seg(t, "instances", args[0])
+			}
+			r, err := s.do(ctx, "GET", path, nil)
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 { // one instance: watched as a list of one
+				inst := asMap(r.doc)["instance"]
+				r = &response{raw: r.raw, doc: map[string]any{"instances": []any{inst}}}
+			}
+			return s.watchInstances(ctx, t, r)
+		}
 		if len(args) == 0 {
 			return s.call(ctx, "GET", seg(t, "instances"), nil, nil)
 		}
+		s.loadNames(ctx)
 		return s.call(ctx, "GET", seg(t, "instances", args[0]), nil, s.printInstance)
 	}
 }
@@ -142,18 +164,30 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 // creating action.
 func (s *session) printInstance(doc any) {
 	inst := asMap(doc) // openmano's flat instance
-	s.printItem(inst, columnsOf([]any{inst}, s.verbose()), s.verbose())
+	s.printItem(inst, s.columnsOf([]any{inst}, s.verbose(), false), s.verbose())
+	// Networks and datacenters by name where they have one: a WAN link
+	// is named by the networks it joins.
+	netNames := map[string][]string{}
 	for _, n := range asList(inst["networks"]) {
 		m := asMap(n)
-		name := str(m["sce_net_id"])
+		name := str(m["vim_name"])
 		if name == "" {
-			name = str(m["vim_name"])
+			name = str(m["sce_net_id"])
 		}
-		fmt.Fprintf(s.c.Stdout, "  net      %-38s %-38s %-38s %s\n", str(m["uuid"]), name, str(m["datacenter_id"]), str(m["status"]))
+		if vld := str(m["sce_net_id"]); vld != "" && str(m["vim_name"]) != "" {
+			netNames[vld] = append(netNames[vld], str(m["vim_name"]))
+		}
+		fmt.Fprintf(s.c.Stdout, "  net      %-38s %-38s %-20s %s\n", str(m["uuid"]), name, s.datacenterName(str(m["datacenter_id"])), str(m["status"]))
 	}
 	for _, l := range asList(inst["wan_links"]) {
 		m := asMap(l)
-		line := fmt.Sprintf("  wan_link %-38s %-38s %s", str(m["uuid"]), str(m["sce_net_id"]), str(m["status"]))
+		names := netNames[str(m["sce_net_id"])]
+		slices.Sort(names)
+		name := strings.Join(names, ",")
+		if name == "" {
+			name = str(m["sce_net_id"])
+		}
+		line := fmt.Sprintf("  wan_link %-38s %-38s %s", str(m["uuid"]), name, str(m["status"]))
 		if e := str(m["error_msg"]); e != "" {
 			line += " " + e
 		}

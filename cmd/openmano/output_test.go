@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // List commands print a header line; a single item does not.
@@ -22,12 +23,13 @@ func TestTableHeaders(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"tenant-list"}, "UUID                                   NAME\nu1                                     t0\nu2                                     t1\n"},
-		{[]string{"tenant-list", "-v"}, "UUID                                   NAME                 CREATED_AT\nu1                                     t0                   2026-01-02\nu2                                     t1\n"},
+		{[]string{"tenant-list"}, "UUID                                   NAME                 AGE\nu1                                     t0                   2d3h\nu2                                     t1\n"},
+		{[]string{"tenant-list", "-v"}, "UUID                                   NAME                 AGE      CREATED_AT\nu1                                     t0                   2d3h     2026-01-02\nu2                                     t1\n"},
 		{[]string{"tenant-list", "t0"}, "u1                                     t0\n"},
 		{[]string{"datacenter-list"}, ""},
 		{[]string{"instance-scenario-list"}, "UUID                                   NAME                 STATUS\ni1                                     ns1                  ACTIVE\ni2                                     ns2\n"},
-		{[]string{"action-list", "i1", "-v"}, "UUID                                   DESCRIPTION          PROGRESS                    CREATED_AT\na1                                     CREATE               done=1 tasks=1 failed=0 2026-01-03\n"},
+		{[]string{"action-list", "i1"}, "UUID                                   DESCRIPTION          PROGRESS                    AGE\na1                                     CREATE               done=1 tasks=1 failed=0     27h\n"},
+		{[]string{"action-list", "i1", "-v"}, "UUID                                   DESCRIPTION          PROGRESS                    AGE      CREATED_AT\na1                                     CREATE               done=1 tasks=1 failed=0     27h      2026-01-03\n"},
 		{[]string{"cluster-list"}, "coordinator none, this process p1, leader p1\n" +
 			"  MEMBER (* leader)              ADDRESS                        ACCOUNTS  HEALTH    LAST SEEN                 SINCE\n" +
 			"* p1                             127.0.0.1:9090               1 accounts  passing   2026-01-02T10:00:00Z      since 2026-01-01\n" +
@@ -121,5 +123,185 @@ func TestWarningsOnStderr(t *testing.T) {
 	r = runCLI(t, env, "", "tenant-delete", "t0", "-f")
 	if r.code != exitServer || r.stderr != "warning: soon gone\ntenant t0 has instances\n" {
 		t.Errorf("error: %+v", r)
+	}
+}
+
+// A WIM whose account is not ACTIVE shows why in the default table (the
+// MESSAGE column); -o wide adds its type, URL and creation time.
+func TestAccountReasonAndWideColumns(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, map[string]answer{
+		"GET /openmano/t0/wims": {200, `{"wims": [{"uuid": "w1", "name": "wan1", "type": "onos", "wim_url": "http://onos:8181", "created_at": "2026-01-04T02:04:05Z"},
+			{"uuid": "w2", "name": "wan2", "type": "tapi", "wim_url": "http://tapi", "created_at": "2026-01-04T03:03:00Z"}]}`},
+		"GET /openmano/t0/wims/w1": {200, `{"wim": {"uuid": "w1", "name": "wan1", "wim_account": {"status": "ERROR", "status_msg": "401 Unauthorized:\n  bad credentials"}}}`},
+		"GET /openmano/t0/wims/w2": {200, `{"wim": {"uuid": "w2", "name": "wan2", "wim_account": {"status": "ACTIVE", "status_msg": null}}}`},
+	})
+	env := f.env(map[string]string{"OPENMANO_TENANT": "t0"})
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wim-list"}, "" +
+			"UUID                                   NAME                 STATUS               AGE      MESSAGE\n" +
+			"w1                                     wan1                 ERROR                60m      401 Unauthorized: bad credentials\n" +
+			"w2                                     wan2                 ACTIVE               65s\n"},
+		{[]string{"wim-list", "-o", "wide"}, "" +
+			"UUID                                   NAME                 STATUS               AGE      CREATED_AT                       TYPE         URL                            MESSAGE\n" +
+			"w1                                     wan1                 ERROR                60m      2026-01-04T02:04:05Z             onos         http://onos:8181               401 Unauthorized: bad credentials\n" +
+			"w2                                     wan2                 ACTIVE               65s      2026-01-04T03:03:00Z             tapi         http://tapi\n"},
+	}
+	for _, c := range cases {
+		if r := runCLI(t, env, "", c.args...); r.code != 0 || r.stdout != c.want {
+			t.Errorf("%v: exit %d, stderr %q, stdout\n%s\nwant\n%s", c.args, r.code, r.stderr, r.stdout, c.want)
+		}
+	}
+}
+
+// wim-list NAME shows what its help says: type, URL, the tenant's
+// account with its status, the port mappings, datacenters by name; the
+// port mapping commands print the same rows.
+func TestWIMShowAndMappingRows(t *testing.T) {
+	t.Parallel()
+	mappings := `[{"wim_id": "w1", "datacenter_id": "d1", "pop_wan_mappings": [{"pop_switch_dpid": "00:01", "pop_switch_port": "1", "wan_service_endpoint_id": "ep-a"}]},
+		{"wim_id": "w1", "datacenter_id": "d2", "pop_wan_mappings": [{"pop_switch_dpid": "00:02", "pop_switch_port": "7", "wan_service_endpoint_id": "ep-b"}]}]`
+	f := newFakeServer(t, map[string]answer{
+		"GET /openmano/any/datacenters": {200, `{"datacenters": [{"uuid": "d1", "name": "dcA"}, {"uuid": "d2", "name": "dcB"}]}`},
+		"GET /openmano/t0/wims/wan1": {200, `{"wim": {"uuid": "w1", "name": "wan1", "type": "onos", "wim_url": "http://onos:8181", "description": "core",
+			"config": {"wim_port_mapping": ` + mappings + `},
+			"wim_account": {"uuid": "a1", "name": "t0", "user": "karaf", "status": "ERROR", "status_msg": "401 Unauthorized"}}}`},
+		"GET /openmano/t0/wims/wan1/port_mapping": {200, `{"wim_port_mapping": ` + mappings + `}`},
+	})
+	env := f.env(map[string]string{"OPENMANO_TENANT": "t0"})
+	rows := "" +
+		"DATACENTER           SWITCH_DPID              PORT     SERVICE_ENDPOINT_ID\n" +
+		"dcA                  00:01                    1        ep-a\n" +
+		"dcB                  00:02                    7        ep-b\n"
+	want := "" +
+		"w1                                     wan1\n" +
+		"  Type:          onos\n" +
+		"  URL:           http://onos:8181\n" +
+		"  Description:   core\n" +
+		"  Account:       t0 (a1), user karaf, ERROR: 401 Unauthorized\n" +
+		"  Port mappings:\n" + strings.ReplaceAll("    "+strings.TrimSuffix(rows, "\n"), "\n", "\n    ") + "\n"
+	if r := runCLI(t, env, "", "wim-list", "wan1"); r.code != 0 || r.stdout != want {
+		t.Errorf("wim-list wan1: exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	}
+	if r := runCLI(t, env, "", "wim-port-mapping-list", "wan1"); r.code != 0 || r.stdout != rows {
+		t.Errorf("wim-port-mapping-list: exit %d, stderr %q, stdout\n%s", r.code, r.stderr, r.stdout)
+	}
+}
+
+// An instance's tables name networks and datacenters: a WAN link by the
+// networks it joins, a network's datacenter by its name.
+func TestInstanceNamesInTables(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, map[string]answer{
+		"GET /openmano/any/datacenters": {200, `{"datacenters": [{"uuid": "d1", "name": "dcA"}, {"uuid": "d2", "name": "dcB"}]}`},
+		"GET /openmano/t0/instances/ns1": {200, `{"instance": {"uuid": "i1", "name": "ns1", "networks": [
+			{"uuid": "n1", "sce_net_id": "v1", "vim_name": "data-a", "datacenter_id": "d1", "status": "ACTIVE"},
+			{"uuid": "n2", "sce_net_id": "v1", "vim_name": "data-b", "datacenter_id": "d2", "status": "ACTIVE"}],
+			"wan_links": [{"uuid": "l1", "sce_net_id": "v1", "status": "ACTIVE"}]}}`},
+	})
+	r := runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0"}), "", "instance-scenario-list", "ns1")
+	want := "" +
+		"i1                                     ns1\n" +
+		"  net      n1                                     data-a                                 dcA                  ACTIVE\n" +
+		"  net      n2                                     data-b                                 dcB                  ACTIVE\n" +
+		"  wan_link l1                                     data-a,data-b                          ACTIVE\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	}
+}
+
+// --password-stdin sends the first line of stdin as the password; it
+// excludes --password and refuses an empty stdin.
+func TestPasswordStdin(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, map[string]answer{
+		"POST /openmano/t0/wims/wan1": {200, `{"wim_account": {"uuid": "a1", "name": "t0"}}`},
+		"PUT /openmano/t0/wims/wan1":  {200, `{"wim_account": {"uuid": "a1", "name": "t0"}}`},
+	})
+	env := f.env(map[string]string{"OPENMANO_TENANT": "t0"})
+	cases := []struct {
+		stdin string
+		args  []string
+		code  int
+		sent  string // the password in the request; "" none sent
+		err   string
+	}{
+		{"s3cret pw\r\nnext line\n", []string{"wim-account-create", "wan1", "--password-stdin"}, 0, "s3cret pw", ""},
+		{"rotated", []string{"wim-account-edit", "wan1", "--password-stdin"}, 0, "rotated", ""},
+		{"", []string{"wim-account-create", "wan1", "--password-stdin"}, exitCLI, "", "--password-stdin: stdin holds no password"},
+		{"x\n", []string{"wim-account-create", "wan1", "--password-stdin", "--password", "y"}, exitUsage, "", "--password and --password-stdin are exclusive"},
+	}
+	for _, c := range cases {
+		before := len(f.requests())
+		r := runCLI(t, env, c.stdin, c.args...)
+		reqs := f.requests()[before:]
+		switch {
+		case r.code != c.code || !strings.Contains(r.stderr, c.err):
+			t.Errorf("%v: exit %d, stderr %q", c.args, r.code, r.stderr)
+		case c.sent == "" && len(reqs) != 0:
+			t.Errorf("%v: sent %+v", c.args, reqs)
+		case c.sent != "" && (len(reqs) != 1 || reqs[0].body["wim_account"].(map[string]any)["password"] != c.sent):
+			t.Errorf("%v: sent %+v, want password %q", c.args, reqs, c.sent)
+		case strings.Contains(r.stdout+r.stderr, "s3cret"):
+			t.Errorf("%v: the password was printed", c.args)
+		}
+	}
+}
+
+// openmano version shows the client's and the server's versions, as
+// text and as a document; --client asks the server nothing.
+func TestVersionClientAndServer(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, map[string]answer{"GET /openmano/version": {200, `{"version": "v1.2.3"}`}})
+	env := f.env(nil)
+	r := runCLI(t, env, "", "version")
+	if want := "Client: openmano (wimro) dev\nServer: wimd v1.2.3 (" + f.srv.URL + ")\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("version: %+v, want %q", r, want)
+	}
+	r = runCLI(t, env, "", "version", "-o", "json")
+	var doc map[string]map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc["client"]["version"] != "dev" || doc["server"]["version"] != "v1.2.3" {
+		t.Errorf("version -o json: %+v (%v)", r, err)
+	}
+	before := len(f.requests())
+	if r := runCLI(t, env, "", "version", "--client", "-o", "yaml"); r.code != 0 || r.stdout != "client:\n    version: dev\n" || len(f.requests()) != before {
+		t.Errorf("version --client -o yaml: %+v", r)
+	}
+	// No server: the client's version, then the connection error (exit 3).
+	r = runCLI(t, func(k string) string { return map[string]string{"OPENMANO_HOST": "127.0.0.1", "OPENMANO_PORT": "1"}[k] }, "", "version")
+	if r.code != exitConnection || r.stdout != "Client: openmano (wimro) dev\n" || !strings.Contains(r.stderr, "Connection error") {
+		t.Errorf("version without server: %+v", r)
+	}
+}
+
+// The command list shows each command's first sentence whole: never a
+// line of a summary cut where its text was wrapped.
+func TestShortHelpIsWholeSentences(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range (&CLI{Getenv: noEnv}).newTree().cmds {
+		long := strings.Join(strings.Fields(cmd.Long), " ")
+		short := cmd.Short
+		if !strings.HasPrefix(long, short) || (short != long && !strings.HasSuffix(short, ".")) {
+			t.Errorf("%s: short help %q is not the first sentence of %q", cmd.Name(), short, long)
+		}
+		if last := short[len(short)-1]; last != '.' && last != ')' {
+			t.Errorf("%s: short help %q does not end a sentence", cmd.Name(), short)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 59 * time.Second: "59s", 119 * time.Second: "119s", 5*time.Minute + 12*time.Second: "5m12s",
+		9 * time.Minute: "9m", 150 * time.Minute: "150m", 3*time.Hour + 20*time.Minute: "3h20m", 47 * time.Hour: "47h",
+		50 * time.Hour: "2d2h", 30 * 24 * time.Hour: "30d", 800 * 24 * time.Hour: "2y70d", 9 * 365 * 24 * time.Hour: "9y",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 
 	onosemu "github.com/wimro/wimro/internal/emulators/onos"
 	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
 )
 
 // TestDeadControllerWayOut (issue 30, point 7) through the binaries, with
@@ -46,24 +44,12 @@ func TestDeadControllerWayOut(t *testing.T) {
 	}))
 	t.Cleanup(ctrl.Close)
 
-	wimdBin, cliBin := buildBinaries(t)
-	addr := startWimd(t, wimdBin, []string{
-		"WIMRO_DATABASE_URL=" + pgtest.URL(t),
-		"WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"WIMRO_STATUS_REFRESH=100ms",
-	}, "--data-dir", t.TempDir(), "--reconcile-interval", "0")
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	om := openmano{t: t, bin: cliBin, env: []string{"OPENMANO_HOST=" + host, "OPENMANO_PORT=" + port, "OPENMANO_TENANT=t0", "OPENMANO_WIM=", "WIMRO_API_TOKEN="}}
+	om := clientOnWimd(t, nil, "--reconcile-interval", "0")
 	om.ok("tenant-create", "t0")
 	dir := t.TempDir()
 	var maps []string
 	for i, dc := range []string{"dcA", "dcB"} {
-		om.ok("datacenter-create", dc, "http://"+dc+".example:5000", "--config",
-			fmt.Sprintf(`{external_connections: [{vim_external_port: {switch: "00:00:00:00:00:00:00:0%d", port: "1"}}]}`, i+1))
-		om.ok("datacenter-attach", dc)
+		om.datacenter(dc, i+1)
 		maps = append(maps, fmt.Sprintf("- {datacenter_name: %s, pop_wan_mappings: [{pop_switch_dpid: \"00:00:00:00:00:00:00:0%d\", pop_switch_port: \"1\", "+
 			"wan_service_endpoint_id: ep-%d, wan_service_mapping_info: {mapping_type: onos-port, switch_dpid: \"of:%016x\", switch_port: \"1\"}}]}", dc, i+1, i, i+1))
 	}

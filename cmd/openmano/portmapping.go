@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -10,16 +13,57 @@ import (
 // portMappingCommands are the commands of the port mappings of a WIM.
 func portMappingCommands() []spec {
 	return []spec{
-		{name: "wim-port-mapping-create", aliases: []string{"wim-port-mapping-set"}, args: "[WIM] FILE [-f]",
+		{name: "wim-port-mapping-create", aliases: []string{"wim-port-mapping-set"}, args: "[WIM] FILE [-f]", complete: "wim",
 			summary: "Set the port mappings of a WIM from a YAML/JSON list (alias wim-port-mapping-set). Existing mappings are\nreplaced after confirmation. WIM defaults to OPENMANO_WIM.", min: 1, max: 2, setup: setupPortMappingCreate},
-		{name: "wim-port-mapping-list", args: "[WIM]", summary: "Show the port mappings of a WIM. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupPortMappingList},
-		{name: "wim-port-mapping-delete", aliases: []string{"wim-port-mapping-clear"}, args: "[WIM] [-f]",
+		{name: "wim-port-mapping-list", args: "[WIM]", complete: "wim", summary: "Show the port mappings of a WIM. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupPortMappingList},
+		{name: "wim-port-mapping-delete", aliases: []string{"wim-port-mapping-clear"}, args: "[WIM] [-f]", complete: "wim",
 			summary: "Delete every port mapping of a WIM (alias wim-port-mapping-clear). WIM defaults to OPENMANO_WIM.", max: 1, setup: setupPortMappingDelete},
 	}
 }
 
-// printMappings prints port mappings as openmano did: YAML.
-func (s *session) printMappings(doc any) { s.dumpYAML(doc) }
+// printMappings prints port mappings as rows, one per mapping, like the
+// other lists: the datacenter by name, the switch and port, the WAN
+// service endpoint (-o yaml shows openmano's YAML).
+func (s *session) printMappings(doc any) {
+	groups := asList(asMap(doc)["wim_port_mapping"])
+	if len(groups) == 0 {
+		fmt.Fprintln(s.c.Stdout, "no port mappings")
+		return
+	}
+	s.printMappingRows("", groups)
+}
+
+// printMappingRows prints port mapping groups ({datacenter_id,
+// pop_wan_mappings}) as a table, each line starting with indent.
+func (s *session) printMappingRows(indent string, groups []any) {
+	row := func(dc, dpid, port, ep, info string) {
+		fmt.Fprintln(s.c.Stdout, strings.TrimRight(fmt.Sprintf("%s%-20s %-24s %-8s %-38s %s", indent, dc, dpid, port, ep, info), " "))
+	}
+	row("DATACENTER", "SWITCH_DPID", "PORT", "SERVICE_ENDPOINT_ID", "")
+	name := func(g any) string {
+		gm := asMap(g)
+		if dc := s.datacenterName(str(gm["datacenter_id"])); dc != "" {
+			return dc
+		}
+		return str(gm["datacenter_name"])
+	}
+	// By datacenter name: the server orders them by uuid.
+	groups = slices.Clone(groups)
+	slices.SortStableFunc(groups, func(a, b any) int { return strings.Compare(name(a), name(b)) })
+	for _, g := range groups {
+		gm := asMap(g)
+		dc := name(g)
+		for _, m := range asList(gm["pop_wan_mappings"]) {
+			mm := asMap(m)
+			info := ""
+			if s.wide() && mm["wan_service_mapping_info"] != nil {
+				b, _ := json.Marshal(mm["wan_service_mapping_info"])
+				info = string(b)
+			}
+			row(dc, str(mm["pop_switch_dpid"]), str(mm["pop_switch_port"]), str(mm["wan_service_endpoint_id"]), info)
+		}
+	}
+}
 
 func setupPortMappingCreate(fs *pflag.FlagSet) runFunc {
 	force := forceFlag(fs)
@@ -51,6 +95,7 @@ func setupPortMappingCreate(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 		}
+		s.loadNames(ctx)
 		return s.call(ctx, "POST", seg(t, "wims", wim, "port_mapping"), map[string]any{"wim_port_mapping": doc}, s.printMappings)
 	}
 }
@@ -61,6 +106,7 @@ func setupPortMappingList(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		s.loadNames(ctx)
 		return s.call(ctx, "GET", seg(t, "wims", wim, "port_mapping"), nil, s.printMappings)
 	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -32,7 +34,10 @@ type spec struct {
 	max     int      // -1: no limit
 	offline bool     // runs without a server: no session is set up
 	valid   []string // the values of its argument, for completion
-	setup   func(fs *pflag.FlagSet) runFunc
+	// complete is what its first argument names (tenant, wim, datacenter,
+	// instance): completion offers the server's names.
+	complete string
+	setup    func(fs *pflag.FlagSet) runFunc
 }
 
 // tree is the command tree of one Run: cobra's root, the subcommands in
@@ -46,8 +51,12 @@ type tree struct {
 
 func (c *CLI) newTree() *tree {
 	t := &tree{c: c, g: &globals{}}
+	name := c.Name
+	if name == "" {
+		name = "openmano"
+	}
 	root := &cobra.Command{
-		Use:                        "openmano",
+		Use:                        name, // the completion scripts complete the binary as invoked
 		SilenceErrors:              true, // exit prints every error once
 		SilenceUsage:               true,
 		SuggestionsMinimumDistance: 2,
@@ -59,15 +68,15 @@ func (c *CLI) newTree() *tree {
 	pf := root.PersistentFlags()
 	pf.CountVarP(&t.g.verbose, "verbose", "v", "more output; repeatable (-vv, -vvv: the whole answer as YAML)")
 	pf.BoolVarP(&t.g.debug, "debug", "d", false, "print the HTTP exchange on stderr (Authorization and passwords masked)")
-	pf.StringVarP(&t.g.output, "output", "o", "table", "output format: table, json (the server's answer verbatim) or yaml")
+	pf.StringVarP(&t.g.output, "output", "o", "table", "output format: table, wide (more columns), json (the server's answer verbatim) or yaml")
 	pf.StringVar(&t.g.caFile, "ca-file", c.Getenv("OPENMANO_CA_FILE"), "PEM file of the CA(s) to trust for an https:// OPENMANO_HOST, besides the system's (env OPENMANO_CA_FILE)")
-	root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		switch t.g.output {
-		case "table", "json", "yaml":
+		case "table", "wide", "json", "yaml":
 			return nil
 		}
-		return &usageError{msg: fmt.Sprintf("--output %q: must be table, json or yaml", t.g.output)}
+		return &usageError{msg: fmt.Sprintf("--output %q: must be table, wide, json or yaml", t.g.output)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
@@ -98,14 +107,16 @@ func (c *CLI) newTree() *tree {
 
 // command turns a spec into a cobra command.
 func (t *tree) command(s spec) *cobra.Command {
-	first, _, _ := strings.Cut(s.summary, "\n")
 	cmd := &cobra.Command{
 		Use:                   strings.TrimSpace(s.name + " " + s.args),
 		Aliases:               s.aliases,
-		Short:                 first,
+		Short:                 firstSentence(s.summary),
 		Long:                  s.summary,
 		DisableFlagsInUseLine: true,
 		ValidArgs:             s.valid,
+	}
+	if s.complete != "" {
+		cmd.ValidArgsFunction = t.completeNames(s.complete)
 	}
 	run := s.setup(cmd.Flags())
 	cmd.Args = func(_ *cobra.Command, args []string) error {
@@ -125,6 +136,26 @@ func (t *tree) command(s spec) *cobra.Command {
 		return run(cmd.Context(), sess, args)
 	}
 	return cmd
+}
+
+// firstSentence is the first sentence of a summary, whatever its line
+// breaks: the command list shows it whole, never cut at a line's end. A
+// sentence ends at a period, ! or ? followed by a capital letter, a quote,
+// a flag (--wait ...) or the end ("e.g. source" goes on).
+func firstSentence(summary string) string {
+	words := strings.Fields(summary)
+	for i, w := range words {
+		if !strings.HasSuffix(w, ".") && !strings.HasSuffix(w, "!") && !strings.HasSuffix(w, "?") {
+			continue
+		}
+		if i+1 == len(words) {
+			break
+		}
+		if next := words[i+1]; unicode.IsUpper([]rune(next)[0]) || next[0] == '"' || next[0] == '-' {
+			return strings.Join(words[:i+1], " ")
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // find is the command called name (or an alias of it).
@@ -158,7 +189,8 @@ const usageTail = `
 Global flags (on every command):
   -v, --verbose        more output; repeatable (-vv, -vvv: the whole answer as YAML)
   -d, --debug          print the HTTP exchange on stderr (Authorization and passwords masked)
-  -o, --output FORMAT  table (default), json (the server's answer verbatim) or yaml;
+  -o, --output FORMAT  table (default), wide (more columns: type, URL, creation time,
+                       description), json (the server's answer verbatim) or yaml;
                        with json or yaml, errors are printed on stderr in that format too:
                        {"error": {"code", "type", "description", "field", "exit_status"}}
   --ca-file FILE       CA(s) to trust for an https:// OPENMANO_HOST (env OPENMANO_CA_FILE)
@@ -292,7 +324,8 @@ func optional(fs *pflag.FlagSet, m map[string]any, flagName, key, value string) 
 func (t *tree) clientCommands() []spec {
 	return []spec{
 		{name: "config", summary: "Print the client configuration (environment).", offline: true, setup: setupConfig},
-		{name: "version", summary: "Print the client version.", offline: true, setup: setupVersion},
+		{name: "version", args: "[--client]", summary: "Print the client's version and the server's (GET /openmano/version); --client: the client's only.\n" +
+			"-o json or yaml: {\"client\": {\"version\"}, \"server\": {\"version\"}}.", setup: setupVersion},
 		{name: "completion", args: "bash|zsh|fish|powershell", min: 1, max: 1, offline: true, setup: t.setupCompletion,
 			valid: []string{"bash", "zsh", "fish", "powershell"},
 			summary: "Print the shell completion script, e.g. source <(openmano completion bash)\n" +
@@ -320,10 +353,32 @@ func setupConfig(*pflag.FlagSet) runFunc {
 	}
 }
 
-func setupVersion(*pflag.FlagSet) runFunc {
+func setupVersion(fs *pflag.FlagSet) runFunc {
+	clientOnly := fs.Bool("client", false, "the client's version only: no request to the server")
 	return func(ctx context.Context, s *session, args []string) error {
-		fmt.Fprintf(s.c.Stdout, "openmano (wimro) %s\n", version)
-		return nil
+		doc := map[string]any{"client": map[string]any{"version": version}}
+		var err error
+		if !*clientOnly {
+			var r *response
+			if r, err = s.do(ctx, "GET", seg("version"), nil); err == nil {
+				doc["server"] = map[string]any{"version": str(asMap(r.doc)["version"])}
+			}
+		}
+		switch s.g.output {
+		case "json":
+			b, _ := json.MarshalIndent(doc, "", "    ")
+			fmt.Fprintf(s.c.Stdout, "%s\n", b)
+		case "yaml":
+			s.dumpYAML(doc)
+		default:
+			fmt.Fprintf(s.c.Stdout, "Client: openmano (wimro) %s\n", version)
+			if srv := asMap(doc["server"]); srv != nil {
+				fmt.Fprintf(s.c.Stdout, "Server: wimd %s (%s)\n", str(srv["version"]), s.base)
+			}
+		}
+		// The client's version is printed even when the server cannot be
+		// reached; the exit status says it could not (like kubectl).
+		return err
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 func tenantCommands() []spec {
 	return []spec{
 		{name: "tenant-create", args: "NAME [--description D]", summary: "Create an NFVO tenant.", min: 1, max: 1, setup: setupTenantCreate},
-		{name: "tenant-list", args: "[NAME]", summary: "List the tenants, or show one.", max: 1, setup: setupTenantList},
-		{name: "tenant-delete", args: "NAME [-f]", summary: "Delete a tenant.", min: 1, max: 1, setup: setupTenantDelete},
+		{name: "tenant-list", complete: "tenant", args: "[NAME]", summary: "List the tenants, or show one.", max: 1, setup: setupTenantList},
+		{name: "tenant-delete", complete: "tenant", args: "NAME [-f]", summary: "Delete a tenant.", min: 1, max: 1, setup: setupTenantDelete},
 	}
 }
 

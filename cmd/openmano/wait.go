@@ -175,6 +175,9 @@ type watcher struct {
 	links    map[string]*linkState
 	lastLen  int  // length of the progress line on the terminal
 	ended    bool // the last line is printed: the clock prints no more
+	// onChange, if set, is called after each change or retry event (-w
+	// prints the rows the event changed).
+	onChange func(wireEvent)
 }
 
 func newWatcher(out io.Writer) *watcher {
@@ -279,9 +282,10 @@ func intStr(p *int) string {
 }
 
 // counts are done (DONE or SUPERSEDED), failed (FAILED, or ended by an
-// operator: CANCELLED, ABANDONED) and all tasks, and the
-// ACTIVE and all links.
-func (w *watcher) counts() (done, failed, total, active, links int) {
+// operator: CANCELLED, ABANDONED) and all tasks, and of the links to
+// create the ACTIVE and all, and of the links to delete (their last task
+// here a DELETE) the DELETED and all.
+func (w *watcher) counts() (done, failed, total, active, creating, deleted, deleting int) {
 	for _, t := range w.tasks {
 		switch t.status {
 		case "DONE", "SUPERSEDED":
@@ -290,17 +294,53 @@ func (w *watcher) counts() (done, failed, total, active, links int) {
 			failed++
 		}
 	}
-	for _, l := range w.links {
-		if l.status == "ACTIVE" {
-			active++
+	del := w.deleting()
+	for id, l := range w.links {
+		switch {
+		case del[id]:
+			deleting++
+			if l.status == "DELETED" {
+				deleted++
+			}
+		default:
+			creating++
+			if l.status == "ACTIVE" {
+				active++
+			}
 		}
 	}
-	return done, failed, len(w.tasks), active, len(w.links)
+	return done, failed, len(w.tasks), active, creating, deleted, deleting
 }
 
+// deleting are the links whose last task here is a DELETE: the action is
+// to leave them gone, not ACTIVE.
+func (w *watcher) deleting() map[string]bool {
+	idx := make([]int, 0, len(w.tasks))
+	for i := range w.tasks {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	del := map[string]bool{}
+	for _, i := range idx {
+		if t := w.tasks[i]; t.link != "" {
+			del[t.link] = t.action == "DELETE"
+		}
+	}
+	return del
+}
+
+// line is the progress: the tasks, then the links as the action is to
+// leave them (ACTIVE for a create, deleted for a delete).
 func (w *watcher) line() string {
-	done, failed, total, active, links := w.counts()
-	return fmt.Sprintf("tasks done %d/%d, failed %d; links ACTIVE %d/%d; %s", done, total, failed, active, links,
+	done, failed, total, active, creating, deleted, deleting := w.counts()
+	links := fmt.Sprintf("links ACTIVE %d/%d", active, creating)
+	switch {
+	case deleting > 0 && creating > 0:
+		links += fmt.Sprintf(", deleted %d/%d", deleted, deleting)
+	case deleting > 0:
+		links = fmt.Sprintf("links deleted %d/%d", deleted, deleting)
+	}
+	return fmt.Sprintf("tasks done %d/%d, failed %d; %s; %s", done, total, failed, links,
 		time.Since(w.start).Round(100*time.Millisecond))
 }
 
@@ -338,12 +378,9 @@ func (w *watcher) finish(sum wireSummary) error {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	deleting := map[string]bool{} // the links whose last task here is a DELETE
+	deleting := w.deleting()
 	for _, i := range idx {
 		t := w.tasks[i]
-		if t.link != "" {
-			deleting[t.link] = t.action == "DELETE"
-		}
 		if t.status == "FAILED" {
 			problems = append(problems, fmt.Sprintf("task %d %s of link %s FAILED: %s", i, t.action, t.link, t.errorMsg))
 		}
@@ -381,10 +418,16 @@ func (w *watcher) finish(sum wireSummary) error {
 // printing to out, and returns the verdict. A dropped stream is resumed
 // after the last event seen, up to maxReconnects times in a row.
 func (s *session) wait(ctx context.Context, out io.Writer, tenant, instance, action string, timeout time.Duration) error {
-	path := seg(tenant, "instances", instance, "action", action, "events")
-	w := newWatcher(out)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
+	return s.follow(ctx, newWatcher(out), tenant, instance, action, timeout)
+}
+
+// follow reads the event stream of an instance action into w until the
+// action settles (ctx's deadline, if any, is --timeout), and returns w's
+// verdict.
+func (s *session) follow(ctx context.Context, w *watcher, tenant, instance, action string, timeout time.Duration) error {
+	path := seg(tenant, "instances", instance, "action", action, "events")
 	// The session's client has a timeout for whole answers; a stream is
 	// bounded by --timeout instead.
 	client := *s.client
@@ -518,6 +561,9 @@ func (s *session) followOnce(ctx context.Context, client *http.Client, path stri
 				*last = ev.id
 			}
 			w.change(e)
+			if w.onChange != nil {
+				w.onChange(e)
+			}
 		case "done":
 			var sum wireSummary
 			if err := json.Unmarshal([]byte(ev.data), &sum); err != nil {

@@ -2,14 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/wimro/wimro/internal/pgtest"
 )
 
 // --wait through the binaries: exit 0 when the links go ACTIVE (and,
@@ -18,24 +15,11 @@ import (
 // once.
 func TestWaitThroughCLI(t *testing.T) {
 	t.Parallel()
-	wimdBin, cliBin := buildBinaries(t)
-	addr := startWimd(t, wimdBin, []string{
-		"WIMRO_DATABASE_URL=" + pgtest.URL(t),
-		"WIMRO_SECRET_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"WIMRO_STATUS_REFRESH=100ms",
-		"WIMRO_DEV_CONNECTORS=true",
-	}, "--data-dir", t.TempDir())
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	om := openmano{t: t, bin: cliBin, env: []string{"OPENMANO_HOST=" + host, "OPENMANO_PORT=" + port, "OPENMANO_TENANT=t0", "OPENMANO_WIM=", "WIMRO_API_TOKEN="}}
+	om := clientOnWimd(t, []string{"WIMRO_DEV_CONNECTORS=true"})
 	om.ok("tenant-create", "t0")
 	dcs := []string{"dcA", "dcB", "dcC", "dcD"}
 	for i, dc := range dcs {
-		om.ok("datacenter-create", dc, "http://"+dc+".example:5000", "--config",
-			fmt.Sprintf(`{external_connections: [{vim_external_port: {switch: "00:00:00:00:00:00:00:0%d", port: "1"}}]}`, i+1))
-		om.ok("datacenter-attach", dc)
+		om.datacenter(dc, i+1)
 	}
 	dir := t.TempDir()
 	// wan1 works (fake, each service BUILD once) between dcA and dcB;
@@ -95,7 +79,7 @@ func TestWaitThroughCLI(t *testing.T) {
 
 	// Deleted: the links are gone, exit 0.
 	code, out, errs = om.run("", "instance-scenario-delete", "ns1", "-f", "--wait")
-	if code != 0 || strings.Count(out, "DELETE DONE link") != 2 || !strings.Contains(out, "done: tasks done 2/2, failed 0; links ACTIVE 0/2") {
+	if code != 0 || strings.Count(out, "DELETE DONE link") != 2 || !strings.Contains(out, "done: tasks done 2/2, failed 0; links deleted 2/2") {
 		t.Fatalf("delete --wait: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 

@@ -13,9 +13,11 @@ func wimCommands() []spec {
 		{name: "wim-create", args: "NAME URL [--type T] [--description D] [--config YAML|file]",
 			summary: "Create a WIM. The server requires a type, one of the connectors it offers (a wrong one is\nanswered with the list); config may carry wim_port_mapping.",
 			min:     2, max: 2, setup: setupWIMCreate},
-		{name: "wim-list", args: "[NAME] [-a]", summary: "List the WIMs of OPENMANO_TENANT (all with -a), or show one with its port mappings.", max: 1, setup: setupWIMList},
-		{name: "wim-edit", args: "[WIM] --file YAML|file [-f]", summary: "Edit a WIM (PUT /openmano/wims/WIM); the content is wrapped in {\"wim\": ...} if needed.\nWIM defaults to OPENMANO_WIM.", max: 1, setup: setupWIMEdit},
-		{name: "wim-delete", args: "NAME [-f]", summary: "Delete a WIM with its accounts and port mappings.", min: 1, max: 1, setup: setupWIMDelete},
+		{name: "wim-list", args: "[NAME] [-a]", summary: "List the WIMs of OPENMANO_TENANT (all with -a), or show one. The list has the status of the tenant's\n" +
+			"account on each WIM, and why when it is not ACTIVE; one WIM is shown with its type, URL, the tenant's account\n" +
+			"and its port mappings.", max: 1, complete: "wim", setup: setupWIMList},
+		{name: "wim-edit", args: "[WIM] --file YAML|file [-f]", complete: "wim", summary: "Edit a WIM (PUT /openmano/wims/WIM); the content is wrapped in {\"wim\": ...} if needed.\nWIM defaults to OPENMANO_WIM.", max: 1, setup: setupWIMEdit},
+		{name: "wim-delete", args: "NAME [-f]", complete: "wim", summary: "Delete a WIM with its accounts and port mappings.", min: 1, max: 1, setup: setupWIMDelete},
 	}
 }
 
@@ -52,8 +54,45 @@ func setupWIMList(fs *pflag.FlagSet) runFunc {
 			}
 			return s.listWIMsWithStatus(ctx, t)
 		}
-		return s.call(ctx, "GET", seg(t, "wims", args[0]), nil, func(doc any) { s.printVerbose(doc, s.verbose()+1) })
+		s.loadNames(ctx)
+		return s.call(ctx, "GET", seg(t, "wims", args[0]), nil, s.printWIM)
 	}
+}
+
+// printWIM prints one WIM: its line, then its type, URL and description,
+// the tenant's account (with its status, and why when not ACTIVE) and its
+// port mappings, datacenters by name.
+func (s *session) printWIM(doc any) {
+	w := asMap(asMap(doc)["wim"])
+	s.printItem(w, s.columnsOf([]any{w}, s.verbose(), false), 0)
+	field := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(s.c.Stdout, "  %-14s %s\n", label+":", value)
+		}
+	}
+	field("Type", str(w["type"]))
+	field("URL", str(w["wim_url"]))
+	field("Description", oneLine(str(w["description"])))
+	if a := asMap(w["wim_account"]); a != nil {
+		line := orDash(str(a["name"])) + " (" + str(a["uuid"]) + ")"
+		if u := str(a["user"]); u != "" {
+			line += ", user " + u
+		}
+		line += ", " + str(a["status"])
+		if msg := statusMessage(a); msg != "" {
+			line += ": " + msg
+		}
+		field("Account", line)
+	} else {
+		field("Account", "none for this tenant")
+	}
+	groups := asList(asMap(w["config"])["wim_port_mapping"])
+	if len(groups) == 0 {
+		field("Port mappings", "none")
+		return
+	}
+	fmt.Fprintln(s.c.Stdout, "  Port mappings:")
+	s.printMappingRows("    ", groups)
 }
 
 func setupWIMEdit(fs *pflag.FlagSet) runFunc {
@@ -105,7 +144,7 @@ func (s *session) listWIMsWithStatus(ctx context.Context, t string) error {
 	if err != nil {
 		return err
 	}
-	if s.g.output == "json" || s.g.output == "yaml" {
+	if s.structured() {
 		s.emit(r, nil)
 		return nil
 	}
@@ -119,8 +158,8 @@ func (s *session) listWIMsWithStatus(ctx context.Context, t string) error {
 		if err != nil {
 			continue
 		}
-		if st := asMap(asMap(asMap(one.doc)["wim"])["wim_account"])["status"]; st != nil {
-			wm["status"] = st
+		if a := asMap(asMap(asMap(one.doc)["wim"])["wim_account"]); a["status"] != nil {
+			wm["status"], wm["status_msg"] = a["status"], a["status_msg"]
 		}
 	}
 	s.emit(r, nil)

@@ -43,6 +43,7 @@ Usage:
   wimd migrate up|down|status|version [flags] manage the database schema (goose)
   wimd reconcile [--account X] [--fix] [-o json] compare the controllers with the database
   wimd rekey status|add-key|promote ID|run|retire rotate the secret key (see wimd rekey --help)
+  wimd health                                exit 0 when the local serve is healthy (container health check)
   wimd version                               print the version
 
 Run "wimd <command> --help" for the flags of a command. Every flag has an
@@ -68,6 +69,8 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		err = a.reconcile(ctx, args[1:])
 	case "rekey":
 		err = a.rekey(ctx, args[1:])
+	case "health":
+		err = a.health(ctx, args[1:])
 	case "version", "--version":
 		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help") {
 			fmt.Fprint(a.Stdout, "Usage: wimd version\n\nPrints the version of this wimd build.\n")

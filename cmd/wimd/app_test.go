@@ -220,6 +220,39 @@ func TestUsageAndHelp(t *testing.T) {
 	}
 }
 
+// Help asked for is printed on stdout (so that it pages and greps); the
+// usage after a bad flag goes to stderr with the error, stdout empty.
+func TestHelpOnStdout(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args   []string
+		code   int
+		stdout string // a line the help has
+		stderr string
+	}{
+		{[]string{"serve", "-h"}, 0, "-database-url", ""},
+		{[]string{"serve", "--help"}, 0, "-listen", ""},
+		{[]string{"migrate", "-h"}, 0, "Flags:", ""},
+		{[]string{"reconcile", "--help"}, 0, "-account", ""},
+		{[]string{"serve", "--no-such-flag"}, 1, "", "flag provided but not defined: -no-such-flag"},
+		{[]string{"migrate"}, 2, "", "a subcommand is required"},
+		{[]string{"migrate", "sideways"}, 2, "", "unknown subcommand"},
+	}
+	for _, c := range cases {
+		b := setup(t)
+		code := b.app(nil).Run(t.Context(), c.args)
+		stdout, stderr := b.stdout.String(), b.stderr.String()
+		switch {
+		case code != c.code:
+			t.Errorf("%v: exit %d, want %d", c.args, code, c.code)
+		case c.stdout != "" && (!strings.Contains(stdout, c.stdout) || stderr != ""):
+			t.Errorf("%v: stdout lacks %q or stderr not empty\nstdout: %s\nstderr: %s", c.args, c.stdout, stdout, stderr)
+		case c.stderr != "" && (!strings.Contains(stderr, c.stderr) || !strings.Contains(stderr, "Flags:") || stdout != ""):
+			t.Errorf("%v: stderr lacks %q and the usage, or stdout not empty\nstdout: %s\nstderr: %s", c.args, c.stderr, stdout, stderr)
+		}
+	}
+}
+
 // A malformed environment value stops wimd with a message naming it.
 func TestBadEnvironmentValue(t *testing.T) {
 	t.Parallel()
@@ -236,8 +269,8 @@ func TestActionRetentionFromEnvironment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env["WIMRO_ACTION_RETENTION"] = "48h"
-	if code := b.app(nil).Run(t.Context(), []string{"serve", "--help"}); code != 0 || !strings.Contains(b.stderr.String(), "(env WIMRO_ACTION_RETENTION) (default 48h0m0s)") {
-		t.Fatalf("exit %d: %s", code, b.stderr.String())
+	if code := b.app(nil).Run(t.Context(), []string{"serve", "--help"}); code != 0 || !strings.Contains(b.stdout.String(), "(env WIMRO_ACTION_RETENTION) (default 48h0m0s)") {
+		t.Fatalf("exit %d: %s", code, b.stdout.String())
 	}
 	b = setup(t)
 	b.env["WIMRO_ACTION_RETENTION"] = "a month"

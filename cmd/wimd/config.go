@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -62,12 +63,33 @@ type dbConfig struct {
 
 func (a *App) newFlagSet(name, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("wimd "+name, flag.ContinueOnError)
-	fs.SetOutput(a.Stderr)
+	errs := &flagErrors{w: a.Stderr}
+	fs.SetOutput(errs)
 	fs.Usage = func() {
-		fmt.Fprintf(a.Stderr, "%s\n\nFlags:\n", help)
+		// Asked for (-h): on stdout, like any tool's help ("wimd serve -h
+		// | less"); after the flag package's error message: on stderr.
+		w := a.Stdout
+		if errs.wrote {
+			w = a.Stderr
+		}
+		fmt.Fprintf(w, "%s\n\nFlags:\n", help)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(errs)
 	}
 	return fs
+}
+
+// flagErrors is the output of a flag set outside its help: the flag
+// package writes there only the error of a bad command line.
+type flagErrors struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (f *flagErrors) Write(p []byte) (int, error) {
+	f.wrote = true
+	return f.w.Write(p)
 }
 
 func (a *App) dbFlags(fs *flag.FlagSet) *dbConfig {

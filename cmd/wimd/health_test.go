@@ -136,3 +136,33 @@ func TestAccountHealth(t *testing.T) {
 		t.Fatal(why)
 	}
 }
+
+// wimd health, the container image's health check, exits 0 while the
+// serve at WIMRO_LISTEN answers /healthz, and 1 once it stopped.
+func TestHealthCommand(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
+	b.env["WIMRO_SECRET_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	addr, stop := b.serve(t, "--data-dir", t.TempDir())
+	probe := setup(t)
+	_, port, _ := strings.Cut(addr, ":")
+	probe.env["WIMRO_LISTEN"] = "0.0.0.0:" + port // an unspecified host: loopback
+	if code := probe.app(nil).Run(t.Context(), []string{"health"}); code != 0 || probe.stdout.String() != "ok: http://127.0.0.1:"+port+"/healthz\n" {
+		t.Fatalf("health of a serving wimd: exit %d\nstdout: %s\nstderr: %s", code, probe.stdout, probe.stderr)
+	}
+	stop()
+	probe = setup(t)
+	probe.env["WIMRO_LISTEN"] = addr
+	if code := probe.app(nil).Run(t.Context(), []string{"health"}); code != 1 || !strings.Contains(probe.stderr.String(), "connection refused") {
+		t.Fatalf("health of a stopped wimd: exit %d\nstderr: %s", code, probe.stderr)
+	}
+	for listen, want := range map[string]string{":9090": "http://127.0.0.1:9090/healthz", "[::]:1": "http://127.0.0.1:1/healthz", "wimd.example:443": "http://wimd.example:443/healthz"} {
+		if got, err := healthURL(listen, false); err != nil || got != want {
+			t.Errorf("healthURL(%q): %q, %v; want %q", listen, got, err, want)
+		}
+	}
+	if got, _ := healthURL("[::1]:8443", true); got != "https://[::1]:8443/healthz" {
+		t.Errorf("healthURL with TLS: %q", got)
+	}
+}

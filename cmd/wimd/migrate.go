@@ -23,6 +23,8 @@ func (a *App) migrate(ctx context.Context, args []string) error {
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
+		// Through the flag set's error output: the usage follows on stderr.
+		fmt.Fprintln(fs.Output(), "wimd migrate: a subcommand is required")
 		fs.Usage()
 		return errUsage
 	}
@@ -36,7 +38,7 @@ func (a *App) migrate(ctx context.Context, args []string) error {
 	switch sub {
 	case "up", "down", "status", "version":
 	default:
-		fmt.Fprintf(a.Stderr, "wimd migrate: unknown subcommand %q\n", sub)
+		fmt.Fprintf(fs.Output(), "wimd migrate: unknown subcommand %q\n", sub)
 		fs.Usage()
 		return errUsage
 	}

@@ -82,7 +82,7 @@ func wimdFlags(t *testing.T) map[string]*flagDoc {
 			cur, help = nil, nil
 		}
 		n := 0
-		for _, line := range strings.Split(stderr.String(), "\n") {
+		for _, line := range strings.Split(stdout.String(), "\n") {
 			if m := usageFlag.FindStringSubmatch(line); m != nil {
 				finish()
 				cur, n = &flagDoc{name: m[1]}, n+1
@@ -92,7 +92,7 @@ func wimdFlags(t *testing.T) map[string]*flagDoc {
 		}
 		finish()
 		if n == 0 {
-			t.Fatalf("no flag found in the usage of wimd %s (has its format changed?):\n%s", cmd, stderr.String())
+			t.Fatalf("no flag found in the usage of wimd %s (has its format changed?):\n%s", cmd, stdout.String())
 		}
 	}
 	for _, f := range flags {

@@ -92,6 +92,9 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer db.Close()
+	if c.coordinator == "consul" && c.db.url != "" {
+		warnEmbeddedDatabase(ctx, db, logger)
+	}
 
 	keyFile := c.secretKeyFile
 	if keyFile == "" {
@@ -339,4 +342,24 @@ func keySource(source, keyFile string) string {
 		return "WIMRO_SECRET_KEY"
 	}
 	return keyFile
+}
+
+// clusterRecipe names the README section on a cluster's database.
+const clusterRecipe = `README.md, "A cluster on a real PostgreSQL"`
+
+// warnEmbeddedDatabase says so when a wimd of a cluster was given the
+// local PostgreSQL of another wimd: that server lives and moves with its
+// owner (a restart of that wimd pulls the database from under the
+// others, its backups are that wimd's), so it is no cluster's database.
+func warnEmbeddedDatabase(ctx context.Context, db *persistence.DB, logger *slog.Logger) {
+	name, err := db.ClusterName(ctx)
+	if err != nil {
+		logger.Debug("cannot tell whether the database is a wimd's local PostgreSQL", slog.Any("error", err))
+		return
+	}
+	if name == pglocal.EmbeddedClusterName {
+		logger.Warn("the database is another wimd's local PostgreSQL (cluster_name "+name+"): it stops and starts with that wimd and "+
+			"is backed up as that wimd's; run the cluster on a PostgreSQL server of its own, see "+clusterRecipe,
+			slog.String("coordinator", "consul"))
+	}
 }

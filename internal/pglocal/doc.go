@@ -15,6 +15,15 @@
 // password. pg_hba.conf is rewritten on every start, so a data folder made
 // by an older wimd with trust everywhere is switched on its next start.
 //
+// An owned server keeps its TCP port across restarts (PortFile in the data
+// folder): whatever reads the port from postmaster.pid, or was given it,
+// still finds the server after a restart. It moves, logged at WARN, only
+// when another process took the port meanwhile. Its cluster_name is
+// EmbeddedClusterName, readable by any client, so that a wimd pointed at
+// another wimd's local server can say that this is not a database for a
+// cluster. Options.TLSCert turns TLS on, and Options.HBA gives a throwaway
+// server an access recipe to test.
+//
 // Halt and Resume stop a server and start it again on the same port and
 // data folder, keeping its data, for tests of what clients do while their
 // database is away.

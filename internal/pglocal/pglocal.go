@@ -34,8 +34,20 @@ type Options struct {
 	DataDir string
 	// BinDir holds initdb and postgres; "" finds them (FindBinDir).
 	BinDir string
-	// Port 0 picks a free loopback port.
+	// Port 0 picks a free loopback port; an owned server then takes the
+	// port it had last time (PortFile) while that port is free, so that a
+	// restart does not move it.
 	Port int
+	// TLSCert and TLSKey, PEM files, turn TLS on (ssl=on): the server
+	// presents that certificate (chain) to clients asking for TLS. They are
+	// copied into the data folder, readable by the server alone.
+	TLSCert, TLSKey string
+	// HBA, for a throwaway server, replaces its pg_hba.conf (whose default
+	// trusts every local connection): a test of an access recipe. It must
+	// trust the Unix socket ("local all postgres trust"), which Start uses
+	// to see the server up. An owned server always has its own (see the
+	// package comment).
+	HBA string
 	// Logger is injected; nil discards.
 	Logger *slog.Logger
 	// Attach, for an owned server, connects to the server of the data
@@ -58,6 +70,8 @@ type Server struct {
 	throwaway bool
 	bin       string
 	cred      *syscall.Credential
+	tls       bool   // ssl=on with server.crt and server.key (Options.TLSCert)
+	ownHBA    bool   // Options.HBA: only its socket line is known to let Start in
 	password  string // the superuser's password of an owned server
 	logPath   string
 	logger    *slog.Logger
@@ -177,7 +191,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{logger: logger, bin: bin, cred: cred, restarted: opts.Restarted}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return nil, errors.New("pglocal: TLSCert and TLSKey go together")
+	}
+	s := &Server{logger: logger, bin: bin, cred: cred, restarted: opts.Restarted, tls: opts.TLSCert != "", ownHBA: opts.HBA != ""}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	if opts.DataDir == "" {
 		tmp, err := os.MkdirTemp("", "wimro-pg-")
@@ -230,10 +247,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		if s.password, err = ownedAccess(s.dataDir, cred); err != nil {
 			return fail(err)
 		}
+	} else if opts.HBA != "" {
+		if err := writeOwnedBy(filepath.Join(s.dataDir, "pg_hba.conf"), []byte(opts.HBA), cred); err != nil {
+			return fail(err)
+		}
+	}
+	if s.tls {
+		if err := installTLS(s.dataDir, opts.TLSCert, opts.TLSKey, cred); err != nil {
+			return fail(err)
+		}
+	}
+	last := 0 // the port of an owned server's previous run, while free
+	if opts.Port == 0 && !s.throwaway {
+		last = s.lastPort()
 	}
 	for try := 0; ; try++ {
 		port := opts.Port
-		if port == 0 {
+		if port == 0 && last != 0 && try == 0 {
+			port = last
+		} else if port == 0 {
 			if port, err = freePort(); err != nil {
 				return fail(err)
 			}
@@ -247,6 +279,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			}
 		}
 		if err == nil {
+			if !s.throwaway {
+				s.keepPort(last)
+			}
 			if opts.Supervise {
 				s.mu.Lock()
 				s.supervise = true
@@ -261,6 +296,72 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return fail(err)
 		}
 	}
+}
+
+// PortFile is the name of the file, in an owned server's data folder, that
+// holds the TCP port of its last start.
+const PortFile = ".wimro-port"
+
+// lastPort is the port of the owned server's previous start when it is
+// free now, else 0 (a new free port is picked: the move is logged).
+func (s *Server) lastPort() int {
+	b, err := os.ReadFile(filepath.Join(s.dataDir, PortFile))
+	if err != nil {
+		return 0
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || port <= 0 || port > 65535 {
+		return 0
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		s.logger.Warn("local PostgreSQL: its previous port is taken, moving to another", slog.Int("previous_port", port), slog.Any("error", err))
+		return 0
+	}
+	l.Close()
+	return port
+}
+
+// keepPort records the port of this start for the next one.
+func (s *Server) keepPort(last int) {
+	if s.port == last {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(s.dataDir, PortFile), []byte(strconv.Itoa(s.port)+"\n"), 0o600); err != nil {
+		s.logger.Warn("local PostgreSQL: cannot record its port", slog.Any("error", err))
+	}
+}
+
+// EmbeddedClusterName is the cluster_name of an owned server: any client
+// can read it (SHOW cluster_name), so a wimd pointed at another wimd's
+// local server can tell (see cmd/wimd).
+const EmbeddedClusterName = "wimro-embedded"
+
+// installTLS copies the certificate and key into the data folder as
+// server.crt and server.key, readable by the server's user alone (the key
+// must be: postgres refuses a key others can read).
+func installTLS(dir, cert, key string, cred *syscall.Credential) error {
+	for src, dst := range map[string]string{cert: "server.crt", key: "server.key"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("pglocal: TLS: %w", err)
+		}
+		if err := writeOwnedBy(filepath.Join(dir, dst), b, cred); err != nil {
+			return fmt.Errorf("pglocal: TLS: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeOwnedBy writes a 0600 file owned by the server's user.
+func writeOwnedBy(path string, data []byte, cred *syscall.Credential) error {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		return os.Chown(path, int(cred.Uid), int(cred.Gid))
+	}
+	return nil
 }
 
 // prepareDir creates the data folder (and makes sure the postgres user can
@@ -342,6 +443,11 @@ func (s *Server) start(ctx context.Context, first bool) error {
 	if s.throwaway {
 		// A throwaway database need not survive a crash: skip the flushes.
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	} else {
+		args = append(args, "-c", "cluster_name="+EmbeddedClusterName)
+	}
+	if s.tls {
+		args = append(args, "-c", "ssl=on", "-c", "ssl_cert_file=server.crt", "-c", "ssl_key_file=server.key")
 	}
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), args...)
 	cmd.Dir = "/"
@@ -452,7 +558,7 @@ func (s *Server) waitReady(ctx context.Context, p *proc) error {
 	defer cancel()
 	delay := 20 * time.Millisecond
 	probe := s.URL("postgres")
-	if !s.throwaway {
+	if !s.throwaway || s.ownHBA {
 		probe = s.socketURL("postgres")
 	}
 	for {
@@ -483,14 +589,19 @@ func tail(s string) string {
 }
 
 // URL returns a URL of database dbname on the server, as superuser
-// postgres, over loopback TCP: with the password for an owned server,
-// without for a throwaway one (trust). It holds a secret: never log it.
+// postgres, over loopback TCP (TLS when on): with the password for an
+// owned server, without for a throwaway one (trust). It holds a secret:
+// never log it.
 func (s *Server) URL(dbname string) string {
 	user := "postgres"
 	if s.password != "" {
 		user += ":" + url.QueryEscape(s.password)
 	}
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", user, s.port, dbname)
+	mode := "disable"
+	if s.tls {
+		mode = "require" // encrypted; loopback, so the name is not verified
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=%s", user, s.port, dbname, mode)
 }
 
 // Port returns the TCP port the server listens on.

@@ -3,6 +3,7 @@ package pglocal_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/tlstest"
 )
 
 func start(t *testing.T, dir string) *pglocal.Server {
@@ -292,5 +294,84 @@ func TestOwnedNeedsPassword(t *testing.T) {
 				t.Fatalf("current_user = %q", got)
 			}
 		})
+	}
+}
+
+// An owned server keeps its port across restarts (a client configured
+// with it still finds it), moves only when another process took that port
+// meanwhile, and says it is an embedded server in its cluster_name; a
+// throwaway server does not.
+func TestOwnedKeepsPort(t *testing.T) {
+	t.Parallel()
+	dir := ownedDir(t)
+	s := start(t, dir)
+	port := s.Port()
+	if got := exec(t, s.URL("postgres"), `SHOW cluster_name`); got != pglocal.EmbeddedClusterName {
+		t.Fatalf("owned cluster_name = %q", got)
+	}
+	for i := range 2 {
+		if err := s.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		s = start(t, dir)
+		if s.Port() != port {
+			t.Fatalf("restart %d: port %d, was %d", i+1, s.Port(), port)
+		}
+	}
+	// The port taken by someone else: the server moves, and keeps the new one.
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = start(t, dir)
+	l.Close()
+	moved := s.Port()
+	if moved == port {
+		t.Fatal("started on a port another process holds")
+	}
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s = start(t, dir); s.Port() != moved {
+		t.Fatalf("after the move: port %d, want %d", s.Port(), moved)
+	}
+	if got := exec(t, start(t, "").URL("postgres"), `SHOW cluster_name`); got == pglocal.EmbeddedClusterName {
+		t.Fatal("a throwaway server calls itself embedded")
+	}
+}
+
+// TLS on: a client verifying the certificate against the CA connects
+// (verify-full), and a pg_hba.conf of hostssl lines refuses a connection
+// without TLS.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	pki := tlstest.New(t)
+	// tlstest's files are the test user's; the server's user must read them.
+	for _, f := range []string{pki.Cert, pki.Key} {
+		os.Chmod(f, 0o644)
+	}
+	os.Chmod(filepath.Dir(pki.Cert), 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := pglocal.Start(ctx, pglocal.Options{TLSCert: pki.Cert, TLSKey: pki.Key,
+		HBA: "local all all trust\nhostssl all all 127.0.0.1/32 trust\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	verified := fmt.Sprintf("postgres://postgres@localhost:%d/postgres?sslmode=verify-full&sslrootcert=%s", s.Port(), pki.CA)
+	if got := exec(t, verified, `SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()`); got != "true" {
+		t.Fatalf("ssl = %q", got)
+	}
+	plain := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port())
+	if conn, err := pgx.Connect(t.Context(), plain); err == nil {
+		conn.Close(context.Background())
+		t.Fatal("a connection without TLS was accepted")
+	}
+	if _, err := pglocal.Start(ctx, pglocal.Options{TLSCert: pki.Cert}); err == nil {
+		t.Fatal("a certificate without its key was accepted")
 	}
 }
