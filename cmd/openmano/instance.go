@@ -92,7 +92,7 @@ func setupInstanceList(fs *pflag.FlagSet) runFunc {
 				return err
 			}
 			if len(args) == 1 { // one instance: watched as a list of one
-				inst := asMap(r.doc)["instance"]
+				inst := asMap(r.doc) // openmano's flat instance
 				r = &response{raw: r.raw, doc: map[string]any{"instances": []any{inst}}}
 			}
 			return s.watchInstances(ctx, t, r)

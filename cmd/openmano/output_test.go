@@ -197,10 +197,10 @@ func TestInstanceNamesInTables(t *testing.T) {
 	t.Parallel()
 	f := newFakeServer(t, map[string]answer{
 		"GET /openmano/any/datacenters": {200, `{"datacenters": [{"uuid": "d1", "name": "dcA"}, {"uuid": "d2", "name": "dcB"}]}`},
-		"GET /openmano/t0/instances/ns1": {200, `{"instance": {"uuid": "i1", "name": "ns1", "networks": [
+		"GET /openmano/t0/instances/ns1": {200, `{"uuid": "i1", "name": "ns1", "networks": [
 			{"uuid": "n1", "sce_net_id": "v1", "vim_name": "data-a", "datacenter_id": "d1", "status": "ACTIVE"},
 			{"uuid": "n2", "sce_net_id": "v1", "vim_name": "data-b", "datacenter_id": "d2", "status": "ACTIVE"}],
-			"wan_links": [{"uuid": "l1", "sce_net_id": "v1", "status": "ACTIVE"}]}}`},
+			"wan_links": [{"uuid": "l1", "sce_net_id": "v1", "status": "ACTIVE"}]}`},
 	})
 	r := runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0"}), "", "instance-scenario-list", "ns1")
 	want := "" +

@@ -184,7 +184,7 @@ func (s *session) watchInstances(ctx context.Context, t string, r *response) err
 		if err != nil {
 			return err
 		}
-		for _, l := range asList(asMap(asMap(one.doc)["instance"])["wan_links"]) {
+		for _, l := range asList(asMap(one.doc)["wan_links"]) { // openmano's flat instance
 			links[id][str(asMap(l)["uuid"])] = str(asMap(l)["status"])
 		}
 		m["status"] = sumStatus(links[id], "")
