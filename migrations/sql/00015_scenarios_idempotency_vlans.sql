@@ -12,8 +12,10 @@
 --   by the engine instead.
 -- - idempotency_keys: the first answer to a create sent with an
 --   Idempotency-Key header, replayed to a retry with the same key and
---   body. fingerprint hashes the method, path and body; rows older than
---   24 hours are expired (ignored, then purged).
+--   body. A key is the client's: principal is the id of the API token the
+--   request came with ('' without authentication), so two clients that
+--   pick the same key never meet. fingerprint hashes the method, path and
+--   body; rows older than 24 hours are expired (ignored, then purged).
 -- - vlan_allocations: the VLAN wimro chose for a local network of a
 --   datacenter whose config.network_status_source is "none" (no NFVO
 --   reports its networks). The primary key makes a VLAN of a datacenter
@@ -52,13 +54,15 @@ CREATE TABLE sce_nets (
 );
 
 CREATE TABLE idempotency_keys (
-    key          text PRIMARY KEY,
+    principal    text NOT NULL,
+    key          text NOT NULL,
     fingerprint  bytea NOT NULL,
     status       integer NOT NULL,
     content_type text NOT NULL,
     body         bytea NOT NULL,
     warnings     text[] NOT NULL DEFAULT '{}',
     created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (principal, key),
     CONSTRAINT idempotency_keys_key_check CHECK (length(key) BETWEEN 1 AND 255)
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
