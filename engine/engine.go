@@ -7,8 +7,10 @@
 // openmano scenario descriptors; an instance of a scenario places each
 // network in datacenters. A datacenter whose networks nobody reports
 // (config.network_status_source none) gets them ACTIVE at creation, with
-// VLANs wimro allocates from its range. It speaks neither SQL nor HTTP: it validates,
-// decides, and asks persistence to write each request in one transaction
+// VLANs wimro allocates from its range; every VLAN of such a datacenter is
+// recorded, and stays taken until no WAN link on the controller can use it
+// (netsource.go). It speaks neither SQL nor HTTP: it validates, decides,
+// and asks persistence to write each request in one transaction
 // (with the NOTIFY that wakes the workers). It never calls the workers.
 package engine
 

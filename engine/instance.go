@@ -37,9 +37,6 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		if nets, err = s.CreateInstanceNets(ctx, nets); err != nil {
 			return err
 		}
-		if err := s.AllocateVLANs(ctx, vlans); err != nil {
-			return err
-		}
 		links := make([]wimro.WANLink, len(plans))
 		for i, p := range plans {
 			id := uuid.NewString()
@@ -49,6 +46,10 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 				BandwidthMbps: p.Bandwidth, LatencyMs: p.Latency}
 		}
 		if links, err = s.CreateWANLinks(ctx, links); err != nil {
+			return err
+		}
+		linkVLANs(vlans, nets, links)
+		if err := s.AllocateVLANs(ctx, vlans); err != nil {
 			return err
 		}
 		ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: len(links)})

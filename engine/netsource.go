@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,27 +72,35 @@ func vlanRange(v any) (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-// vlanNeed is a local network, in a datacenter whose networks nobody
-// reports, that the instance gave no encapsulation.
+// vlanNeed is a local network in a datacenter whose networks nobody
+// reports: its VLAN is recorded, so that no two networks of the
+// datacenter share one. vlan is the VLAN the instance gave (0: wimro
+// chooses one from the datacenter's range).
 type vlanNeed struct {
 	net    int // index into the instance's networks
-	dc     string
+	field  string
+	dc     wimro.Datacenter
+	vlan   int
 	lo, hi int
 }
 
-// allocateVLANs gives each network of needs the lowest free VLAN of its
-// datacenter's range (in the order of the networks), writing the choice
-// into nets; the allocations are recorded by recordVLANs once the
-// networks exist. Datacenters are locked in uuid order, so two instances
+// allocateVLANs takes the VLAN of each network of needs: the one given,
+// which must not be taken (a VIM refuses a duplicate segmentation id
+// too; outside the range is allowed), or else the lowest free VLAN of the
+// datacenter's range (in the order of the networks), written into nets.
+// A VLAN stays taken after its network is gone while the WAN link it was
+// part of may still hold it on the controller (persistence.LockVLANs).
+// The allocations are recorded (linkVLANs, AllocateVLANs) once the networks and
+// links exist. Datacenters are locked in uuid order, so two instances
 // sharing datacenters cannot deadlock.
 func allocateVLANs(ctx context.Context, s *persistence.Store, nets []wimro.InstanceNet, needs []vlanNeed) ([]persistence.VLANAllocation, error) {
 	byDC := map[string][]vlanNeed{}
 	var dcs []string
 	for _, n := range needs {
-		if byDC[n.dc] == nil {
-			dcs = append(dcs, n.dc)
+		if byDC[n.dc.UUID] == nil {
+			dcs = append(dcs, n.dc.UUID)
 		}
-		byDC[n.dc] = append(byDC[n.dc], n)
+		byDC[n.dc.UUID] = append(byDC[n.dc.UUID], n)
 	}
 	sort.Strings(dcs)
 	var out []persistence.VLANAllocation
@@ -100,15 +109,45 @@ func allocateVLANs(ctx context.Context, s *persistence.Store, nets []wimro.Insta
 		if err := s.LockVLANs(ctx, dc); err != nil {
 			return nil, err
 		}
-		free, err := s.FreeVLANs(ctx, dc, list[0].lo, list[0].hi, len(list))
+		given := map[int]vlanNeed{}
+		var auto []vlanNeed
+		var fixed []int
+		for _, n := range list {
+			if n.vlan == 0 {
+				auto = append(auto, n)
+				continue
+			}
+			if o, dup := given[n.vlan]; dup {
+				return nil, vlanTaken(n, fmt.Sprintf("%s gives it too", o.field))
+			}
+			given[n.vlan] = n
+			fixed = append(fixed, n.vlan)
+			out = append(out, persistence.VLANAllocation{DatacenterID: dc, VLAN: n.vlan, InstanceNetID: nets[n.net].UUID})
+		}
+		if len(fixed) > 0 {
+			taken, err := s.TakenVLANs(ctx, dc, fixed)
+			if err != nil {
+				return nil, err
+			}
+			if len(taken) > 0 {
+				return nil, vlanTaken(given[taken[0]], "another network has it, or a deleted instance's WAN link still holds it until its DELETE has run")
+			}
+		}
+		if len(auto) == 0 {
+			continue
+		}
+		lo, hi := auto[0].lo, auto[0].hi
+		// The VLANs given in this request are not free either.
+		free, err := s.FreeVLANs(ctx, dc, lo, hi, len(auto)+len(fixed))
 		if err != nil {
 			return nil, err
 		}
-		if len(free) < len(list) {
+		free = slices.DeleteFunc(free, func(v int) bool { _, ok := given[v]; return ok })
+		if len(free) < len(auto) {
 			return nil, wimro.Errorf(wimro.ECONFLICT, "datacenter %s: %d VLAN(s) needed, %d free in its range %d-%d (config.vlan_range)",
-				dc, len(list), len(free), list[0].lo, list[0].hi)
+				auto[0].dc.Name, len(auto), len(free), lo, hi)
 		}
-		for i, n := range list {
+		for i, n := range auto {
 			typ, id := "vlan", free[i]
 			row := &nets[n.net]
 			row.EncapsulationType, row.EncapsulationID = &typ, &id
@@ -120,4 +159,34 @@ func allocateVLANs(ctx context.Context, s *persistence.Store, nets []wimro.Insta
 		}
 	}
 	return out, nil
+}
+
+// vlanTaken is the 409 of a network given a VLAN its datacenter has
+// taken.
+func vlanTaken(n vlanNeed, why string) error {
+	return &wimro.Error{Code: wimro.ECONFLICT, Field: n.field + ".encapsulation_id",
+		Message: fmt.Sprintf("%s.encapsulation_id: VLAN %d of datacenter %s is taken (%s)", n.field, n.vlan, n.dc.Name, why)}
+}
+
+// linkVLANs names, in each allocation, the WAN link its network is part
+// of (the link of the network's sce_net_id), which holds the VLAN until
+// its DELETE has run.
+func linkVLANs(vlans []persistence.VLANAllocation, nets []wimro.InstanceNet, links []wimro.WANLink) {
+	bySce := map[string]*string{}
+	for i := range links {
+		if links[i].SceNetID != nil {
+			bySce[*links[i].SceNetID] = &links[i].UUID
+		}
+	}
+	sce := map[string]string{}
+	for _, n := range nets {
+		if n.SceNetID != nil {
+			sce[n.UUID] = *n.SceNetID
+		}
+	}
+	for i, v := range vlans {
+		if id, ok := sce[v.InstanceNetID]; ok {
+			vlans[i].LinkID = bySce[id]
+		}
+	}
 }

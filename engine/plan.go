@@ -372,8 +372,11 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 			if n.Status == "" {
 				row.Status = wimro.NetActive
 			}
-			if row.EncapsulationType == nil {
-				needs = append(needs, vlanNeed{net: i, dc: d.UUID, lo: lo, hi: hi})
+			switch {
+			case row.EncapsulationType == nil:
+				needs = append(needs, vlanNeed{net: i, field: field, dc: d, lo: lo, hi: hi})
+			case *row.EncapsulationType == "vlan":
+				needs = append(needs, vlanNeed{net: i, field: field, dc: d, vlan: *row.EncapsulationID, lo: lo, hi: hi})
 			}
 		}
 		if row.UUID == "" {

@@ -31,8 +31,15 @@ type bundle struct {
 // of the bundle carries it.
 func setup(t testing.TB, token string) *bundle {
 	t.Helper()
+	return setupWith(t, httpapi.Options{Token: token}, token)
+}
+
+// setupWith is setup with the server's options given; the bundle's calls
+// carry token.
+func setupWith(t testing.TB, opts httpapi.Options, token string) *bundle {
+	t.Helper()
 	f := testfactory.New(t)
-	api := httpapi.New(f.Eng, httpapi.Options{Token: token})
+	api := httpapi.New(f.Eng, opts)
 	// Every answer of every test on the bundle, errors included, must
 	// follow the OpenAPI document the server serves. Benchmarks time the
 	// server alone.

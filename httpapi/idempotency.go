@@ -28,7 +28,10 @@ const replayedHeader = "Idempotent-Replayed"
 // agrees), runs, and its 200 answer is stored; a failed one frees the key.
 // A request with a held key and the same method, path and body gets the
 // stored answer, or 409 while the first still runs; with another request
-// it gets 422. Without the header, next runs as usual.
+// it gets 422. A key is its client's: keys are held per token id
+// (tokenID; "" when the server has no token), so another client's request
+// with the same key is a request of its own. Without the header, next
+// runs as usual.
 func (a *api) idempotent(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(IdempotencyKeyHeader)
@@ -55,7 +58,8 @@ func (a *api) idempotent(next http.HandlerFunc) http.HandlerFunc {
 		fmt.Fprintf(h, "%s\n%s\n%s\n", r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"))
 		h.Write(body)
 		fp := h.Sum(nil)
-		held, claimed, err := a.eng.ClaimIdempotencyKey(r.Context(), key, fp)
+		principal := tokenID(r)
+		held, claimed, err := a.eng.ClaimIdempotencyKey(r.Context(), principal, key, fp)
 		if err != nil {
 			a.srv.Error(w, r, err)
 			return
@@ -86,10 +90,10 @@ func (a *api) idempotent(next http.HandlerFunc) http.HandlerFunc {
 		// has gone.
 		ctx := context.WithoutCancel(r.Context())
 		if rec.status == http.StatusOK {
-			err = a.eng.StoreIdempotentAnswer(ctx, key, engine.IdempotentAnswer{Status: rec.status,
+			err = a.eng.StoreIdempotentAnswer(ctx, principal, key, engine.IdempotentAnswer{Status: rec.status,
 				ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes(), Warnings: rec.Header().Values("Warning")})
 		} else {
-			err = a.eng.ReleaseIdempotencyKey(ctx, key)
+			err = a.eng.ReleaseIdempotencyKey(ctx, principal, key)
 		}
 		if err != nil {
 			// The key stays pending: its retries are answered 409 until it

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wimro/wimro/httpapi"
 )
 
 // idemKey is the header of the IETF httpapi draft.
@@ -21,6 +24,9 @@ func (b *bundle) keyed(path, key, body string) response {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(idemKey, key)
+	if b.tok != "" {
+		req.Header.Set("Authorization", "Bearer "+b.tok)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.t.Error(err)
@@ -144,7 +150,7 @@ func TestIdempotencyKeyRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b.t = t
 			if tt.name == "expired: k1 is new" {
-				if _, err := b.db.Pool().Exec(t.Context(), `UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE key = 'k1'`); err != nil {
+				if _, err := b.db.Pool().Exec(t.Context(), `UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE principal = '' AND key = 'k1'`); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -163,5 +169,53 @@ func TestIdempotencyKeyRules(t *testing.T) {
 	b.call("POST", "/openmano/tenant0/instances", instanceBody("f"), 200)
 	if n := b.instanceCount(); n != 5 {
 		t.Fatalf("%d instances, want 5", n)
+	}
+}
+
+// TestIdempotencyKeyPerClient: a key is its client's (the IETF draft
+// scopes keys per client). Two NFVOs with tokens of their own that happen
+// to pick the same key each create their instance, and each retry is
+// answered its own client's first answer, never the other's.
+func TestIdempotencyKeyPerClient(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, path, "tok-a id=nfvo-a\ntok-b id=nfvo-b\n")
+	tf, err := httpapi.OpenTokenFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := setupWith(t, httpapi.Options{TokenFile: tf}, "tok-a")
+	a.fixture()
+	a.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{}}, 200)
+	b := *a
+	b.tok = "tok-b"
+	clients := []struct {
+		name string
+		b    *bundle
+		body string
+	}{
+		{"nfvo-a", a, marshal(t, instanceBody("ns-a"))},
+		{"nfvo-b", &b, marshal(t, instanceBody("ns-b"))},
+	}
+	first := map[string]response{}
+	for _, c := range clients {
+		r := c.b.keyed("/openmano/tenant0/instances", "retry-1", c.body)
+		if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("%s's first request with the key = %d replayed=%q %s, want a new instance", c.name, r.status, r.header.Get("Idempotent-Replayed"), r.body)
+		}
+		first[c.name] = r
+	}
+	if first["nfvo-a"].str("uuid") == first["nfvo-b"].str("uuid") {
+		t.Fatalf("both clients got instance %s", first["nfvo-a"].str("uuid"))
+	}
+	for _, c := range clients {
+		again := c.b.keyed("/openmano/tenant0/instances", "retry-1", c.body)
+		if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.body != first[c.name].body {
+			t.Fatalf("%s's retry = %d replayed=%q %s, want its own first answer %s", c.name, again.status,
+				again.header.Get("Idempotent-Replayed"), again.body, first[c.name].body)
+		}
+	}
+	if n := a.instanceCount(); n != 2 {
+		t.Fatalf("%d instances, want 2 (one per client)", n)
 	}
 }

@@ -120,7 +120,8 @@ func parameters(rt Route) []any {
 		params = append(params, map[string]any{"name": IdempotencyKeyHeader, "in": "header", "required": false,
 			"description": "A key of the client's choosing (1 to 255 printable ASCII characters) that makes a retry safe: a second request with " +
 				"the same key and the same method, path and body is answered the first answer (marked Idempotent-Replayed: true) without doing " +
-				"anything, while the first runs it is answered 409, and with another request it is answered 422. Keys expire after 24 hours.",
+				"anything, while the first runs it is answered 409, and with another request it is answered 422. Keys are per client (per API token): " +
+				"another token's request with the same key is a request of its own. Keys expire after 24 hours.",
 			"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 255}})
 	}
 	for _, q := range rt.Query {

@@ -7,7 +7,7 @@
 // as the router, so the two cannot drift. Answers keep the shapes OSM's
 // own clients read (openmano v6's flat instance, the version text),
 // warnings travel in Warning headers, and every POST takes an
-// Idempotency-Key.
+// Idempotency-Key (a key is its client's: keys are held per API token).
 package httpapi
 
 import (

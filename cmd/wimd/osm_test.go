@@ -347,7 +347,7 @@ func TestOSMClients(t *testing.T) {
 		act := c.ok("action-list --id", "GET", "/openmano/"+c.tenant+"/instances/any/action/"+delAct, cliGet, "")["actions"].([]any)[0].(map[string]any)
 		return act["number_done"] == 1 && ctrl.Count() == 0, fmt.Sprint(act, " services ", ctrl.Count())
 	})
-	// The VLANs went with the instance: the next one gets VLAN 3000 again.
+	// The link's DELETE is DONE, so its VLANs are free: the next instance gets VLAN 3000 again.
 	inst = c.ok("instance-scenario-create", "POST", "/openmano/"+c.tenant+"/instances", cliYAML, instance("ns2"))
 	if n := inst["networks"].([]any)[0].(map[string]any); n["encapsulation_id"] != 3000 {
 		t.Fatalf("VLAN of the next instance %v, want 3000 (freed)", n["encapsulation_id"])

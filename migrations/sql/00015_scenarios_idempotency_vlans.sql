@@ -12,13 +12,22 @@
 --   by the engine instead.
 -- - idempotency_keys: the first answer to a create sent with an
 --   Idempotency-Key header, replayed to a retry with the same key and
---   body. fingerprint hashes the method, path and body; rows older than
---   24 hours are expired (ignored, then purged).
--- - vlan_allocations: the VLAN wimro chose for a local network of a
---   datacenter whose config.network_status_source is "none" (no NFVO
---   reports its networks). The primary key makes a VLAN of a datacenter
---   taken once; the row goes with its network, which goes with its
---   instance.
+--   body. A key is the client's: principal is the id of the API token the
+--   request came with ('' without authentication), so two clients that
+--   pick the same key never meet. fingerprint hashes the method, path and
+--   body; rows older than 24 hours are expired (ignored, then purged).
+-- - vlan_allocations: the VLAN of each local network of a datacenter
+--   whose config.network_status_source is "none" (no NFVO reports its
+--   networks), whether wimro chose it or the instance gave it. The primary
+--   key makes a VLAN of a datacenter taken once. The row outlives its
+--   network (instance_net_id becomes NULL with the instance): the
+--   controller may still hold the WAN link's service on that VLAN until
+--   the link's DELETE has run. link_id names that WAN link (NULL: the
+--   network is in none) and has no foreign key, as the link goes with its
+--   instance while its DELETE action stays. The engine drops a row whose
+--   network is gone once its link has no DELETE or its last DELETE is
+--   DONE or CANCELLED (a FAILED or ABANDONED one may have left the
+--   service on the controller, so its VLAN stays taken).
 
 -- +goose Up
 CREATE TABLE scenarios (
@@ -52,13 +61,15 @@ CREATE TABLE sce_nets (
 );
 
 CREATE TABLE idempotency_keys (
-    key          text PRIMARY KEY,
+    principal    text NOT NULL,
+    key          text NOT NULL,
     fingerprint  bytea NOT NULL,
     status       integer NOT NULL,
     content_type text NOT NULL,
     body         bytea NOT NULL,
     warnings     text[] NOT NULL DEFAULT '{}',
     created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (principal, key),
     CONSTRAINT idempotency_keys_key_check CHECK (length(key) BETWEEN 1 AND 255)
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
@@ -66,7 +77,8 @@ CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 CREATE TABLE vlan_allocations (
     datacenter_id   uuid NOT NULL REFERENCES datacenters (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
     vlan_id         integer NOT NULL,
-    instance_net_id uuid NOT NULL REFERENCES instance_nets (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
+    instance_net_id uuid REFERENCES instance_nets (uuid) ON DELETE SET NULL ON UPDATE CASCADE,
+    link_id         uuid,
     created_at      timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (datacenter_id, vlan_id),
     CONSTRAINT vlan_allocations_vlan_check CHECK (vlan_id BETWEEN 1 AND 4094)

@@ -1,0 +1,167 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/engine"
+	"github.com/wimro/wimro/internal/testfactory"
+)
+
+// noneDC is the usual scenario with dcA's networks reported by nobody
+// (network_status_source none) and its VLANs taken from 100-101.
+func noneDC(t *testing.T) *scenario {
+	t.Helper()
+	sc := newScenario(t)
+	if _, err := sc.eng.UpdateDatacenter(sc.ctx, "dcA", engine.DatacenterInput{Config: map[string]any{
+		"network_status_source": engine.NetSourceNone, "vlan_range": "100-101"}}); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// wanNets is one VLD in dcA and dcB (one WAN link), dcA's network on
+// VLAN vlan (0: wimro chooses), dcB's on VLAN 301.
+func wanNets(vlan int) []engine.NetworkInput {
+	vld := uuid.NewString()
+	a := engine.NetworkInput{SceNetID: vld, Datacenter: "dcA", PhysicalNetwork: testfactory.PhysicalNetwork}
+	if vlan != 0 {
+		a.EncapsulationType, a.EncapsulationID = "vlan", ptr(vlan)
+	}
+	return []engine.NetworkInput{a, {SceNetID: vld, Datacenter: "dcB", PhysicalNetwork: testfactory.PhysicalNetwork,
+		EncapsulationType: "vlan", EncapsulationID: ptr(301)}}
+}
+
+// vlanIn returns the VLAN of v's network in datacenter dc.
+func vlanIn(t *testing.T, v engine.InstanceView, dc string) int {
+	t.Helper()
+	for _, n := range v.Networks {
+		if n.DatacenterID == dc && n.EncapsulationID != nil {
+			return *n.EncapsulationID
+		}
+	}
+	t.Fatalf("instance %s has no VLAN in datacenter %s: %+v", v.Name, dc, v.Networks)
+	return 0
+}
+
+// TestVLANHeldUntilLinkDeleted (issue 32 follow-up): in a datacenter
+// whose networks nobody reports, deleting an instance does not free its
+// VLAN while the WAN link's DELETE has not run: the controller still
+// holds the service on it, and a new instance on that VLAN would share
+// it. Once the DELETE is DONE (or CANCELLED: nothing reached the
+// controller) the VLAN is free again; a FAILED or ABANDONED DELETE may
+// have left the service there, so the VLAN stays taken. A network in no
+// WAN link frees its VLAN with the instance.
+func TestVLANHeldUntilLinkDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status string // the DELETE's end
+		freed  bool
+	}{
+		{"DONE", true},
+		{"CANCELLED", true},
+		{"FAILED", false},
+		{"ABANDONED", false},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			t.Parallel()
+			sc := noneDC(t)
+			ns1 := sc.Instance(t, "tenantT", "ns1", wanNets(0))
+			if v := vlanIn(t, ns1, sc.dcA.UUID); v != 100 {
+				t.Fatalf("ns1 VLAN %d, want 100", v)
+			}
+			if len(ns1.WANLinks) != 1 {
+				t.Fatalf("ns1 has %d WAN links, want 1", len(ns1.WANLinks))
+			}
+			if _, _, err := sc.eng.DeleteInstance(sc.ctx, "tenantT", "ns1"); err != nil {
+				t.Fatal(err)
+			}
+			// The DELETE has not run: 100 is still the controller's.
+			ns2 := sc.Instance(t, "tenantT", "ns2", wanNets(0))
+			if v := vlanIn(t, ns2, sc.dcA.UUID); v != 101 {
+				t.Fatalf("ns2 VLAN %d while ns1's DELETE is SCHEDULED, want 101 (100 is still on the controller)", v)
+			}
+			_, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns3", Networks: wanNets(100)})
+			wantCode(t, err, wimro.ECONFLICT)
+			_, err = sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns3", Networks: wanNets(0)})
+			wantCode(t, err, wimro.ECONFLICT)
+
+			sc.exec(t, `UPDATE vim_wim_actions SET status = $1 WHERE action = 'DELETE' AND item_id = $2`, tc.status, ns1.WANLinks[0].UUID)
+			ns3, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "ns3", Networks: wanNets(0)})
+			if !tc.freed {
+				wantCode(t, err, wimro.ECONFLICT)
+				return
+			}
+			if err != nil {
+				t.Fatalf("after the DELETE is %s: %v", tc.status, err)
+			}
+			if v := vlanIn(t, ns3, sc.dcA.UUID); v != 100 {
+				t.Fatalf("ns3 VLAN %d after ns1's DELETE is %s, want 100", v, tc.status)
+			}
+		})
+	}
+	t.Run("no WAN link", func(t *testing.T) {
+		t.Parallel()
+		sc := noneDC(t)
+		local := []engine.NetworkInput{{Datacenter: "dcA"}}
+		ns1 := sc.Instance(t, "tenantT", "ns1", local)
+		if len(ns1.WANLinks) != 0 || vlanIn(t, ns1, sc.dcA.UUID) != 100 {
+			t.Fatalf("ns1 = %+v, want VLAN 100 and no WAN link", ns1)
+		}
+		if _, _, err := sc.eng.DeleteInstance(sc.ctx, "tenantT", "ns1"); err != nil {
+			t.Fatal(err)
+		}
+		if v := vlanIn(t, sc.Instance(t, "tenantT", "ns2", local), sc.dcA.UUID); v != 100 {
+			t.Fatalf("ns2 VLAN %d, want 100 (ns1's network was in no WAN link)", v)
+		}
+	})
+}
+
+// TestExplicitVLANRecorded (issue 32 follow-up): a VLAN an instance gives
+// in a datacenter whose networks nobody reports is recorded like a chosen
+// one: wimro never hands it out, and giving a taken VLAN is a 409 naming
+// the network's field, as a VIM refuses a duplicate segmentation id. A
+// VLAN outside the range is allowed, and recorded too. A refused create
+// writes nothing.
+func TestExplicitVLANRecorded(t *testing.T) {
+	t.Parallel()
+	sc := noneDC(t)
+	steps := []struct {
+		name  string
+		nets  []engine.NetworkInput
+		vlan  int    // dcA's VLAN of the created instance
+		field string // or the 409's field
+	}{
+		{"given 100", wanNets(100), 100, ""},
+		{"chosen: 100 is taken", wanNets(0), 101, ""},
+		{"given a taken VLAN", wanNets(101), 0, "instance.networks[0].encapsulation_id"},
+		{"given outside the range", wanNets(500), 500, ""},
+		{"given 500 again", wanNets(500), 0, "instance.networks[0].encapsulation_id"},
+		{"two networks given one VLAN", append(wanNets(600), wanNets(600)...), 0, "instance.networks[2].encapsulation_id"},
+	}
+	for i, st := range steps {
+		name := "ns" + string(rune('a'+i))
+		before := sc.count(t, "instance_scenarios")
+		v, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: name, Networks: st.nets})
+		if st.field == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			if got := vlanIn(t, v, sc.dcA.UUID); got != st.vlan {
+				t.Fatalf("%s: VLAN %d, want %d", st.name, got, st.vlan)
+			}
+			continue
+		}
+		if wimro.ErrorCode(err) != wimro.ECONFLICT || wimro.ErrorField(err) != st.field {
+			t.Fatalf("%s: err %v (code %q, field %q), want a conflict naming %s", st.name, err, wimro.ErrorCode(err), wimro.ErrorField(err), st.field)
+		}
+		if n := sc.count(t, "instance_scenarios"); n != before {
+			t.Fatalf("%s: %d instances, want %d (a refused create writes nothing)", st.name, n, before)
+		}
+	}
+	// Range 100-101 is full: 100 given, 101 chosen.
+	_, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "full", Networks: wanNets(0)})
+	wantCode(t, err, wimro.ECONFLICT)
+}
