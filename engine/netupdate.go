@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/wimro/wimro"
@@ -29,7 +30,7 @@ type NetworkUpdate struct {
 // the waiting CREATEs of the VLD's links due at once.
 func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
 	var out wimro.InstanceNet
-	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+	err := e.db.Tx(ctx, func(s *persistence.Store) (err error) {
 		_, inst, err := tenantInstance(ctx, s, tenantRef, instanceRef)
 		if err != nil {
 			return err
@@ -50,6 +51,12 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 			n.ErrorMsg = u.ErrorMsg
 		}
 		if u.EncapsulationType != nil || u.EncapsulationID != nil {
+			before := encapsulationOf(n)
+			defer func() {
+				if err == nil && encapsulationOf(n) != before {
+					err = e.refuseVLANChange(ctx, s, n)
+				}
+			}()
 			typ := ""
 			if u.EncapsulationType != nil {
 				typ = *u.EncapsulationType
@@ -115,4 +122,35 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		return s.NotifyAccounts(ctx, accounts...)
 	})
 	return out, err
+}
+
+// encapsulationOf is a network's encapsulation as one comparable string.
+func encapsulationOf(n wimro.InstanceNet) string {
+	out := ""
+	if n.EncapsulationType != nil {
+		out = *n.EncapsulationType
+	}
+	if n.EncapsulationID != nil {
+		out += fmt.Sprintf("/%d", *n.EncapsulationID)
+	}
+	return out
+}
+
+// refuseVLANChange refuses a new encapsulation for a network of a
+// datacenter whose networks nobody reports (network_status_source none):
+// wimro holds their VLANs (vlan_allocations) until the WAN link's DELETE
+// ran, and a VLAN changed behind that record could land on one another
+// network holds, or that a controller still carries.
+func (e *Engine) refuseVLANChange(ctx context.Context, s *persistence.Store, n wimro.InstanceNet) error {
+	d, err := s.GetDatacenter(ctx, n.DatacenterID, "")
+	if err != nil {
+		return err
+	}
+	source, _, _, err := netSource(d.Config)
+	if err != nil || source != NetSourceNone {
+		return err
+	}
+	return &wimro.Error{Code: wimro.ECONFLICT, Field: "network.encapsulation_id", Message: fmt.Sprintf(
+		"network.encapsulation_id: datacenter %s takes its VLANs from wimro (config.network_status_source %s): a network's VLAN is set when its instance is created, and kept until its WAN link is deleted",
+		d.Name, NetSourceNone)}
 }

@@ -165,3 +165,48 @@ func TestExplicitVLANRecorded(t *testing.T) {
 	_, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "full", Networks: wanNets(0)})
 	wantCode(t, err, wimro.ECONFLICT)
 }
+
+// TestVLANNotChangedBehindTheAllocation: in a datacenter whose VLANs
+// wimro allocates, a network update may report status but not move the
+// network to another VLAN, which would bypass the allocation (two
+// networks of one datacenter on one VLAN). Elsewhere the NFVO's report
+// stands.
+func TestVLANNotChangedBehindTheAllocation(t *testing.T) {
+	t.Parallel()
+	sc := noneDC(t)
+	a, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsa", Networks: wanNets(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsb", Networks: wanNets(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netIn := func(v engine.InstanceView, dc string) string {
+		for _, n := range v.Networks {
+			if n.DatacenterID == dc {
+				return n.UUID
+			}
+		}
+		t.Fatalf("instance %s has no network in %s", v.Name, dc)
+		return ""
+	}
+	taken := vlanIn(t, a, sc.dcA.UUID)
+	_, err = sc.eng.UpdateNetwork(sc.ctx, "tenantT", "nsb", netIn(b, sc.dcA.UUID), engine.NetworkUpdate{EncapsulationID: ptr(taken)})
+	if wimro.ErrorCode(err) != wimro.ECONFLICT || wimro.ErrorField(err) != "network.encapsulation_id" {
+		t.Fatalf("move nsb's dcA network onto nsa's VLAN %d: %v, want a conflict naming network.encapsulation_id", taken, err)
+	}
+	again, err := sc.eng.GetInstance(sc.ctx, "tenantT", "nsb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := vlanIn(t, again, sc.dcA.UUID); got == taken {
+		t.Fatalf("the refused update moved nsb to VLAN %d", got)
+	}
+	if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "nsb", netIn(b, sc.dcA.UUID), engine.NetworkUpdate{Status: ptr("ACTIVE")}); err != nil {
+		t.Errorf("a status report in dcA: %v", err)
+	}
+	if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "nsb", netIn(b, sc.dcB.UUID), engine.NetworkUpdate{EncapsulationID: ptr(302)}); err != nil {
+		t.Errorf("a VLAN change in dcB, whose NFVO reports its networks: %v", err)
+	}
+}
