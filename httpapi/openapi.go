@@ -436,7 +436,7 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 
 // fields adds t's JSON fields, flattening embedded structs as
 // encoding/json does. A field is required when it is always there
-// (neither omitempty nor able to be nil), and nullable when it may be
+// (neither omitempty/omitzero nor able to be nil), and nullable when it may be
 // null (a pointer, slice, map or interface without omitempty). The tag
 // openapi:"required" marks a field the handler needs (a request) or
 // always fills (an answer): required and never null.
@@ -462,7 +462,8 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 			name = f.Name
 		}
 		s := g.schema(f.Type)
-		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
+		// omitzero leaves a field out as omitempty does (a zero time).
+		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
 		nilable := false
 		switch f.Type.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:

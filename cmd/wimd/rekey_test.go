@@ -57,6 +57,21 @@ func storedSecrets(t *testing.T, dbURL string) map[string]string {
 	return out
 }
 
+// legacyOverrideURL makes the override records hold their WIM's stored
+// wim_url, sealed password included, as a wimd before 2026-11 wrote them.
+func legacyOverrideURL(t *testing.T, dbURL string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(t.Context(), `UPDATE action_overrides o SET wim_url = w.wim_url FROM wims w WHERE w.uuid = o.wim_id`)
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("override records as an older wimd wrote them: %v, %d rows", err, tag.RowsAffected())
+	}
+}
+
 // openStored opens one stored value (storedSecrets) with box.
 func openStored(box *secret.Box, where, v string) (string, error) {
 	switch {
@@ -149,19 +164,22 @@ func TestRekeyWhileServing(t *testing.T) {
 			"config": map[string]any{"bearer_token": "acct-tok-" + tn}}})
 	}
 	c.activeInstance("t0", 1)
-	// An override record: it keeps the WIM's wim_url, sealed password
-	// included. The CREATE of an instance whose networks never come up
-	// never reaches the controller: it may be cancelled (once unclaimed).
+	// An override record: wimd writes its wim_url masked now, but one
+	// written by an older wimd kept the WIM's wim_url, sealed password
+	// included, and rekey must re-seal it (set below as such a wimd wrote
+	// it). The CREATE of an instance whose networks never come up never
+	// reaches the controller: it may be cancelled (once unclaimed).
 	body := instanceBody(1, nil)
 	for _, n := range body["instance"].(map[string]any)["networks"].([]any) {
 		n.(map[string]any)["status"] = "BUILD"
 	}
-	inst := c.call("POST", "/openmano/t0/instances", body)["instance"].(map[string]any)
+	inst := c.call("POST", "/openmano/t0/instances", body) // openmano's flat instance
 	eventually.Until(t, 30*time.Second, "the CREATE cancelled", func() (bool, string) {
 		status, raw := c.send("POST", fmt.Sprintf("/openmano/t0/instances/%s/action/%s/cancel", inst["uuid"], inst["action_id"]),
 			map[string]any{"cancel": map[string]any{"reason": "networks never up"}})
 		return status == 200, raw
 	})
+	legacyOverrideURL(t, dbURL)
 	want := map[string]string{} // where -> clear value
 	for where := range storedSecrets(t, dbURL) {
 		switch {
