@@ -232,6 +232,7 @@ type tenant struct {
 // the soak fails so that the run can be understood and replayed.
 type eventLog struct {
 	begin time.Time
+	echo  bool // print each line as it comes (go test -v: make soak)
 	mu    sync.Mutex
 	lines []string
 }
@@ -241,6 +242,9 @@ func (l *eventLog) add(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, line)
+	if l.echo {
+		fmt.Println("soak:", line)
+	}
 }
 
 func (l *eventLog) String() string {
@@ -340,7 +344,7 @@ const soakAppName = "wimro soak harness"
 const pgGrace = 10 * time.Second
 
 func newHarness(t *testing.T, seed int64) *harness {
-	h := &harness{t: t, seed: seed, log: &eventLog{begin: time.Now()}, byUser: map[string]*tenant{},
+	h := &harness{t: t, seed: seed, log: &eventLog{begin: time.Now(), echo: testing.Verbose()}, byUser: map[string]*tenant{},
 		client: &http.Client{Timeout: apiTimeout}}
 	h.bad = &violations{log: h.log}
 	h.vlans = newVLANPool(vlanFirst, vlanCount)
