@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -255,10 +256,12 @@ func (h *harness) role(ctx context.Context, m *member) string {
 	return "member"
 }
 
-// whole reports whether every member is ready and the members' leases
-// cover every account, with what is missing.
+// whole reports whether every member is ready, sees every member in
+// Consul and the same leader, and the members' leases cover every
+// account, with what is missing.
 func (h *harness) whole(ctx context.Context) (bool, string) {
 	owned := map[string]bool{}
+	leaders := map[string]bool{}
 	for _, m := range h.members {
 		addr, ok := m.upAddr()
 		if !ok {
@@ -279,9 +282,16 @@ func (h *harness) whole(ctx context.Context) (bool, string) {
 		if !ok {
 			return false, m.id + " /cluster unanswered"
 		}
+		if len(st.Members) != len(h.members) {
+			return false, fmt.Sprintf("%s sees %d members", m.id, len(st.Members))
+		}
+		leaders[st.Leader] = true
 		for _, a := range st.Owned {
 			owned[a] = true
 		}
+	}
+	if len(leaders) != 1 || leaders[""] {
+		return false, fmt.Sprintf("leaders seen: %v", slices.Sorted(maps.Keys(leaders)))
 	}
 	for _, tn := range h.tenants {
 		if !owned[tn.account] {
