@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,7 +42,13 @@ type faultPlan struct {
 	ctrl   int           // the controller (controller faults)
 	x      float64       // the fault's size in [0, 1)
 	gap    time.Duration // quiet time before it
+	// with is a controller fault that comes at the same time as a wimd,
+	// database or Consul fault ("" for none): faults come together.
+	with string
 }
+
+// ctrlKinds are the faults of a controller.
+var ctrlKinds = []string{faultCtrlHang, faultCtrl5xx, faultCtrl429, faultCtrlDropReply}
 
 // schedule draws the faults from the seed alone: the same seed gives the
 // same sequence, whatever the run's timing.
@@ -82,9 +89,13 @@ func (s *schedule) next() faultPlan {
 	}
 	p := faultPlan{kind: s.round[0], member: s.rng.IntN(members), ctrl: s.rng.IntN(2), x: s.rng.Float64(),
 		gap: 3*time.Second + time.Duration(s.rng.IntN(7000))*time.Millisecond}
+	together, with := s.rng.IntN(3) == 0, ctrlKinds[s.rng.IntN(len(ctrlKinds))]
 	s.round = s.round[1:]
+	if together && !slices.Contains(ctrlKinds, p.kind) && s.allowed[with] {
+		p.with = with
+	}
 	if !s.allowed[p.kind] {
-		p.kind = ""
+		p.kind, p.with = "", ""
 	}
 	return p
 }
@@ -108,20 +119,54 @@ func wait(ctx context.Context, d time.Duration) {
 	}
 }
 
+// poll calls done every interval until it reports true (poll then
+// reports true) or ctx ends (false). What it waits for happens in other
+// processes, which send no signal to wait on.
+func poll(ctx context.Context, every time.Duration, done func() bool) bool {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 // inject applies the fault and heals it; it returns when it healed.
 func (h *harness) inject(ctx context.Context, p faultPlan) faultRecord {
 	rec := faultRecord{plan: p, injected: time.Now()}
+	var with sync.WaitGroup
+	withWhat := ""
+	if p.with != "" {
+		with.Go(func() { withWhat = h.injectOne(ctx, p.with, p) })
+	}
+	rec.what = h.injectOne(ctx, p.kind, p)
+	with.Wait()
+	if p.with != "" {
+		rec.what += fmt.Sprintf(", together with %s %s", p.with, withWhat)
+	}
+	rec.healed = time.Now()
+	h.log.add("fault %s: %s; healed after %v", p.kind, rec.what, rec.healed.Sub(rec.injected).Round(time.Millisecond))
+	return rec
+}
+
+// injectOne applies one fault of kind and heals it; it says what it did.
+func (h *harness) injectOne(ctx context.Context, kind string, p faultPlan) string {
+	what := ""
 	m := h.members[p.member]
 	c := h.ctrls[p.ctrl]
-	switch p.kind {
+	switch kind {
 	case faultKill:
-		rec.what = fmt.Sprintf("%s (%s)", m.id, h.role(ctx, m))
+		what = fmt.Sprintf("%s (%s)", m.id, h.role(ctx, m))
 		m.setState(stateDown)
 		m.proc.Kill()
 		h.log.add("%s killed", m.id)
 		h.restart(ctx, m)
 	case faultStop:
-		rec.what = fmt.Sprintf("%s (%s) for %v", m.id, h.role(ctx, m), h.timing.stopFor())
+		what = fmt.Sprintf("%s (%s) for %v", m.id, h.role(ctx, m), h.timing.stopFor())
 		m.setState(stateStopped)
 		if err := m.proc.Signal(syscall.SIGSTOP); err != nil {
 			h.bad.add("SIGSTOP %s: %v", m.id, err)
@@ -135,14 +180,14 @@ func (h *harness) inject(ctx context.Context, p faultPlan) faultRecord {
 		h.log.add("%s continued", m.id)
 	case faultPGFast, faultPGImmediate:
 		away := 1*time.Second + time.Duration(p.x*5*float64(time.Second))
-		rec.what = fmt.Sprintf("away %v", away.Round(time.Millisecond))
+		what = fmt.Sprintf("away %v", away.Round(time.Millisecond))
 		w := h.pgAway.open(time.Now())
 		halt := h.pg.Halt
-		if p.kind == faultPGImmediate {
+		if kind == faultPGImmediate {
 			halt = h.pg.HaltImmediate
 		}
 		if err := halt(ctx); err != nil {
-			h.bad.add("%s: halt: %v", p.kind, err)
+			h.bad.add("%s: halt: %v", kind, err)
 		}
 		h.log.add("PostgreSQL halted")
 		wait(ctx, away)
@@ -157,39 +202,37 @@ func (h *harness) inject(ctx context.Context, p faultPlan) faultRecord {
 		err := h.db.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> $1 AND backend_type = 'client backend') k`, soakAppName).Scan(&n)
 		if err != nil {
-			h.bad.add("%s: %v", p.kind, err)
+			h.bad.add("%s: %v", kind, err)
 		}
-		rec.what = fmt.Sprintf("%d connections", n)
+		what = fmt.Sprintf("%d connections", n)
 		h.pgAway.close(w, time.Now().Add(pgGrace))
 	case faultConsul:
-		rec.what = "new empty agent on the same ports"
+		what = "new empty agent on the same ports"
 		h.consul.Restart()
 	case faultCtrlHang:
 		hang := 5*time.Second + time.Duration(p.x*10*float64(time.Second))
-		rec.what = fmt.Sprintf("%s for %v (requests wait %v, timeout %v)", c.wim, hang.Round(time.Millisecond), controllerWait+time.Second, controllerWait)
+		what = fmt.Sprintf("%s for %v (requests wait %v, timeout %v)", c.wim, hang.Round(time.Millisecond), controllerWait+time.Second, controllerWait)
 		c.faults.Delay(controllerWait + time.Second)
 		wait(ctx, hang)
 		c.faults.Delay(c.latency)
 	case faultCtrl5xx:
 		statuses := []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 		n, status := 5+int(p.x*25), statuses[int(p.x*1000)%len(statuses)]
-		rec.what = fmt.Sprintf("%s: %d x %d", c.wim, n, status)
+		what = fmt.Sprintf("%s: %d x %d", c.wim, n, status)
 		c.faults.FailNext(n, status)
 		h.drained(ctx, c)
 	case faultCtrl429:
 		n, after := 5+int(p.x*20), time.Second+time.Duration(p.x*4*float64(time.Second))
-		rec.what = fmt.Sprintf("%s: %d x 429, Retry-After %v", c.wim, n, after.Round(time.Second))
+		what = fmt.Sprintf("%s: %d x 429, Retry-After %v", c.wim, n, after.Round(time.Second))
 		c.faults.FailNextRetryAfter(n, http.StatusTooManyRequests, after)
 		h.drained(ctx, c)
 	case faultCtrlDropReply:
 		n := 1 + int(p.x*4)
-		rec.what = fmt.Sprintf("%s: %d replies dropped", c.wim, n)
+		what = fmt.Sprintf("%s: %d replies dropped", c.wim, n)
 		c.faults.DropNext(n)
 		h.drained(ctx, c)
 	}
-	rec.healed = time.Now()
-	h.log.add("fault %s: %s; healed after %v", p.kind, rec.what, rec.healed.Sub(rec.injected).Round(time.Millisecond))
-	return rec
+	return what
 }
 
 // drained waits until the controller's queued faults were all served
@@ -197,15 +240,8 @@ func (h *harness) inject(ctx context.Context, p faultPlan) faultRecord {
 func (h *harness) drained(ctx context.Context, c *controller) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for c.faults.Queued() > 0 {
-		select {
-		case <-ctx.Done():
-			h.log.add("%s: %d injected faults still queued after 3m", c.wim, c.faults.Queued())
-			return
-		case <-tick.C:
-		}
+	if !poll(ctx, 100*time.Millisecond, func() bool { return c.faults.Queued() == 0 }) {
+		h.log.add("%s: %d injected faults still queued after 3m", c.wim, c.faults.Queued())
 	}
 }
 
@@ -311,10 +347,8 @@ func (h *harness) recover(ctx context.Context, rec *faultRecord) {
 	pending := h.load.pendingNow()
 	ctx, cancel := context.WithTimeout(ctx, recoverWithin)
 	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
 	why := ""
-	for {
+	recovered := poll(ctx, 250*time.Millisecond, func() bool {
 		ok, what := h.whole(ctx)
 		left := 0
 		for _, a := range pending {
@@ -322,20 +356,16 @@ func (h *harness) recover(ctx context.Context, rec *faultRecord) {
 				left++
 			}
 		}
-		if ok && left == 0 {
-			rec.recovered, rec.ok = time.Since(rec.healed), true
-			h.log.add("recovered from %s in %v (%d actions were pending)", rec.plan.kind, rec.recovered.Round(time.Millisecond), len(pending))
-			return
-		}
 		why = what
 		if left > 0 {
 			why = fmt.Sprintf("%s; %d of %d pending actions not finished", what, left, len(pending))
 		}
-		select {
-		case <-ctx.Done():
-			h.bad.add("not recovered from %s (%s) within %v: %s", rec.plan.kind, rec.what, recoverWithin, why)
-			return
-		case <-tick.C:
-		}
+		return ok && left == 0
+	})
+	if !recovered {
+		h.bad.add("not recovered from %s (%s) within %v: %s", rec.plan.kind, rec.what, recoverWithin, why)
+		return
 	}
+	rec.recovered, rec.ok = time.Since(rec.healed), true
+	h.log.add("recovered from %s in %v (%d actions were pending)", rec.plan.kind, rec.recovered.Round(time.Millisecond), len(pending))
 }

@@ -107,9 +107,8 @@ type member struct {
 	id   string
 	proc *wimdtest.Process
 
-	mu       sync.Mutex
-	state    string // "up", "stopped" (SIGSTOP), "down" (killed)
-	baseline procStats
+	mu    sync.Mutex
+	state string // "up", "stopped" (SIGSTOP), "down" (killed)
 }
 
 const (

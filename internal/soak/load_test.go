@@ -253,22 +253,19 @@ func (h *harness) getAction(ctx context.Context, tn *tenant, instance, action st
 func (h *harness) waitAction(ctx context.Context, tn *tenant, instance, action, kind string) bool {
 	ctx, cancel := context.WithTimeout(ctx, actionWait)
 	defer cancel()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		v, err := h.getAction(ctx, tn, instance, action)
-		if err == nil && v.Done+v.Failed >= v.Tasks {
-			h.load.finish(action)
-			h.countTasks(tn, action, kind, v)
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			h.bad.add("%s action %s of %s/%s not finished within %v (%+v, %v)", kind, action, tn.name, instance, actionWait, v, err)
-			return false
-		case <-tick.C:
-		}
+	var v actionView
+	var err error
+	finished := poll(ctx, 500*time.Millisecond, func() bool {
+		v, err = h.getAction(ctx, tn, instance, action)
+		return err == nil && v.Done+v.Failed >= v.Tasks
+	})
+	if !finished {
+		h.bad.add("%s action %s of %s/%s not finished within %v (%+v, %v)", kind, action, tn.name, instance, actionWait, v, err)
+		return false
 	}
+	h.load.finish(action)
+	h.countTasks(tn, action, kind, v)
+	return true
 }
 
 // countTasks adds a finished action's tasks to the statistics; a DELETE

@@ -76,18 +76,13 @@ func (h *harness) settle(ctx context.Context, what string) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, recoverWithin)
 	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, why := h.whole(ctx)
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			h.t.Fatalf("soak: %s: %s", what, why)
-		case <-tick.C:
-		}
+	why := ""
+	if !poll(ctx, 250*time.Millisecond, func() bool {
+		var ok bool
+		ok, why = h.whole(ctx)
+		return ok
+	}) {
+		h.t.Fatalf("soak: %s: %s", what, why)
 	}
 }
 
@@ -132,20 +127,14 @@ func (h *harness) drain(ctx context.Context) {
 			h.waitAction(dctx, tn, in.UUID, del.ActionID, wimro.ActionDelete)
 		}
 	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var unfinished int
-		err := h.db.QueryRow(dctx, `SELECT count(*) FROM vim_wim_actions WHERE status NOT IN ('DONE', 'FAILED', 'SUPERSEDED', 'CANCELLED', 'ABANDONED')`).Scan(&unfinished)
-		if err == nil && unfinished == 0 {
-			break
-		}
-		select {
-		case <-dctx.Done():
-			h.bad.add("drain: %d actions unfinished after %v (%v)", unfinished, actionWait, err)
-			return
-		case <-tick.C:
-		}
+	var unfinished int
+	var err error
+	if !poll(dctx, 500*time.Millisecond, func() bool {
+		err = h.db.QueryRow(dctx, `SELECT count(*) FROM vim_wim_actions WHERE status NOT IN ('DONE', 'FAILED', 'SUPERSEDED', 'CANCELLED', 'ABANDONED')`).Scan(&unfinished)
+		return err == nil && unfinished == 0
+	}) {
+		h.bad.add("drain: %d actions unfinished after %v (%v)", unfinished, actionWait, err)
+		return
 	}
 	h.settle(ctx, "the cluster is whole after the drain")
 	h.log.add("drained: no action unfinished, cluster whole")
@@ -297,11 +286,9 @@ func (h *harness) checkBaseline(ctx context.Context, base procStats) {
 	limitHeap := maxHeap*heapSlack + heapExtra
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	var now procStats
 	why := ""
-	for {
+	back := poll(ctx, time.Second, func() bool {
 		now = h.scrape(ctx)
 		var g float64
 		why = ""
@@ -317,15 +304,11 @@ func (h *harness) checkBaseline(ctx context.Context, base procStats) {
 		if g > limitG {
 			why += fmt.Sprintf("%.0f goroutines > %.0f (baseline %.0f); ", g, limitG, baseG)
 		}
-		if why == "" {
-			h.log.add("back to baseline: %s", now)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			h.bad.add("final: not back to the baseline (%s) after 2m: %s (baseline: %s)", now, why, base)
-			return
-		case <-tick.C:
-		}
+		return why == ""
+	})
+	if !back {
+		h.bad.add("final: not back to the baseline (%s) after 2m: %s (baseline: %s)", now, why, base)
+		return
 	}
+	h.log.add("back to baseline: %s", now)
 }
