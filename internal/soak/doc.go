@@ -27,5 +27,8 @@
 // faults follow wimd's defaults when they change.
 //
 // `make test` runs 3 minutes; `make soak` runs DURATION (default 10m)
-// with SEED, e.g. `make soak DURATION=30m SEED=42`.
+// with SEED, e.g. `make soak DURATION=30m SEED=42`, and FAULTS keeps only
+// the kinds it lists (`FAULTS=kill,stop`; `none`: the load alone), which
+// is how a failure of one kind is replayed without the others. Under
+// `go test -v` the event log is printed as it happens.
 package soak
