@@ -40,6 +40,10 @@ var ServingAddr = regexp.MustCompile(`msg="wimd serving" addr=(\S+)`)
 // servingTimeout bounds the wait for a started wimd to serve.
 const servingTimeout = 2 * time.Minute
 
+// failedLogLines is how much of a wimd's log a failed test shows: the end
+// (a soak's processes log for many minutes).
+const failedLogLines = 300
+
 // Start runs bin with args (e.g. "serve", "--listen", "127.0.0.1:0") and
 // env added to this process's environment, and returns the address it
 // serves on, read from its log. The process is killed when the test ends,
@@ -73,7 +77,7 @@ func Launch(t testing.TB, bin string, env []string, args ...string) *Process {
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("wimd log:\n%s", p.Log())
+			t.Logf("wimd log, last %d lines:\n%s", failedLogLines, tail(p.Log(), failedLogLines))
 		}
 	})
 	if err := p.Restart(); err != nil {
