@@ -19,6 +19,7 @@ type loadStats struct {
 	mu                                 sync.Mutex
 	seq                                int
 	instances, edits, ambiguous        int
+	refused                            int // creates answered 503 (PostgreSQL away) and not written
 	creates, createsDone, createsFail  int // tasks
 	deletes, deletesDone, deletesFail  int // tasks
 	activeChecked, duplicates, missing int
@@ -148,9 +149,19 @@ func (h *harness) lifecycle(ctx context.Context) {
 	var created instanceCreated
 	status, text, err := h.do(ctx, "POST", base, map[string]any{"instance": map[string]any{"name": name, "networks": nets}}, &created)
 	switch {
+	case err == nil && status == http.StatusServiceUnavailable && !h.exists(ctx, tn, name):
+		// Refused (PostgreSQL away) and not written: its VLANs are free
+		// again. A pause, as an NFVO would make, before the next try.
+		h.load.mu.Lock()
+		h.load.refused++
+		h.load.mu.Unlock()
+		h.vlans.put(vlans...)
+		wait(ctx, time.Second)
+		return
 	case err != nil || status == http.StatusServiceUnavailable:
-		// The create may or may not have been written: its VLANs stay
-		// taken, and the drain deletes whatever instance exists.
+		// The create may or may not have been written (no answer: a
+		// stopped process may still write it): its VLANs stay taken, and
+		// the drain deletes whatever instance exists.
 		h.load.mu.Lock()
 		h.load.ambiguous++
 		h.load.mu.Unlock()
@@ -220,6 +231,28 @@ func (h *harness) lifecycle(ctx context.Context) {
 	if h.waitAction(ctx, tn, inst.UUID, del.ActionID, wimro.ActionDelete) {
 		h.vlans.put(vlans...)
 	}
+}
+
+// exists reports whether tenant tn has an instance named name, asking
+// until the API answers; when it cannot tell, it says true (the caller
+// then treats the instance as possibly there).
+func (h *harness) exists(ctx context.Context, tn *tenant, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, actionWait)
+	defer cancel()
+	var list struct {
+		Instances []wimro.Instance `json:"instances"`
+	}
+	status, _, err := h.retry(ctx, "GET", "/openmano/"+tn.name+"/instances", nil, &list)
+	if err != nil || status != http.StatusOK {
+		return true
+	}
+	for _, in := range list.Instances {
+		if in.Name == name {
+			h.log.add("create %s/%s: answered 503 but written", tn.name, name)
+			return true
+		}
+	}
+	return false
 }
 
 // put sends an idempotent PUT until it is answered; anything but a 2xx

@@ -60,8 +60,8 @@ func (h *harness) table(ran time.Duration) string {
 	overlaps, late, writes := h.writers()
 	h.load.mu.Lock()
 	l := &h.load
-	fmt.Fprintf(&b, "\ninstances %d (%d edited, %d with a lost create answer); CREATE tasks %d (done %d, failed %d); DELETE tasks %d (done %d, failed %d)\n",
-		l.instances, l.edits, l.ambiguous, l.creates, l.createsDone, l.createsFail, l.deletes, l.deletesDone, l.deletesFail)
+	fmt.Fprintf(&b, "\ninstances %d (%d edited; creates refused with 503 while PostgreSQL was away %d, without a clear answer %d); CREATE tasks %d (done %d, failed %d); DELETE tasks %d (done %d, failed %d)\n",
+		l.instances, l.edits, l.refused, l.ambiguous, l.creates, l.createsDone, l.createsFail, l.deletes, l.deletesDone, l.deletesFail)
 	fmt.Fprintf(&b, "ACTIVE links checked %d: duplicates %d, missing %d\n", l.activeChecked, l.duplicates, l.missing)
 	h.load.mu.Unlock()
 	orphans := 0
