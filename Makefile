@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-.PHONY: all deps build package run test test-short bench fuzz lint fmt vet staticcheck openapi-lint clean
+.PHONY: all deps build package run test test-short bench soak fuzz lint fmt vet staticcheck openapi-lint clean
 
 all: build
 
@@ -68,6 +68,21 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ActionThroughput|QueueStatements|LatencyBound|LatencyBoundScale|ScaleAccounts|FirstClaim|LeaseRenewalCost' -benchtime 1x -timeout 20m ./wimthread/
 	$(GO) test -run '^$$' -bench 'APILatency|IdleEventStreams' -benchtime 1x ./httpapi/
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 60m ./cmd/wimd/
+
+# soak runs the soak (internal/soak): three wimd in consul mode, one
+# PostgreSQL, one Consul agent and two controller emulators under a
+# continuous load and random faults for DURATION, the schedule drawn from
+# SEED (0: a new one, printed; the same seed replays the same faults);
+# FAULTS narrows the kinds (comma-separated, e.g. kill,pg-immediate).
+# `make test` runs it for 3 minutes. It prints the table BENCHMARKS.md
+# keeps.
+DURATION ?= 10m
+SEED     ?= 0
+FAULTS   ?=
+
+soak: deps
+	$(GO) test -run '^TestSoak$$' -count=1 -v -timeout 3h ./internal/soak/ \
+		-args -soak.duration=$(DURATION) -soak.seed=$(SEED) -soak.faults=$(FAULTS)
 
 # fuzz runs every fuzz target (request decoding and validation, port
 # mappings, list queries, endpoint ids) for FUZZTIME each; `make test`

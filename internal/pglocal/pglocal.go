@@ -441,8 +441,12 @@ func (s *Server) start(ctx context.Context, first bool) error {
 	args := []string{"-D", s.dataDir, "-p", strconv.Itoa(s.port), "-h", "127.0.0.1", "-k", sockDir,
 		"-c", "max_connections=300", "-c", "shared_buffers=64MB"}
 	if s.throwaway {
-		// A throwaway database need not survive a crash: skip the flushes.
-		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+		// A throwaway database need not survive a crash of the machine:
+		// skip the flushes to disk. Commits still reach the kernel before
+		// they return (synchronous_commit stays on, cheap without fsync),
+		// so a crash of postgres itself (HaltImmediate, a SIGKILL) loses
+		// nothing that was committed, as on a real server.
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
 	} else {
 		args = append(args, "-c", "cluster_name="+EmbeddedClusterName)
 	}
@@ -614,11 +618,17 @@ func (s *Server) DataDir() string { return s.dataDir }
 // waits for it; when ctx ends first, p is killed and the error says so.
 // The caller holds s.mu.
 func (s *Server) shutdown(ctx context.Context, p *proc) error {
+	return s.shutdownWith(ctx, p, syscall.SIGINT)
+}
+
+// shutdownWith is shutdown with the postmaster's signal: SIGINT for a
+// fast shutdown, SIGQUIT for an immediate one.
+func (s *Server) shutdownWith(ctx context.Context, p *proc, sig syscall.Signal) error {
 	if !p.running() {
 		return nil
 	}
 	p.stopping.Store(true)
-	p.cmd.Process.Signal(syscall.SIGINT)
+	p.cmd.Process.Signal(sig)
 	select {
 	case <-p.exited:
 		return nil
@@ -632,7 +642,17 @@ func (s *Server) shutdown(ctx context.Context, p *proc) error {
 // and waits for it, keeping its data folder, even a throwaway one, and its
 // port for Resume. Connections fail until Resume. Halting a halted server
 // does nothing; halting a stopped one is an error.
-func (s *Server) Halt(ctx context.Context) error {
+func (s *Server) Halt(ctx context.Context) error { return s.halt(ctx, syscall.SIGINT, "fast") }
+
+// HaltImmediate is Halt with an immediate shutdown: the server exits at
+// once without a checkpoint, as after a crash, and Resume runs crash
+// recovery from the write-ahead log. Tests use it for a database that
+// goes away abruptly.
+func (s *Server) HaltImmediate(ctx context.Context) error {
+	return s.halt(ctx, syscall.SIGQUIT, "immediate")
+}
+
+func (s *Server) halt(ctx context.Context, sig syscall.Signal, mode string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.attached {
@@ -642,10 +662,10 @@ func (s *Server) Halt(ctx context.Context) error {
 		return errors.New("pglocal: halt: the server is stopped")
 	}
 	s.halted = true
-	if err := s.shutdown(ctx, s.proc); err != nil {
+	if err := s.shutdownWith(ctx, s.proc, sig); err != nil {
 		return err
 	}
-	s.logger.Info("local PostgreSQL halted", slog.String("data_dir", s.dataDir), slog.Int("port", s.port))
+	s.logger.Info("local PostgreSQL halted", slog.String("data_dir", s.dataDir), slog.Int("port", s.port), slog.String("mode", mode))
 	return nil
 }
 

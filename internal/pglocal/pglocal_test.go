@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,6 +192,41 @@ func TestHaltResume(t *testing.T) {
 	}
 	if err := s.Halt(ctx); err == nil {
 		t.Fatal("halted a stopped server")
+	}
+}
+
+// An immediate halt ends the server without a checkpoint: the resumed
+// server recovers from its write-ahead log (its log says so) and keeps
+// what was committed, on the same port.
+func TestHaltImmediateResume(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := start(t, "")
+	url, port := s.URL("postgres"), s.Port()
+	keep(t, url)
+	if err := s.HaltImmediate(ctx); err != nil {
+		t.Fatalf("halt immediate: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
+	if c, err := pgx.Connect(short, url); err == nil {
+		c.Close(context.Background())
+		t.Fatal("connected to a halted server")
+	}
+	cancelShort()
+	if err := s.Resume(ctx); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if s.Port() != port {
+		t.Fatalf("resumed on port %d, was %d", s.Port(), port)
+	}
+	kept(t, url, "data after an immediate halt")
+	log, err := os.ReadFile(filepath.Join(s.DataDir(), "wimro-postgres.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "immediate shutdown request") || !strings.Contains(string(log), "automatic recovery in progress") {
+		t.Fatalf("the server log shows no immediate shutdown and crash recovery:\n%s", log)
 	}
 }
 

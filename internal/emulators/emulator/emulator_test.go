@@ -180,15 +180,27 @@ func TestRequestsLog(t *testing.T) {
 	if reqs := rc.Requests(); reqs != nil {
 		t.Fatalf("empty log = %+v, want nil", reqs)
 	}
+	before := time.Now()
 	for _, path := range []string{"/one", "/two"} {
 		req := httptest.NewRequest(http.MethodPut, path, strings.NewReader("b"))
 		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("User-Agent", "wimro/dev (w1)")
 		rc.Serve(httptest.NewRecorder(), req, NewRequest(req, []byte("b")), echo)
 	}
+	after := time.Now()
 	reqs := rc.Requests()
+	// Each request is logged with when it was served, in order.
+	last := before
+	for i, r := range reqs {
+		if r.Start.Before(last) || r.End.Before(r.Start) || r.End.After(after) {
+			t.Fatalf("request %d served %v..%v, want within %v..%v and after the previous one", i, r.Start, r.End, last, after)
+		}
+		last = r.End
+		reqs[i].Start, reqs[i].End = time.Time{}, time.Time{}
+	}
 	want := []Request{
-		{Method: http.MethodPut, Path: "/one", ContentType: "text/plain", Body: "b", Status: 200},
-		{Method: http.MethodPut, Path: "/two", ContentType: "text/plain", Body: "b", Status: 200},
+		{Method: http.MethodPut, Path: "/one", ContentType: "text/plain", Body: "b", UserAgent: "wimro/dev (w1)", Status: 200},
+		{Method: http.MethodPut, Path: "/two", ContentType: "text/plain", Body: "b", UserAgent: "wimro/dev (w1)", Status: 200},
 	}
 	if !slices.Equal(reqs, want) {
 		t.Fatalf("log = %+v, want %+v", reqs, want)
@@ -316,6 +328,82 @@ func TestConcurrentServe(t *testing.T) {
 	}
 	if len(reqs) != requests || failed != failures {
 		t.Fatalf("%d requests logged, %d failed; want %d and %d", len(reqs), failed, requests, failures)
+	}
+}
+
+// A throttled request answers its status with Retry-After in whole
+// seconds, rounded up; the queue mixes failures with and without it.
+func TestFailNextRetryAfter(t *testing.T) {
+	t.Parallel()
+	var rc Recorder
+	rc.FailNextRetryAfter(1, http.StatusTooManyRequests, 1500*time.Millisecond)
+	rc.FailNext(1, http.StatusBadGateway)
+	if q := rc.Queued(); q != 2 {
+		t.Fatalf("Queued = %d, want 2", q)
+	}
+	tests := []struct {
+		code       int
+		retryAfter string
+	}{{http.StatusTooManyRequests, "2"}, {http.StatusBadGateway, ""}, {http.StatusOK, ""}}
+	for i, tt := range tests {
+		w := serve(&rc, httptest.NewRequest(http.MethodGet, "/", nil), echo)
+		if w.Code != tt.code || w.Header().Get("Retry-After") != tt.retryAfter {
+			t.Fatalf("request %d: %d Retry-After %q, want %d %q", i, w.Code, w.Header().Get("Retry-After"), tt.code, tt.retryAfter)
+		}
+	}
+}
+
+// A dropped mutation takes effect, its client gets no reply (the
+// connection closes), and the log says so; reads are not dropped.
+func TestDropNext(t *testing.T) {
+	t.Parallel()
+	var rc Recorder
+	var mu sync.Mutex
+	applied := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.Serve(w, r, NewRequest(r, nil), func(w http.ResponseWriter, injected int) {
+			if r.Method != http.MethodGet {
+				mu.Lock()
+				applied++
+				mu.Unlock()
+			}
+			w.WriteHeader(http.StatusCreated)
+		})
+	}))
+	t.Cleanup(srv.Close)
+	rc.DropNext(1)
+	if q := rc.Queued(); q != 1 {
+		t.Fatalf("Queued = %d, want 1", q)
+	}
+	do := func(method string) (int, error) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := do(http.MethodGet); err != nil || code != http.StatusCreated {
+		t.Fatalf("GET = %d, %v; want 201: reads are not dropped", code, err)
+	}
+	if code, err := do(http.MethodPut); err == nil {
+		t.Fatalf("dropped PUT answered %d, want no reply", code)
+	}
+	if code, err := do(http.MethodPut); err != nil || code != http.StatusCreated {
+		t.Fatalf("next PUT = %d, %v; want 201", code, err)
+	}
+	if q := rc.Queued(); q != 0 {
+		t.Fatalf("Queued = %d after the drop, want 0", q)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if applied != 2 {
+		t.Fatalf("%d PUTs took effect, want 2 (the dropped one too)", applied)
+	}
+	reqs := rc.Requests()
+	if len(reqs) != 3 || reqs[0].Dropped || !reqs[1].Dropped || reqs[1].Status != http.StatusCreated || reqs[2].Dropped {
+		t.Fatalf("log = %+v, want the second request Dropped with status 201", reqs)
 	}
 }
 
