@@ -32,7 +32,7 @@ build:
 # package builds, without Docker, the Debian package $(BIN)/wimro_*.deb
 # (nfpm, pinned, from the Go module proxy) and wimd's OCI image
 # $(BIN)/wimd-image/ (a layout) and $(BIN)/wimd-image.tar (its archive),
-# from static binaries; README.md, "Packages", says how to install them.
+# from static binaries; docs/operations.md, "Packages", says how to install them.
 package:
 	@scripts/package.sh $(BIN) $(VERSION)
 

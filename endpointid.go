@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-// DeriveEndpointID derives wan_service_endpoint_id from a mapping info (see
-// spec §3.3), exactly as OSM RO did so ids stay the same across a migration:
+// DeriveEndpointID derives wan_service_endpoint_id from a mapping info
+// exactly as OSM RO did so ids stay the same across a migration:
 //
 //	mapping_type + ":" + hex(sha1(PythonJSON(rest)))
 //

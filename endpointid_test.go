@@ -172,8 +172,8 @@ func TestDeriveEndpointID(t *testing.T) {
 	t.Parallel()
 	const (
 		dpid    = "BB:BB:BB:BB:BB:BB:BB:BB"
-		intPort = "dpid-port:6af9cfa2f22fb0c545129949fff64d2dda3f8a85" // spec §3.3
-		strPort = "dpid-port:32260befc288d6b2395a230e1dc532b7e84a5b87" // spec §3.3
+		intPort = "dpid-port:6af9cfa2f22fb0c545129949fff64d2dda3f8a85" // OSM RO's own id for this mapping
+		strPort = "dpid-port:32260befc288d6b2395a230e1dc532b7e84a5b87" // OSM RO's own id for this mapping
 	)
 	// Vectors not in the spec were computed with Python 2.7.18 and OSM RO's
 	// algorithm.

@@ -127,8 +127,8 @@ const (
 	ItemWANLink = "instance_wim_nets"
 )
 
-// Action is one task of an instance action: a CREATE, DELETE or FIND of a
-// WAN link, run by the worker of its account.
+// Action is one task of an instance action: a CREATE or DELETE of a
+// WAN link, run by the process that holds its account's lease.
 type Action struct {
 	InstanceActionID string         `json:"instance_action_id" db:"instance_action_id"`
 	TaskIndex        int            `json:"task_index" db:"task_index"`

@@ -44,8 +44,9 @@ type WIM struct {
 }
 
 // WIMAccount holds the credentials and connector settings used to talk to
-// one WIM. One worker runs per account. Password is the sealed (encrypted)
-// secret as stored; it never leaves the process in clear text.
+// one WIM. One process at a time runs an account's actions: the holder of
+// its lease. Password is the sealed (encrypted) secret as stored; it never
+// leaves the process in clear text.
 type WIMAccount struct {
 	UUID       string         `json:"uuid" db:"uuid"`
 	Name       *string        `json:"name" db:"name"`

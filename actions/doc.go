@@ -1,7 +1,8 @@
 // Package actions says what CREATE and DELETE do to a WAN link, step by
 // step. A Runner runs one claimed action against the account's connector
-// and returns the Outcome; the worker writes it in one transaction (action
-// status, WAN link, instance-action counters). The runner never writes and
+// and returns the Outcome; wimthread's completer writes it in one
+// transaction with the outcomes of other actions (action status, WAN link,
+// instance-action counters). The runner never writes and
 // never holds a claim: who holds one, and for how long, is wimthread's
 // (see its doc.go).
 //

@@ -659,7 +659,7 @@ func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action, reached *
 }
 
 // serviceOf finds the service id and conn_info a DELETE must remove: its
-// own, the copy of the link it carries, or the newest CREATE/FIND of the
+// own, the copy of the link it carries, or the newest CREATE of the
 // same link (which may have finished after the copy was taken).
 func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[string]any, error) {
 	copyOf, _ := a.Extra["wan_link"].(map[string]any)

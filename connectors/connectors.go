@@ -31,7 +31,7 @@ import (
 // service endpoint.
 type Encapsulation string
 
-// The encapsulations wimro produces (spec §5.3): a VLAN provider network gives
+// The encapsulations wimro produces, as OSM RO does: a VLAN provider network gives
 // dot1q, anything else gives none. vxlan is reserved by OSM and never produced.
 const (
 	EncapNone  Encapsulation = "none"
@@ -40,8 +40,7 @@ const (
 
 // ConnectionPoint is one end of a WAN connectivity service, with the port
 // mapping already resolved. Resolving it in the actions, not in every
-// connector, means no connector searches the port-mapping list itself
-// (connectors.md §1.1).
+// connector, means no connector searches the port-mapping list itself.
 type ConnectionPoint struct {
 	// ServiceEndpointID is the wan_service_endpoint_id of the port mapping.
 	ServiceEndpointID string
@@ -66,7 +65,7 @@ const (
 	ServiceELAN  ServiceType = "ELAN"
 )
 
-// Status is the controller's view of a service (spec §6.1).
+// Status is the controller's view of a service, with OSM's values.
 type Status string
 
 // Service statuses, with OSM's meanings.
@@ -138,9 +137,9 @@ func EndpointName(serviceEndpointID string, vlan int) string {
 // (see Kind); Retryable and KindOf also classify bare context and network
 // errors. A Retryable error may carry the controller's Retry-After
 // (RetryAfter reads it); Backoff turns it and the attempt number into the
-// delay before the next try. A connector is used by one worker, but the worker may run the
-// actions of different WAN links in parallel, so implementations must be
-// safe for concurrent use.
+// delay before the next try. One connector serves one account, whose
+// actions on different WAN links run in parallel and alongside the
+// monitoring calls, so implementations must be safe for concurrent use.
 type Connector interface {
 	// CheckCredentials verifies the URL and credentials of the account.
 	CheckCredentials(ctx context.Context) error
@@ -150,7 +149,7 @@ type Connector interface {
 	// uuid). Creating twice with the same key MUST NOT make a second
 	// service: it returns the existing one. This is what makes a retried or
 	// re-run CREATE action safe after a crash between the controller's
-	// reply and the database write (connectors.md §1.2). When the existing
+	// reply and the database write. When the existing
 	// service's points differ from the request, the connector brings it in
 	// line (create-or-replace) or, if it cannot, returns a Permanent error.
 	//
@@ -203,7 +202,7 @@ type PartialLister interface {
 }
 
 // MultipointNotSupported is the message of the error for an ELINE with more
-// than two points. It is OSM's text (spec §5.3, §10 #6); wimro fails the
+// than two points. It is OSM's text; wimro fails the
 // action with it where OSM retried forever.
 const MultipointNotSupported = "Multipoint connectivity is not supported yet."
 

@@ -22,7 +22,7 @@ type Kind uint8
 
 // Error kinds. The zero Kind is KindPermanent on purpose: an error nobody
 // classified is not retried, because blind retry is what made OSM loop
-// forever on unexpected exceptions (spec §10 #7).
+// forever on unexpected exceptions.
 const (
 	// KindPermanent: retrying the same request cannot help (4xx validation,
 	// unsupported service type or encapsulation, 409 that could not be
@@ -158,7 +158,7 @@ func HTTPError(status int, format string, args ...any) *Error {
 	return e
 }
 
-// KindForStatus classifies a controller's HTTP status (connectors.md §1.3):
+// KindForStatus classifies a controller's HTTP status:
 // 401/403 are Unauthorized, 404 NotFound, 408, 429 and 5xx other than 501
 // Retryable, and every other status Permanent.
 func KindForStatus(status int) Kind {

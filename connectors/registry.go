@@ -219,8 +219,8 @@ func (c Config) BoolSetting(key string, def bool) (bool, error) {
 }
 
 // Factory builds a connector for one WIM account. It should not contact the
-// controller (the worker builds connectors when it starts and must not block
-// on a controller that is down); it validates cfg and returns a Permanent
+// controller (the claimer builds the connectors of the accounts it claims
+// for and must not block on a controller that is down); it validates cfg and returns a Permanent
 // error for a configuration that cannot work.
 type Factory func(cfg Config) (Connector, error)
 

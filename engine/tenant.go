@@ -69,7 +69,7 @@ func (e *Engine) ListTenants(ctx context.Context) ([]wimro.Tenant, error) {
 
 // DeleteTenant deletes a tenant and detaches it from its WIMs and
 // datacenters. Accounts that served only this tenant are deleted too, so
-// no worker keeps running for nobody. A tenant with NS instances, or with
+// no lease is held for nobody. A tenant with NS instances, or with
 // unfinished actions (whatever their account: a pending DELETE on an
 // account shared with another tenant must still run), is a conflict and
 // nothing is deleted. The finished history of its instance actions is

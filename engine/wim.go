@@ -202,8 +202,8 @@ func (e *Engine) ListWIMs(ctx context.Context, tenantRef string, equal map[strin
 }
 
 // UpdateWIM edits a WIM. A non-empty config.wim_port_mapping replaces all
-// its port mappings in the same transaction. Every worker of the WIM is
-// told to reload (openmano forgot to on url/type changes).
+// its port mappings in the same transaction. Every account of the WIM has
+// its connector rebuilt (openmano forgot to on url/type changes).
 func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIMView, error) {
 	config, mappings, _, err := popMappings(in.Config)
 	if err != nil {

@@ -44,7 +44,7 @@ func TestCreateWIMWithPortMappings(t *testing.T) {
 	for _, x := range g {
 		byDC[x.DatacenterID] = x
 	}
-	// The endpoint id is derived exactly as OSM does (spec §3.3 vector).
+	// The endpoint id is derived exactly as OSM does (a vector OSM RO computed).
 	if got := byDC[dcA.UUID].PopWANMappings[0].WANServiceEndpointID; got != "dpid-port:6af9cfa2f22fb0c545129949fff64d2dda3f8a85" {
 		t.Fatalf("derived endpoint id = %q", got)
 	}

@@ -197,11 +197,11 @@ func TestContainerImage(t *testing.T) {
 	if !slices.Equal(c.Entrypoint, []string{"/usr/bin/wimd"}) || !slices.Equal(c.Cmd, []string{"serve"}) {
 		t.Errorf("entrypoint %q, cmd %q", c.Entrypoint, c.Cmd)
 	}
-	// The port README documents (WIMRO_LISTEN's default), on every address.
-	readme := string(must(os.ReadFile("../README.md")))
+	// The port docs/configuration.md documents (WIMRO_LISTEN's default), on every address.
+	readme := string(must(os.ReadFile("../docs/configuration.md")))
 	m := regexp.MustCompile("(?m)^\\| `--listen` \\| `WIMRO_LISTEN` \\| `[^`:]*:(\\d+)`").FindStringSubmatch(readme)
 	if m == nil {
-		t.Fatal("README's configuration table has no --listen row with a port")
+		t.Fatal("docs/configuration.md's table has no --listen row with a port")
 	}
 	if _, ok := c.ExposedPorts[m[1]+"/tcp"]; !ok || len(c.ExposedPorts) != 1 || !slices.Contains(c.Env, "WIMRO_LISTEN=0.0.0.0:"+m[1]) {
 		t.Errorf("exposed %v, env %q: want port %s", c.ExposedPorts, c.Env, m[1])

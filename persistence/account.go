@@ -41,8 +41,8 @@ func (s *Store) FindAccountByName(ctx context.Context, wimID, name string) (*wim
 	return &list[0], nil
 }
 
-// ListAccounts returns every account, oldest first. The worker supervisor
-// starts from this list.
+// ListAccounts returns every account, oldest first. The coordinator
+// assigns from this list.
 func (s *Store) ListAccounts(ctx context.Context) ([]wimro.WIMAccount, error) {
 	return getAll[wimro.WIMAccount](ctx, s, "wim_accounts",
 		`SELECT `+accountCols+` FROM wim_accounts a ORDER BY a.created_at, a.uuid`)

@@ -23,7 +23,7 @@ func (s *Store) NotifyAccounts(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// NotifyAllAccounts asks every worker to reload.
+// NotifyAllAccounts asks every process to rebuild the connectors of its accounts.
 func (s *Store) NotifyAllAccounts(ctx context.Context) error {
 	return s.NotifyAccounts(ctx, NotifyAll)
 }

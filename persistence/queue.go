@@ -254,7 +254,7 @@ const finishSQL = `
 // (BEGIN, the actions, links and counters, COMMIT), which bounded a
 // busy account's throughput: its next claim waits for them.
 // Fencing: an action is written only while it is still held under the
-// claim it was taken with (Action.ClaimedBy as ClaimActions returned it)
+// claim it was taken with (Action.ClaimedBy as ClaimDue returned it)
 // and its account's lease is still held as it was then; otherwise its
 // error in errs is ErrClaimLost and it adds nothing to the counters nor
 // changes its link.

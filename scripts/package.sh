@@ -52,7 +52,7 @@ manpage() { # name summary help-command...
 		printf '.SH DESCRIPTION\n.nf\n'
 		"$@" 2>&1 | sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
 		printf '.fi\n.SH SEE ALSO\n'
-		printf 'https://github.com/wimro/wimro (README.md: configuration, operations, the openmano CLI)\n'
+		printf 'https://github.com/wimro/wimro (README.md and docs/: configuration, operations, the openmano CLI)\n'
 	} | gzip -9n >"$stage/$name.1.gz"
 }
 manpage wimd "the wimro WAN Infrastructure Manager daemon" sh -c "'$stage/bin/wimd' help; echo; '$stage/bin/wimd' serve -h"

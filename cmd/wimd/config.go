@@ -117,7 +117,7 @@ func (a *App) logger(c *dbConfig) (*slog.Logger, error) {
 
 // defaultClaimLease is --claim-lease's default: a dead process's accounts
 // are taken over within it (renewed every third of it: 1.67 s), which is
-// what bounds a failover (README, "Cluster").
+// what bounds a failover (docs/cluster.md).
 const defaultClaimLease = 5 * time.Second
 
 // serveConfig is the configuration of wimd serve.

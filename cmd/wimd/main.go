@@ -1,5 +1,5 @@
 // Command wimd is the wimro daemon: it serves the openmano-compatible REST
-// API, runs the per-account workers, and manages the database schema.
+// API, runs the actions of the WIM accounts it owns, and manages the database schema.
 package main
 
 import (

@@ -17,7 +17,7 @@ import (
 )
 
 // serveMetrics is the process's one Prometheus registry and the parts'
-// metrics on it (README, "Metrics").
+// metrics on it (docs/metrics.md).
 type serveMetrics struct {
 	reg     *prometheus.Registry
 	workers *wimthread.Metrics

@@ -23,7 +23,7 @@ import (
 	"github.com/wimro/wimro/internal/tlstest"
 )
 
-// readmeRecipe is the recipe of README's "A cluster on a real
+// readmeRecipe is the recipe of docs/cluster.md's "A cluster on a real
 // PostgreSQL": the SQL run on the server's postgres database and on the
 // new database, the pg_hba.conf line(s) and the URL template.
 type readmeRecipe struct {
@@ -34,14 +34,14 @@ type readmeRecipe struct {
 
 func clusterRecipeOf(t *testing.T) readmeRecipe {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	start := strings.Index(text, "### A cluster on a real PostgreSQL")
+	start := strings.Index(text, "## A cluster on a real PostgreSQL")
 	if start < 0 {
-		t.Fatal(`README has no "### A cluster on a real PostgreSQL"`)
+		t.Fatal(`docs/cluster.md has no "## A cluster on a real PostgreSQL"`)
 	}
 	section := text[start:]
 	if end := regexp.MustCompile(`\n##+ `).FindStringIndex(section[4:]); end != nil {
@@ -73,7 +73,7 @@ func clusterRecipeOf(t *testing.T) readmeRecipe {
 	return r
 }
 
-// TestClusterOnRealPostgreSQL runs README's recipe as written: on a
+// TestClusterOnRealPostgreSQL runs docs/cluster.md's recipe as written: on a
 // PostgreSQL with TLS on and the recipe's pg_hba.conf line (its network
 // made 127.0.0.1/32), the role, database and grants as a superuser; then
 // two wimd of a Consul cluster on the recipe's URL (sslmode=verify-full
@@ -209,7 +209,7 @@ func TestEmbeddedDatabaseWarning(t *testing.T) {
 		"--data-dir", t.TempDir(), "--instance-id", "guest", "--coordinator", "consul", "--consul", consul.Addr())
 	waitReadyz(t, guest.addr, 200, "")
 	warn := regexp.MustCompile(`level=WARN msg="the database is another wimd's local PostgreSQL \(cluster_name wimro-embedded\): .*` +
-		regexp.QuoteMeta(`see README.md, \"A cluster on a real PostgreSQL\"`))
+		regexp.QuoteMeta(`see docs/cluster.md, \"A cluster on a real PostgreSQL\"`))
 	if !warn.MatchString(guest.log.String()) {
 		t.Errorf("no warning naming the recipe:\n%s", guest.log.String())
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The README's configuration tables are found by their header rows.
+// docs/configuration.md's tables are found by their header rows.
 const (
 	flagTableHeader = "| flag | variable | default | commands | meaning |"
 	varTableHeader  = "| variable without a flag | commands | meaning |"
@@ -220,7 +220,7 @@ func sameDefault(readme, printed string) bool {
 	return errA == nil && errB == nil && a == b
 }
 
-// TestReadmeConfigurationTable compares the README's configuration table,
+// TestReadmeConfigurationTable compares docs/configuration.md's table,
 // both ways, with the flags wimd serve and wimd migrate define: every
 // flag has one row, every row names a flag, and the row's variable(s),
 // commands and (non-empty) default are the flag's. The table of
@@ -228,7 +228,7 @@ func sameDefault(readme, printed string) bool {
 // flag names.
 func TestReadmeConfigurationTable(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

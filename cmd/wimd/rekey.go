@@ -201,7 +201,7 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(a.Stdout, "retired %s from %s: it holds key %s alone\n"+
-			"next: copy %s to every wimd process and restart each; remove the old keys from backups as their database copies age out (README, Backup and restore)\n",
+			"next: copy %s to every wimd process and restart each; remove the old keys from backups as their database copies age out (docs/operations.md, Backup and restore)\n",
 			orNone(strings.Join(retired, ", ")), keyFile, sealing, keyFile)
 		return nil
 	}

@@ -119,10 +119,10 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 					logger.Warn("remove the key generated at start", slog.String("file", keyFile), slog.Any("error", rmErr))
 				}
 				return fmt.Errorf("%w: no key was found at %s (nor in WIMRO_SECRET_KEY), but the database holds secrets sealed with one; "+
-					"put back the secret.key of this database (it is backed up with it, see the README's Backup and restore) or set WIMRO_SECRET_KEY", err, keyFile)
+					"put back the secret.key of this database (it is backed up with it, see docs/operations.md, Backup and restore) or set WIMRO_SECRET_KEY", err, keyFile)
 			}
 			return fmt.Errorf("%w: the key from %s is not the one this database was written with; "+
-				"use the secret.key backed up with this database (see the README's Backup and restore)", err, keySource(source, keyFile))
+				"use the secret.key backed up with this database (see docs/operations.md, Backup and restore)", err, keySource(source, keyFile))
 		}
 		return fmt.Errorf("check the secret key: %w", err)
 	}
@@ -344,8 +344,8 @@ func keySource(source, keyFile string) string {
 	return keyFile
 }
 
-// clusterRecipe names the README section on a cluster's database.
-const clusterRecipe = `README.md, "A cluster on a real PostgreSQL"`
+// clusterRecipe names the docs section on a cluster's database.
+const clusterRecipe = `docs/cluster.md, "A cluster on a real PostgreSQL"`
 
 // warnEmbeddedDatabase says so when a wimd of a cluster was given the
 // local PostgreSQL of another wimd: that server lives and moves with its

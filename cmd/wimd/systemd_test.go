@@ -56,7 +56,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		t.Fatalf("%s has no line %q", unitFile, unitExecStart)
 	}
 	for _, want := range []string{
-		"\nEnvironmentFile=/etc/wimro/wimd.env\n", // where README.md installs contrib/wimd.env
+		"\nEnvironmentFile=/etc/wimro/wimd.env\n", // where docs/operations.md installs contrib/wimd.env
 		"\nKillMode=mixed\n",                      // SIGTERM to wimd alone: it stops its own PostgreSQL
 	} {
 		if !strings.Contains(unit, want) {
@@ -98,7 +98,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 var envLine = regexp.MustCompile(`^#?([A-Z][A-Z0-9_]*)=`)
 
 // TestEnvFileNamesWhatWimdReads checks contrib/wimd.env against the
-// variables wimd reads (those of README's tables): every variable it
+// variables wimd reads (those of docs/configuration.md's tables): every variable it
 // names is one wimd reads, and every WIMRO_ variable wimd reads is there.
 func TestEnvFileNamesWhatWimdReads(t *testing.T) {
 	t.Parallel()

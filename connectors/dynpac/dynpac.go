@@ -1,6 +1,6 @@
 // Package dynpac provides WIM type "dynpac": a connector for DynPaC, the
 // Dynamic Path Computation framework (an ONOS application), through its
-// bespoke REST API (connectors.md §5, osm-ro-wim.md §6.5):
+// bespoke REST API, as OSM's dynpac plugin drives it:
 //
 //	GET    {url}/checkCredentials       HTTP basic auth (cfg.User, cfg.Password)
 //	GET    {url}/checkConnectivity      liveness probe

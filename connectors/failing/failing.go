@@ -1,5 +1,5 @@
 // Package failing provides the connector whose every call fails, OSM's
-// FailingConnector (spec §6.2). The worker uses it as a placeholder when the
+// FailingConnector. wimro uses it as a placeholder when the
 // real connector cannot be built (unknown WIM type, bad account config), so
 // that the account's actions fail with the reason instead of hanging; and it
 // is registered as WIM type "failing" for tests and drills.

@@ -13,7 +13,7 @@ import (
 // call runs one connector method and returns its error.
 type call struct {
 	name   string
-	prefix string // OSM's wording (spec §6.2)
+	prefix string // OSM's FailingConnector wording
 	run    func(ctx context.Context, c connectors.Connector) error
 }
 

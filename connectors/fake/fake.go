@@ -1,6 +1,6 @@
 // Package fake provides WIM type "fake": a connector backed by an in-memory
-// controller that follows the connector contract strictly (OSM's intended
-// fake/dummy connector, spec §6.3, without its v6 bugs). It lets wimro run
+// controller that follows the connector contract strictly (what OSM's
+// fake/dummy connector was meant to be, without its v6 bugs). It lets wimro run
 // end to end with no SDN controller, and lets tests steer the controller:
 // slow calls, services that stay BUILD for a while, injected failures,
 // replies lost after the controller acted, bad credentials, an unreachable

@@ -1,8 +1,7 @@
 // Package ietfl2vpn provides WIM type "ietfl2vpn": a connector for
 // controllers that speak the IETF L2VPN service model (RFC 8466, "L2SM",
 // module ietf-l2vpn-svc@2018-10-09) over RESTCONF (RFC 8040), with bodies
-// that a strict server (libyang-validated) accepts (connectors.md §3,
-// osm-ro-wim.md §6.6). The setting dialect "osm" sends OSM's bodies instead,
+// that a strict server (libyang-validated) accepts. The setting dialect "osm" sends OSM's bodies instead,
 // for servers that only know those (TeraFlowSDN): see "The osm dialect";
 // every other section describes the default dialect, "rfc8466".
 //
@@ -113,9 +112,9 @@
 // # The osm dialect
 //
 // With dialect "osm" the connector sends what OSM's IETF L2VPN connector
-// sends (osm-ro-wim.md §6.6), for servers that know nothing else: in
+// sends, for servers that know nothing else: in
 // practice ETSI TeraFlowSDN's L2SM NBI, which rewrites those bodies into
-// RFC 8466 ones before validating them (connectors.md §3.4). A strict server
+// RFC 8466 ones before validating them. A strict server
 // refuses them (mandatory leaves are missing, encapsulation-type has an
 // unknown value). The requests, in application/json as OSM sends them:
 //

@@ -11,7 +11,7 @@ import (
 )
 
 // This file holds what the osm dialect does differently: OSM's bodies
-// (osm-ro-wim.md §6.6) and TeraFlowSDN's replies (connectors.md §3.4).
+// and TeraFlowSDN's replies.
 
 // osmMedia is the Content-Type OSM's connector sends.
 const osmMedia = "application/json"

@@ -39,7 +39,7 @@ func TestOSMCreateRequests(t *testing.T) {
 			t.Errorf("%s %s: Content-Type %q, user %q; want OSM's application/json", r.Method, r.Path, r.ContentType, r.User)
 		}
 	}
-	// What OSM's connector sends (osm-ro-wim.md §6.6), with wimro's ids.
+	// What OSM's connector sends (its vpn-service and site bodies), with wimro's ids.
 	sameJSON(t, "vpn-service body", body(t, reqs[0]), map[string]any{"ietf-l2vpn-svc:vpn-service": []any{map[string]any{
 		"vpn-id": "wimro-k1", "vpn-svc-type": "vpws", "svc-topo": "any-to-any", "customer-name": "wimro",
 	}}})
@@ -81,7 +81,7 @@ func TestOSMCreateRequests(t *testing.T) {
 	}})
 }
 
-// TestDialectGap documents connectors.md §3.4: OSM's bodies need
+// TestDialectGap documents the dialect gap: OSM's bodies need
 // TeraFlowSDN's rewrite, a strict server refuses them; the strict bodies
 // suit both.
 func TestDialectGap(t *testing.T) {

@@ -1,7 +1,6 @@
 // Package onos provides WIM types "onos" and "onos_vpls" (the same
 // connector): ONOS's VPLS application driven through the network
-// configuration REST API (connectors.md §2.1–2.3, osm-ro-wim.md §6 and
-// §9: OSM's onos_vpls plugin), with basic auth (ONOS's default is
+// configuration REST API (as OSM's onos_vpls plugin drives it), with basic auth (ONOS's default is
 // onos/rocks). Every path is relative to {wim_url}/onos/v1 (a wim_url that
 // already ends with /onos/v1 is used as is):
 //

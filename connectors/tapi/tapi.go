@@ -1,6 +1,6 @@
 // Package tapi provides WIM type "tapi": a connector for ONF Transport API
-// (TAPI 2.1.x and later) connectivity services over RESTCONF
-// (connectors.md §4, osm-ro-wim.md §6). It speaks the paths and
+// (TAPI 2.1.x and later) connectivity services over RESTCONF.
+// It speaks the paths and
 // module-qualified names of OSM's tapi connector and of its mock server,
 // so it works wherever OSM's does:
 //

@@ -1,6 +1,6 @@
 // Package dynpac is an in-process emulator of the DynPaC (Dynamic Path
-// Computation framework) REST API that wimro's dynpac connector drives
-// (connectors.md §5, osm-ro-wim.md §6.5). It is an http.Handler: mount it
+// Computation framework) REST API that wimro's dynpac connector drives.
+// It is an http.Handler: mount it
 // on an httptest.Server and point a WIM at the server's URL.
 //
 // Routes (relative to the WIM URL):

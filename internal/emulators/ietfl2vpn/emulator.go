@@ -1,7 +1,7 @@
 // Package ietfl2vpn is an in-process emulator of a strict RESTCONF (RFC
 // 8040) server for the IETF L2VPN service model (RFC 8466, module
 // ietf-l2vpn-svc@2018-10-09), the controller that wimro's ietfl2vpn
-// connector drives (connectors.md §3). It is an http.Handler: mount it on
+// connector drives. It is an http.Handler: mount it on
 // an httptest.Server and point a WIM at the server's URL. Options.Dialect
 // "osm" puts TeraFlowSDN's NBI in front of the same datastore (see "The
 // osm dialect"); the rest describes the default, "rfc8466".
@@ -49,7 +49,7 @@
 // # The osm dialect
 //
 // Options.Dialect "osm" answers like ETSI TeraFlowSDN's L2SM NBI, the
-// server OSM's IETF L2VPN connector works with (connectors.md §3.4). Every
+// server OSM's IETF L2VPN connector works with. Every
 // write body is first rewritten as TeraFlowSDN does, then validated with
 // the strict rules above, so that the datastore stays valid RFC 8466:
 //

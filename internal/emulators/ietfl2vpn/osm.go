@@ -9,7 +9,7 @@ import (
 )
 
 // This file is the osm dialect: what TeraFlowSDN's L2SM NBI does around
-// the strict datastore (connectors.md §3.4).
+// the strict datastore.
 
 // The names TeraFlowSDN makes up for what OSM's bodies lack.
 const (

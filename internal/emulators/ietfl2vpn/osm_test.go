@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// osmService is the vpn-service body of OSM's connector (osm-ro-wim.md
-// §6.6, upstream v6.0.4 with vpn-svc-type spelt right); edits change its
+// osmService is the vpn-service body of OSM's connector (upstream
+// v6.0.4 with vpn-svc-type spelt right); edits change its
 // entry.
 func osmService(id string, edits ...func(m map[string]any)) string {
 	m := map[string]any{"vpn-id": id, "vpn-svc-type": "vpws", "svc-topo": "any-to-any", "customer-name": "osm"}
@@ -31,7 +31,7 @@ func osmAccess(id string, edits ...func(m map[string]any)) string {
 func untagged(m map[string]any) { m["connection"] = map[string]any{} }
 
 // TestDialectGap: OSM's bodies are refused by the strict server and
-// accepted by the osm dialect (connectors.md §3.4, §9.3); strict bodies
+// accepted by the osm dialect; strict bodies
 // are accepted by both; what TeraFlowSDN's rewrite does not fix is refused
 // by both.
 func TestDialectGap(t *testing.T) {

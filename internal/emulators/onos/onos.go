@@ -1,5 +1,5 @@
 // Package onos is an in-process emulator of the parts of the ONOS REST API
-// that wimro's onos connector drives (connectors.md §2.1–2.3): the network
+// that wimro's onos connector drives: the network
 // configuration store with its real merge semantics, the VPLS application
 // that acts on it, and the applications resource. It is an http.Handler:
 // mount it on an httptest.Server and point a WIM at the server's URL.
@@ -43,7 +43,7 @@
 // # VPLS application
 //
 // While org.onosproject.vpls is ACTIVE the emulator runs its engine
-// (VplsConfigManager's behaviour, connectors.md §2.3): it acts on a posted
+// (VplsConfigManager's behaviour): it acts on a posted
 // vpls config only when the config has no lastUpdateTime; it resolves the
 // interface names against the interfaces configured under ports and drops
 // unknown ones silently; it removes the VPLSs missing from the list (all of

@@ -1,6 +1,6 @@
 // Package tapi is an in-process emulator of an ONF Transport API (TAPI)
-// controller's RESTCONF interface, as wimro's tapi connector drives it
-// (connectors.md §4, §9.3). It is an http.Handler: mount it on an
+// controller's RESTCONF interface, as wimro's tapi connector drives it.
+// It is an http.Handler: mount it on an
 // httptest.Server and point a WIM at the server's URL. Paths and the
 // module-qualified top-level names are those that OSM's tapi connector and
 // its mock_tapi_handler use; unlike that mock, the emulator enforces the
