@@ -78,13 +78,12 @@ type actionView struct {
 	List   []wimro.Action `json:"vim_wim_actions"`
 }
 
-// instanceCreated is the answer to an instance's creation.
+// instanceCreated is the answer to an instance's creation: openmano's
+// flat instance.
 type instanceCreated struct {
-	Instance struct {
-		UUID     string              `json:"uuid"`
-		ActionID string              `json:"action_id"`
-		Networks []wimro.InstanceNet `json:"networks"`
-	} `json:"instance"`
+	UUID     string              `json:"uuid"`
+	ActionID string              `json:"action_id"`
+	Networks []wimro.InstanceNet `json:"networks"`
 }
 
 // runLoad runs the load workers until stop is closed; each finishes the
@@ -172,7 +171,13 @@ func (h *harness) lifecycle(ctx context.Context) {
 		h.vlans.put(vlans...)
 		return
 	}
-	inst := created.Instance
+	inst := created
+	if inst.UUID == "" || inst.ActionID == "" {
+		// An answer the harness cannot follow: say so at once rather than
+		// wait on an action it cannot name.
+		h.bad.add("create %s/%s: %d answer without uuid or action_id: %s", tn.name, name, status, text)
+		return
+	}
 	h.load.mu.Lock()
 	h.load.instances++
 	h.load.mu.Unlock()
