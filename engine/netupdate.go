@@ -30,7 +30,7 @@ type NetworkUpdate struct {
 // the waiting CREATEs of the VLD's links due at once.
 func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
 	var out wimro.InstanceNet
-	err := e.db.Tx(ctx, func(s *persistence.Store) (err error) {
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
 		_, inst, err := tenantInstance(ctx, s, tenantRef, instanceRef)
 		if err != nil {
 			return err
@@ -39,7 +39,7 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		if err != nil {
 			return err
 		}
-		oldStatus := n.Status
+		oldStatus, oldEncapsulation := n.Status, encapsulationOf(n)
 		if u.Status != nil {
 			st := strings.ToUpper(*u.Status)
 			if !linkStatuses[st] {
@@ -51,12 +51,6 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 			n.ErrorMsg = u.ErrorMsg
 		}
 		if u.EncapsulationType != nil || u.EncapsulationID != nil {
-			before := encapsulationOf(n)
-			defer func() {
-				if err == nil && encapsulationOf(n) != before {
-					err = e.refuseVLANChange(ctx, s, n)
-				}
-			}()
 			typ := ""
 			if u.EncapsulationType != nil {
 				typ = *u.EncapsulationType
@@ -98,6 +92,11 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		}
 		if u.SdnNetID != nil {
 			n.SdnNetID = u.SdnNetID
+		}
+		if encapsulationOf(n) != oldEncapsulation {
+			if err := e.refuseVLANChange(ctx, s, n); err != nil {
+				return err
+			}
 		}
 		if out, err = s.UpdateInstanceNet(ctx, n); err != nil {
 			return err
