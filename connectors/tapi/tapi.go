@@ -173,12 +173,14 @@ package tapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -193,13 +195,17 @@ const Type = "tapi"
 // Register adds the tapi connector to r under Type.
 func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
 
-// Values of the create_mode and delete_mode settings.
+// Values of the create_mode, delete_mode and tapi_version settings.
 const (
 	CreateData        = "data"
 	CreateRPC         = "rpc"
+	DeleteRPC         = "rpc" // the version's input leaf
 	DeleteRPCUUID     = "rpc-uuid"
 	DeleteRPCIDOrName = "rpc-service-id-or-name"
 	DeleteData        = "data"
+	VersionAuto       = "auto"
+	Version213        = "2.1.3"
+	Version241        = "2.4.1"
 )
 
 // KeyName is the value-name of the name entry that carries the service key
@@ -210,11 +216,14 @@ const (
 	directionBoth       = "BIDIRECTIONAL"
 	typePointToPoint    = "POINT_TO_POINT_CONNECTIVITY"
 	typeMultipoint      = "MULTIPOINT_CONNECTIVITY"
-	sipListPath         = "/restconf/data/tapi-common:context/service-interface-point"
-	connectivityContext = "/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context"
+	// Paths under the RESTCONF root.
+	sipListPath         = "/data/tapi-common:context/service-interface-point"
+	connectivityContext = "/data/tapi-common:context/tapi-connectivity:connectivity-context"
 	servicesPath        = connectivityContext + "/connectivity-service"
-	createRPCPath       = "/restconf/operations/tapi-connectivity:create-connectivity-service"
-	deleteRPCPath       = "/restconf/operations/tapi-connectivity:delete-connectivity-service"
+	createRPCPath       = "/operations/tapi-connectivity:create-connectivity-service"
+	deleteRPCPath       = "/operations/tapi-connectivity:delete-connectivity-service"
+	modulesStatePath    = "/data/ietf-yang-library:modules-state"
+	yangLibraryPath     = "/data/ietf-yang-library:yang-library"
 )
 
 // keyNamespace is the UUIDv5 namespace of service uuids derived from keys
@@ -234,6 +243,8 @@ var capacityUnits = []string{"GBPS", "MBPS", "KBPS", "TBPS", "GB", "MB", "KB", "
 
 type connector struct {
 	rc         *rest.Client
+	root       *rest.Root
+	setVersion string // tapi_version: VersionAuto, Version213 or Version241
 	lock       func(ctx context.Context, name string) (func(), error)
 	lockPrefix string // names the create lock of a key on this controller
 	createMode string
@@ -247,6 +258,9 @@ type connector struct {
 	// "" marks a SIP that two mappings name.
 	sipNames map[string]string
 	log      *slog.Logger
+
+	mu      sync.Mutex
+	version string // the version in use, once known
 }
 
 // Factory builds a tapi connector. It contacts nothing; invalid settings
@@ -260,7 +274,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	deleteMode, err := oneOf(cfg, "delete_mode", DeleteRPCUUID, DeleteRPCIDOrName, DeleteData)
+	deleteMode, err := oneOf(cfg, "delete_mode", DeleteRPC, DeleteRPCUUID, DeleteRPCIDOrName, DeleteData)
+	if err != nil {
+		return nil, err
+	}
+	version, err := oneOf(cfg, "tapi_version", VersionAuto, Version213, Version241)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +299,8 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	}
 	c := &connector{
 		rc:         rc,
+		root:       rest.NewRoot(rc),
+		setVersion: version,
 		lock:       cfg.MutationLock,
 		lockPrefix: "tapi " + rc.Controller() + " service key ",
 		createMode: createMode,
@@ -370,7 +390,88 @@ func (c *connector) fail(op string, r rest.Reply) error {
 }
 
 func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
-	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
+	return c.send(ctx, op, http.MethodGet, path, nil)
+}
+
+// send sends in (nil: no body) to path under the RESTCONF root.
+func (c *connector) send(ctx context.Context, op, method, path string, in any) (rest.Reply, error) {
+	root, err := c.root.Get(ctx, op)
+	if err != nil {
+		return rest.Reply{}, err
+	}
+	return c.rc.JSON(ctx, op, method, root+path, rest.MediaYANGJSON, in)
+}
+
+// tapiVersion returns the TAPI version in use: the tapi_version setting,
+// else the one the server's yang library says (tapi-connectivity's
+// revision: 2.4.1's from 2021 on, 2.1.x's before), else 2.1.3, whose
+// shapes OSM's connector and most 2.1.x servers use.
+func (c *connector) tapiVersion(ctx context.Context, op string) (string, error) {
+	if c.setVersion != VersionAuto {
+		return c.setVersion, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != "" {
+		return c.version, nil
+	}
+	v := Version213
+	for _, path := range []string{modulesStatePath, yangLibraryPath} {
+		r, err := c.get(ctx, op+" (yang library)", path)
+		if err != nil {
+			return "", err
+		}
+		if rev, ok := tapiRevision(r); ok {
+			if rev >= "2021" {
+				v = Version241
+			}
+			break
+		}
+	}
+	c.log.Debug("tapi version detected", "version", v)
+	c.version = v
+	return v, nil
+}
+
+// tapiRevision returns the revision of tapi-connectivity that a yang
+// library answer (RFC 7895's modules-state or RFC 8525's yang-library)
+// lists.
+func tapiRevision(r rest.Reply) (string, bool) {
+	if !r.OK() {
+		return "", false
+	}
+	type module struct {
+		Name     string `json:"name"`
+		Revision string `json:"revision"`
+	}
+	var doc struct {
+		ModulesState *struct {
+			Module []module `json:"module"`
+		} `json:"ietf-yang-library:modules-state"`
+		YANGLibrary *struct {
+			ModuleSet []struct {
+				Module []module `json:"module"`
+			} `json:"module-set"`
+		} `json:"ietf-yang-library:yang-library"`
+	}
+	if json.Unmarshal(r.Body, &doc) != nil {
+		return "", false
+	}
+	var mods []module
+	if doc.ModulesState != nil {
+		mods = doc.ModulesState.Module
+	}
+	if doc.YANGLibrary != nil {
+		for _, s := range doc.YANGLibrary.ModuleSet {
+			mods = append(mods, s.Module...)
+		}
+	}
+	for _, m := range mods {
+		if m.Name == "tapi-connectivity" && m.Revision != "" {
+			return m.Revision, true
+		}
+	}
+	return "", false
 }
 
 // sipList reads the controller's SIPs, by uuid.
@@ -395,6 +496,7 @@ func (c *connector) sipList(ctx context.Context, op string) (map[string]sip, err
 	}
 	out := make(map[string]sip, len(list))
 	for _, s := range list {
+		s.normalize()
 		out[s.UUID] = s
 	}
 	return out, nil
@@ -579,11 +681,13 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 
 // create makes the service want, or adopts it, and returns its uuid:
 // with create_mode "data" it is id, with "rpc" the server's choice.
+// With "rpc" on 2.4.1 the input carries id too, which the server may
+// honour.
 func (c *connector) create(ctx context.Context, key, id string, want service) (string, error) {
+	want.UUID = id
 	if c.createMode == CreateRPC {
 		return c.createRPC(ctx, key, want)
 	}
-	want.UUID = id
 	return c.createData(ctx, key, want)
 }
 
@@ -628,8 +732,12 @@ func sameCapacity(have, want *capacity) bool {
 }
 
 func (c *connector) createData(ctx context.Context, key string, want service) (string, error) {
-	body := map[string]any{"tapi-connectivity:connectivity-service": []service{want}}
-	r, err := c.rc.JSON(ctx, "create", http.MethodPost, connectivityContext, rest.MediaYANGJSON, body)
+	version, err := c.tapiVersion(ctx, "create")
+	if err != nil {
+		return "", err
+	}
+	body := map[string]any{"tapi-connectivity:connectivity-service": []any{want.body(version, false)}}
+	r, err := c.send(ctx, "create", http.MethodPost, connectivityContext, body)
 	if err != nil {
 		return "", err
 	}
@@ -637,11 +745,23 @@ func (c *connector) createData(ctx context.Context, key string, want service) (s
 		c.log.Debug("tapi service created", "service_id", want.UUID, "service_key", key)
 		return want.UUID, nil
 	}
-	exists := rest.HasRESTCONFTag(r.Body, "data-exists") ||
-		r.Status == http.StatusConflict && len(rest.ParseRESTCONFErrors(r.Body)) == 0
-	if !exists {
+	if !exists(r) {
 		return "", c.fail("create", r)
 	}
+	return c.adoptByUUID(ctx, key, want)
+}
+
+// exists reports a create refused because the service is there already:
+// 409 with error-tag data-exists (OpenDaylight) or resource-denied (RFC
+// 8040's tag for a POST of an existing resource), or a bare 409.
+func exists(r rest.Reply) bool {
+	return rest.HasRESTCONFTag(r.Body, "data-exists") ||
+		r.Status == http.StatusConflict && (rest.HasRESTCONFTag(r.Body, "resource-denied") || len(rest.ParseRESTCONFErrors(r.Body)) == 0)
+}
+
+// adoptByUUID reads the service whose uuid a create found taken and
+// adopts it when it is the one wanted.
+func (c *connector) adoptByUUID(ctx context.Context, key string, want service) (string, error) {
 	// The uuid is taken: most likely by our own earlier attempt.
 	have, err := c.read(ctx, "create (read existing)", want.UUID)
 	if connectors.IsNotFound(err) {
@@ -680,9 +800,19 @@ func (c *connector) createRPC(ctx context.Context, key string, want service) (st
 		c.log.Debug("tapi service adopted", "service_id", have.UUID, "service_key", key)
 		return have.UUID, nil
 	}
-	r, err := c.rc.JSON(ctx, "create", http.MethodPost, createRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": want})
+	version, err := c.tapiVersion(ctx, "create")
 	if err != nil {
 		return "", err
+	}
+	if version == Version213 {
+		want.UUID = "" // 2.1.3's input has no uuid: the server picks it
+	}
+	r, err := c.send(ctx, "create", http.MethodPost, createRPCPath, map[string]any{"tapi-connectivity:input": want.body(version, true)})
+	if err != nil {
+		return "", err
+	}
+	if !r.OK() && want.UUID != "" && exists(r) {
+		return c.adoptByUUID(ctx, key, want)
 	}
 	if !r.OK() {
 		return "", c.fail("create", r)
@@ -782,22 +912,42 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 }
 
 // deleteOne deletes one connectivity service; one that is gone is fine.
+// A 404 or data-missing says so; any other refusal (ONOS answers 417,
+// TransportPCE a failed RPC result, for a service it does not have) is
+// checked by looking the service up: gone means deleted.
 func (c *connector) deleteOne(ctx context.Context, id string) error {
 	var r rest.Reply
 	var err error
-	switch c.deleteMode {
+	mode := c.deleteMode
+	if mode == DeleteRPC {
+		version, err := c.tapiVersion(ctx, "delete")
+		if err != nil {
+			return err
+		}
+		mode = map[string]string{Version213: DeleteRPCIDOrName, Version241: DeleteRPCUUID}[version]
+	}
+	switch mode {
 	case DeleteData:
-		r, err = c.rc.Do(ctx, "delete", rest.Request{Method: http.MethodDelete, Path: servicesPath + "=" + rest.EscapeKey(id), Accept: rest.MediaYANGJSON})
+		r, err = c.send(ctx, "delete", http.MethodDelete, servicesPath+"="+rest.EscapeKey(id), nil)
 	case DeleteRPCIDOrName:
-		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"service-id-or-name": id}})
+		r, err = c.send(ctx, "delete", http.MethodPost, deleteRPCPath, map[string]any{"tapi-connectivity:input": map[string]any{"service-id-or-name": id}})
 	default:
-		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"uuid": id}})
+		r, err = c.send(ctx, "delete", http.MethodPost, deleteRPCPath, map[string]any{"tapi-connectivity:input": map[string]any{"uuid": id}})
 	}
 	if err != nil {
 		return err
 	}
 	if !r.OK() && r.Status != http.StatusNotFound && !rest.HasRESTCONFTag(r.Body, "data-missing") {
-		return c.fail("delete of "+id, r)
+		refused := c.fail("delete of "+id, r)
+		if r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+			return refused
+		}
+		_, rerr := c.read(ctx, "delete (look-up)", id)
+		if !connectors.IsNotFound(rerr) {
+			return refused
+		}
+		c.log.Debug("tapi delete refused, and the service is gone: deleted", "service_id", id, "status", r.Status)
+		return nil
 	}
 	c.log.Debug("tapi service deleted", "service_id", id, "status", r.Status)
 	return nil
