@@ -106,7 +106,7 @@ const DefaultRESTCONFRoot = "/restconf"
 // ""). Otherwise the root is the one the server's host-meta (GET
 // /.well-known/host-meta under the WIM URL, an XRD or JRD document with a
 // link of rel "restconf": RFC 8040's discovery) names, or
-// DefaultRESTCONFRoot when the server has none. Paths under the root are
+// DefaultRESTCONFRoot when the server has none (404, or no such link). Paths under the root are
 // appended to what Get returns.
 type Root struct {
 	c *Client
@@ -120,7 +120,7 @@ type Root struct {
 func NewRoot(c *Client) *Root { return &Root{c: c} }
 
 // Get returns the root, asking the server the first time. An unanswered
-// request, and a 401 or 403, are errors (not remembered).
+// request and any answer but 2xx or 404 are errors (not remembered).
 func (r *Root) Get(ctx context.Context, op string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -141,9 +141,13 @@ func (r *Root) Get(ctx context.Context, op string) (string, error) {
 		return "", err
 	}
 	switch {
-	case reply.Status == http.StatusUnauthorized || reply.Status == http.StatusForbidden:
-		return "", r.c.Error(op+" (host-meta)", reply, "")
-	case reply.OK():
+	case reply.Status == http.StatusNotFound:
+		// No host-meta: the default root.
+	case !reply.OK():
+		// Guessing the root now could send requests where a 404 reads
+		// as "gone".
+		return "", r.c.Error(op+" (host-meta)", reply, RESTCONFDetail(reply.Body))
+	default:
 		if href, ok := HostMetaRoot(reply.Body); ok {
 			if h, err := url.Parse(href); err == nil {
 				href = h.Path

@@ -26,12 +26,13 @@ const photonicPorts = 16
 func photonicPort(side string, i int) string { return fmt.Sprintf("%s-opt%d", side, i) }
 
 // photonicSIPs are the INPUT (-rx) and OUTPUT (-tx) SIPs of the photonic
-// ports R5-opt<i> and R6-opt<i>.
-func photonicSIPs() []emu.SIP {
+// ports R5-opt<i> and R6-opt<i>, with the media channel qualifier of
+// TAPI version.
+func photonicSIPs(version string) []emu.SIP {
 	var out []emu.SIP
 	for i := range photonicPorts {
-		out = append(out, emu.PhotonicSIPs(photonicPort("R5", i))...)
-		out = append(out, emu.PhotonicSIPs(photonicPort("R6", i))...)
+		out = append(out, emu.PhotonicSIPsFor(version, photonicPort("R5", i))...)
+		out = append(out, emu.PhotonicSIPsFor(version, photonicPort("R6", i))...)
 	}
 	return out
 }

@@ -1,20 +1,49 @@
 // Package tapi provides WIM type "tapi": a connector for ONF Transport API
-// (TAPI 2.1.x and later) connectivity services over RESTCONF.
-// It speaks the paths and
-// module-qualified names of OSM's tapi connector and of its mock server,
-// so it works wherever OSM's does:
+// connectivity services over RESTCONF, TAPI 2.1.3 (ONOS ODTN, most 2.1.x
+// servers, OSM's connector and mock) and 2.4.1 (TransportPCE). Every body
+// it sends is in the shape of the version in use, and is checked in its
+// tests with yanglint against ONF's published modules of that version
+// (testdata/yang):
 //
-//	GET    {url}/restconf/data/tapi-common:context/service-interface-point
-//	POST   {url}/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context
+//	GET    {root}/data/tapi-common:context/service-interface-point
+//	POST   {root}/data/tapi-common:context/tapi-connectivity:connectivity-context
 //	         {"tapi-connectivity:connectivity-service": [{…}]}          (create, "data")
-//	POST   {url}/restconf/operations/tapi-connectivity:create-connectivity-service
+//	POST   {root}/operations/tapi-connectivity:create-connectivity-service
 //	         {"tapi-connectivity:input": {…}}                             (create, "rpc")
-//	GET    {url}/restconf/data/…/connectivity-context/connectivity-service[=<uuid>]
-//	POST   {url}/restconf/operations/tapi-connectivity:delete-connectivity-service
-//	DELETE {url}/restconf/data/…/connectivity-context/connectivity-service=<uuid>
+//	GET    {root}/data/…/connectivity-context/connectivity-service[=<uuid>]
+//	POST   {root}/operations/tapi-connectivity:delete-connectivity-service
+//	DELETE {root}/data/…/connectivity-context/connectivity-service=<uuid>
 //
 // Bodies are RFC 7951 JSON sent as application/yang-data+json; error
 // replies' ietf-restconf:errors end up in the error text.
+//
+// # RESTCONF root and version
+//
+// {root} is the WIM URL when its path ends in /restconf or /rests;
+// otherwise the root that the server's /.well-known/host-meta names (its
+// "restconf" link: RESTCONF's discovery), else {url}/restconf.
+// OpenDaylight-based servers (TransportPCE) serve /rests. Both are asked
+// once per connector.
+//
+// The version is the setting tapi_version; "auto" (the default) reads
+// the server's ietf-yang-library (modules-state, else yang-library) once:
+// a tapi-connectivity revision from 2021 on is 2.4.1, an earlier one
+// 2.1.3; a server that lists none is taken as 2.1.3. The shapes:
+//
+//	2.1.3 data   {uuid, name, end-point, service-type, requested-capacity,
+//	             connectivity-direction}
+//	2.1.3 rpc    {end-point (each named, see Idempotency),
+//	             connectivity-constraint: {service-type, requested-capacity,
+//	             connectivity-direction}}: no uuid, no name
+//	2.4.1 data   {uuid, name, layer-protocol-name, direction, end-point,
+//	             connectivity-constraint: {service-type, requested-capacity}}
+//	2.4.1 rpc    {uuid, name, layer-protocol-name, end-point,
+//	             connectivity-constraint: {…}}: no direction
+//
+// In 2.4.1 capacity units are identities (tapi-common:CAPACITY_UNIT_GBPS),
+// end-point and SIP directions SOURCE (2.1's INPUT) and SINK (OUTPUT), and
+// a SIP lists its qualifiers in supported-cep-layer-protocol-qualifier-
+// instances; replies of either version are read.
 //
 // # Service
 //
@@ -41,7 +70,7 @@
 //
 // # VLANs and port mappings
 //
-// TAPI 2.1.x has no VLAN leaf on a connectivity-service end-point, so a VLAN
+// TAPI (2.1.3 and 2.4.1) has no VLAN leaf on a connectivity-service end-point, so a VLAN
 // is expressed by the SIP: controllers expose one SIP per port and VLAN.
 // A point's MappingInfo (the port mapping's wan_service_mapping_info, or,
 // when the point carries none, cfg.PortMappings' entry for its endpoint;
@@ -70,8 +99,8 @@
 // POINT_TO_POINT_CONNECTIVITY services, as in OSM: "az" carries traffic
 // from the first point to the second, "za" back. A SIP's direction is
 // that of the connectivity service's port at it, so a half goes in at its
-// source's sip_input SIP (end-point direction INPUT) and out at its
-// sink's sip_output SIP (direction OUTPUT), both end-points with role
+// source's sip_input SIP (end-point direction INPUT; SOURCE in 2.4.1) and out at its
+// sink's sip_output SIP (direction OUTPUT; SINK), both end-points with role
 // SYMMETRIC (point to point); direction and role are only sent on these
 // halves. On the wire these are OSM's two services, with az and za
 // swapped: OSM lists the OUTPUT end-point first, calls the service that
@@ -114,12 +143,16 @@
 // namespace. Every service is also named {"value-name": "wimro-service-key",
 // "value": key}: ListServices and ClearAll only touch services so named
 // (never other tenants'), and it lets create adopt when the server chose the
-// uuid.
+// uuid. TAPI 2.1.3's create RPC has no name, so there each end-point
+// carries the name entries (an end-point has a name list) and a service
+// whose end-points all carry the key is taken as named with it.
 //
 // With create_mode "data" (default, as OSM) the POST carries the derived
-// uuid; a retry gets 409 (data-exists), and the connector reads the
-// service and adopts it when it has the same SIPs (else Permanent). With
-// create_mode "rpc" the server picks the uuid (TAPI 2.1.x RPC), so the
+// uuid; a retry gets 409 (error-tag data-exists, or resource-denied as
+// RFC 8040 words it), and the connector reads the service and adopts it
+// when it has the same SIPs (else Permanent). With create_mode "rpc" the
+// server picks the uuid (2.1.3; 2.4.1's input carries the derived uuid,
+// which the server may honour, a 409 then adopting as above), so the
 // connector lists the services first, under a lock per key
 // (connectors.Config.MutationLock), and adopts the one named with the key
 // (a photonic half: with the key and its direction), which also covers a
@@ -135,10 +168,13 @@
 // varies, and delete-then-create under the same uuid could lose the
 // service half-way.
 //
-// Delete uses delete_mode: "rpc-uuid" (default; OSM and the newest model,
-// input {"uuid": …}), "rpc-service-id-or-name" (TAPI 2.1.1/2.1.3, input
-// {"service-id-or-name": …}) or "data" (DELETE on the data node). 404 (or a
-// data-missing error) is success.
+// Delete uses delete_mode: "rpc" (default: the version's input,
+// {"service-id-or-name": …} on 2.1.3, {"uuid": …} on 2.4.1), "rpc-uuid"
+// or "rpc-service-id-or-name" (that input whatever the version) or "data"
+// (DELETE on the data node). 404 (or a data-missing error) is success; any
+// other refusal but 401/403 (ONOS answers 417 and TransportPCE a failed
+// RPC result for a service they do not have) is followed by a look-up of
+// the service: gone is success, else the refusal is the error.
 //
 // # Status
 //
@@ -164,8 +200,9 @@
 // Settings (account config, then WIM config), besides connectors/rest's
 // timeout_ms, ca_file, insecure_skip_verify and bearer_token:
 //
+//	tapi_version    "auto" (default), "2.1.3" or "2.4.1"
 //	create_mode     "data" (default) or "rpc"
-//	delete_mode     "rpc-uuid" (default), "rpc-service-id-or-name" or "data"
+//	delete_mode     "rpc" (default), "rpc-uuid", "rpc-service-id-or-name" or "data"
 //	capacity_value  requested capacity, a positive integer (1)
 //	capacity_unit   its unit: GBPS (default), MBPS, KBPS, TBPS, GB, MB, KB, TB, GHz, MHz
 //	multipoint      allow ELAN as MULTIPOINT_CONNECTIVITY (false)
@@ -213,9 +250,9 @@ const (
 const KeyName = "wimro-service-key"
 
 const (
-	directionBoth       = "BIDIRECTIONAL"
-	typePointToPoint    = "POINT_TO_POINT_CONNECTIVITY"
-	typeMultipoint      = "MULTIPOINT_CONNECTIVITY"
+	directionBoth    = "BIDIRECTIONAL"
+	typePointToPoint = "POINT_TO_POINT_CONNECTIVITY"
+	typeMultipoint   = "MULTIPOINT_CONNECTIVITY"
 	// Paths under the RESTCONF root.
 	sipListPath         = "/data/tapi-common:context/service-interface-point"
 	connectivityContext = "/data/tapi-common:context/tapi-connectivity:connectivity-context"
@@ -420,6 +457,11 @@ func (c *connector) tapiVersion(ctx context.Context, op string) (string, error) 
 		r, err := c.get(ctx, op+" (yang library)", path)
 		if err != nil {
 			return "", err
+		}
+		if r.Status >= 500 || r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+			// Not an answer about the library: guessing the version
+			// now could send bodies the server refuses.
+			return "", c.fail(op+" (yang library)", r)
 		}
 		if rev, ok := tapiRevision(r); ok {
 			if rev >= "2021" {

@@ -3,8 +3,8 @@ package tapi
 import (
 	"cmp"
 	"encoding/json"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,11 +31,11 @@ type sipRef struct {
 type endPoint struct {
 	LocalID                string      `json:"local-id"`
 	Name                   []nameValue `json:"name,omitempty"`
-	LayerProtocolName      string `json:"layer-protocol-name,omitempty"`
-	LayerProtocolQualifier string `json:"layer-protocol-qualifier,omitempty"`
-	SIP                    sipRef `json:"service-interface-point"`
-	Direction              string `json:"direction,omitempty"`
-	Role                   string `json:"role,omitempty"`
+	LayerProtocolName      string      `json:"layer-protocol-name,omitempty"`
+	LayerProtocolQualifier string      `json:"layer-protocol-qualifier,omitempty"`
+	SIP                    sipRef      `json:"service-interface-point"`
+	Direction              string      `json:"direction,omitempty"`
+	Role                   string      `json:"role,omitempty"`
 }
 
 // totalSize.Value is a string when sent (uint64 under RFC 7951) but may be

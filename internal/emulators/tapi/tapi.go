@@ -501,7 +501,12 @@ func (e *Emulator) route(w http.ResponseWriter, r *http.Request, body []byte) *r
 	}
 	switch {
 	case path == YANGLibraryPath && !e.opts.NoYANGLibrary:
-		return e.readOnly(w, r, e.yangLibrary)
+		if r.Method != http.MethodGet {
+			return notAllowed(r, "GET")
+		}
+		// Not a TAPI document: ietf-yang-library is not among the modules.
+		writeJSON(w, http.StatusOK, e.yangLibrary())
+		return nil
 	case path == ContextPath:
 		return e.readOnly(w, r, func() (any, any) { c := e.context(); return map[string]any{"tapi-common:context": c}, nil })
 	case path == SIPsPath:
@@ -605,13 +610,19 @@ func (e *Emulator) inContext(sips []any, cc any) map[string]any {
 	return map[string]any{"tapi-common:context": ctx}
 }
 
-// operational is the operational datastore an RPC's leafrefs point into.
-func (e *Emulator) operational() any { return e.inContext(e.sipList(), nil) }
+// operational is the operational datastore an RPC's leafrefs to SIPs
+// point into; nil for 2.4.1, whose leafrefs require no instance.
+func (e *Emulator) operational() any {
+	if !e.legacy() {
+		return nil
+	}
+	return e.inContext(e.sipList(), nil)
+}
 
 // yangLibrary answers ietf-yang-library's modules-state (RFC 7895) with
 // the TAPI modules of the version played, so that a client can tell the
 // version from tapi-connectivity's revision.
-func (e *Emulator) yangLibrary() (any, any) {
+func (e *Emulator) yangLibrary() any {
 	rev := Revision241
 	if e.legacy() {
 		rev = Revision213
@@ -622,8 +633,7 @@ func (e *Emulator) yangLibrary() (any, any) {
 			"name": m, "revision": rev, "namespace": "urn:onf:otcc:yang:" + m, "conformance-type": "implement",
 		})
 	}
-	doc := map[string]any{"ietf-yang-library:modules-state": map[string]any{"module-set-id": e.version(), "module": mods}}
-	return doc, nil
+	return map[string]any{"ietf-yang-library:modules-state": map[string]any{"module-set-id": e.version(), "module": mods}}
 }
 
 func notAllowed(r *http.Request, allow string) *rcError {
@@ -844,19 +854,6 @@ func (e *Emulator) createData(w http.ResponseWriter, r *http.Request, body []byt
 	if len(raw) != 1 {
 		return invalid("tapi-connectivity:connectivity-service must hold exactly one entry, got %d", len(raw))
 	}
-	var err *rcError
-	if e.legacy() {
-		var d data213
-		err = strict(raw[0], &d)
-		in = d.in()
-	} else {
-		var d data241
-		err = strict(raw[0], &d)
-		in = d.in()
-	}
-	if err != nil {
-		return err
-	}
 	var entry any
 	_ = json.Unmarshal(raw[0], &entry)
 	config := map[string]any{"tapi-connectivity:connectivity-context": map[string]any{"connectivity-service": []any{entry}}}
@@ -870,6 +867,19 @@ func (e *Emulator) createData(w http.ResponseWriter, r *http.Request, body []byt
 		config["service-interface-point"] = sips
 	}
 	if err := e.lintRequest("the data-mode create body", lintConfig, map[string]any{"tapi-common:context": config}, nil); err != nil {
+		return err
+	}
+	var err *rcError
+	if e.legacy() {
+		var d data213
+		err = strict(raw[0], &d)
+		in = d.in()
+	} else {
+		var d data241
+		err = strict(raw[0], &d)
+		in = d.in()
+	}
+	if err != nil {
 		return err
 	}
 	if in.UUID == nil {
@@ -899,6 +909,11 @@ func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte
 	if raw == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: "tapi-connectivity:input is required"}
 	}
+	var input any
+	_ = json.Unmarshal(raw, &input)
+	if err := e.lintRequest("the create-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:create-connectivity-service": input}, e.operational()); err != nil {
+		return err
+	}
 	var in serviceIn
 	var err *rcError
 	if e.legacy() {
@@ -911,11 +926,6 @@ func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte
 		in = d.in()
 	}
 	if err != nil {
-		return err
-	}
-	var input any
-	_ = json.Unmarshal(raw, &input)
-	if err := e.lintRequest("the create-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:create-connectivity-service": input}, e.operational()); err != nil {
 		return err
 	}
 	if in.UUID == nil {
@@ -945,6 +955,11 @@ func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte
 	if raw == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: "tapi-connectivity:input is required"}
 	}
+	var doc any
+	_ = json.Unmarshal(raw, &doc)
+	if err := e.lintRequest("the delete-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:delete-connectivity-service": doc}, e.operational()); err != nil {
+		return err
+	}
 	var input struct {
 		UUID            *string `json:"uuid"`
 		ServiceIDOrName *string `json:"service-id-or-name"`
@@ -958,11 +973,6 @@ func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	if wrong {
 		return &rcError{status: http.StatusBadRequest, tag: "unknown-element", msg: fmt.Sprintf("%s is not an input of delete-connectivity-service in TAPI %s (it takes %s)", other, e.version(), want)}
-	}
-	var doc any
-	_ = json.Unmarshal(raw, &doc)
-	if err := e.lintRequest("the delete-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:delete-connectivity-service": doc}, e.operational()); err != nil {
-		return err
 	}
 	if ref == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: want + " is required"}
@@ -1074,7 +1084,7 @@ type (
 )
 
 func (d data213) in() serviceIn {
-	return serviceIn{d.UUID, d.Name, d.EndPoint, d.ConnectivityDirection, d.ServiceType, d.RequestedCapacity, d.AdministrativeState}
+	return serviceIn(d)
 }
 
 func (d rpc213) in() serviceIn {
@@ -1196,6 +1206,14 @@ func (e *Emulator) validate(in serviceIn) (*Service, *rcError) {
 		if c.v != nil {
 			*c.dst = *c.v
 		}
+	}
+	if in.ConnectivityDirection == nil && slices.ContainsFunc(in.EndPoint, func(ep endPointIn) bool {
+		d := e.directionIn(ep.Direction)
+		return d != nil && (*d == "INPUT" || *d == "OUTPUT")
+	}) {
+		// 2.4.1's RPC input states no direction: one-way end-points make
+		// the service UNIDIRECTIONAL.
+		s.ConnectivityDirection = "UNIDIRECTIONAL"
 	}
 	if err := e.capacityOf(in, s); err != nil {
 		return nil, err

@@ -641,3 +641,95 @@ func TestEndPointDirections(t *testing.T) {
 		})
 	}
 }
+
+// TestServerModes: host-meta names the root, which is /rests in the
+// TransportPCE mode (and /restconf is then not served); a delete of a gone
+// service is answered as the mode's server does; a duplicate create is
+// 409 resource-denied (RFC 8040), data-exists as OpenDaylight; the yang
+// library names tapi-connectivity's revision of the version played.
+func TestServerModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, server, version, root string
+		goneStatus                  int
+		goneType, conflictTag       string
+	}{
+		{"plain 2.4.1", "", Version241, "/restconf", http.StatusNotFound, "application", "resource-denied"},
+		{"ONOS 2.1.3", ServerONOS, Version213, "/restconf", http.StatusExpectationFailed, "application", "resource-denied"},
+		{"TransportPCE 2.4.1", ServerTransportPCE, Version241, "/rests", http.StatusInternalServerError, "rpc", "data-exists"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e, svc := setup(t, Options{Version: tt.version, Server: tt.server})
+			r := call(t, e, http.MethodGet, HostMetaPath, "")
+			if r.status != http.StatusOK || !strings.Contains(r.body, "rel='restconf' href='"+tt.root+"'") {
+				t.Fatalf("host-meta = %d %q, want a restconf link to %s", r.status, r.body, tt.root)
+			}
+			under := func(path string) string { return tt.root + strings.TrimPrefix(path, DefaultRoot) }
+			if tt.root != DefaultRoot {
+				if r := call(t, e, http.MethodGet, SIPsPath, ""); r.status != http.StatusNotFound {
+					t.Fatalf("GET %s = %d, want 404 under root %s", SIPsPath, r.status, tt.root)
+				}
+			}
+			r = call(t, e, http.MethodGet, under(YANGLibraryPath), "")
+			wantRev := map[string]string{Version213: Revision213, Version241: Revision241}[tt.version]
+			if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"tapi-connectivity","namespace":"urn:onf:otcc:yang:tapi-connectivity","revision":"`+wantRev+`"`) {
+				t.Fatalf("yang library = %d %q, want tapi-connectivity %s", r.status, r.body, wantRev)
+			}
+			body := dataBody(t, reshape(svc, tt.version, false))
+			for range 2 {
+				r = call(t, e, http.MethodPost, under(ConnectivityPath), body)
+			}
+			if tag, _ := restconfError(t, r); r.status != http.StatusConflict || tag != tt.conflictTag {
+				t.Fatalf("second create = %d %s, want 409 %s", r.status, tag, tt.conflictTag)
+			}
+			input := map[string]any{"uuid": "0b6a4ff4-6f3d-4b8c-9d4c-0a1b2c3d4e5f"}
+			if tt.version == Version213 {
+				input = map[string]any{"service-id-or-name": "0b6a4ff4-6f3d-4b8c-9d4c-0a1b2c3d4e5f"}
+			}
+			r = call(t, e, http.MethodPost, under(DeleteRPCPath), rpcInput(t, input))
+			errs, err := emulator.DecodeRESTCONFErrors([]byte(r.body))
+			if r.status != tt.goneStatus || err != nil || len(errs) != 1 || errs[0].Type != tt.goneType {
+				t.Fatalf("delete of a gone service = %d %q, want %d with error-type %s", r.status, r.body, tt.goneStatus, tt.goneType)
+			}
+		})
+	}
+}
+
+// TestLintedBothVersions: with YANGDir the emulator accepts the bodies of
+// its version, refuses the other version's with yanglint's message, and
+// its answers (SIPs, services, the RPC output) pass yanglint.
+func TestLintedBothVersions(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{Version213, Version241} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			other := map[string]string{Version213: Version241, Version241: Version213}[version]
+			_, svc := setup(t, Options{})
+			// SIPs whose qualifiers the version knows.
+			sips := append([]SIP{DSRSIP("R1-eth0"), DSRSIP("R2-eth0")}, PhotonicSIPsFor(version, "R3-opt1")...)
+			e := New(Options{Version: version, SIPs: sips, YANGDir: "../../../connectors/tapi/testdata/yang/" + version})
+			t.Cleanup(e.Close)
+			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, other, false))); r.status != http.StatusBadRequest || !strings.Contains(r.body, "yanglint") {
+				t.Fatalf("create in %s's shape = %d %q, want 400 from yanglint", other, r.status, r.body)
+			}
+			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, version, false))); r.status != http.StatusCreated {
+				t.Fatalf("data create = %d %q", r.status, r.body)
+			}
+			rpc := reshape(svc, version, true)
+			delete(rpc, "uuid")
+			if r := call(t, e, http.MethodPost, CreateRPCPath, rpcInput(t, rpc)); r.status != http.StatusOK {
+				t.Fatalf("RPC create = %d %q", r.status, r.body)
+			}
+			for _, p := range []string{ContextPath, SIPsPath, ServicesPath, ServicesPath + "=" + svc["uuid"].(string)} {
+				if r := call(t, e, http.MethodGet, p, ""); r.status != http.StatusOK {
+					t.Fatalf("GET %s = %d %q", p, r.status, r.body)
+				}
+			}
+			if f := e.LintFailures(); len(f) != 1 || e.Linted() < 7 {
+				t.Fatalf("yanglint checked %d, refused %q; want the other version's body refused only", e.Linted(), f)
+			}
+		})
+	}
+}
