@@ -119,15 +119,15 @@ func (s *service) normalize() {
 	s.ConnectivityDirection = cmp.Or(s.ConnectivityDirection, s.Direction)
 	s.Direction = ""
 	if s.RequestedCapacity != nil {
-		s.RequestedCapacity.TotalSize.Unit = strings.TrimPrefix(stateWordKeepCase(s.RequestedCapacity.TotalSize.Unit), "CAPACITY_UNIT_")
+		s.RequestedCapacity.TotalSize.Unit = strings.TrimPrefix(unqualified(s.RequestedCapacity.TotalSize.Unit), "CAPACITY_UNIT_")
 	}
 	for i := range s.EndPoint {
 		s.EndPoint[i].Direction = portDirection(s.EndPoint[i].Direction)
 	}
 }
 
-// stateWordKeepCase strips a module prefix ("tapi-common:").
-func stateWordKeepCase(s string) string {
+// unqualified strips a module prefix ("tapi-common:") from an identity.
+func unqualified(s string) string {
 	if i := strings.LastIndexByte(s, ':'); i >= 0 {
 		return s[i+1:]
 	}
