@@ -13,7 +13,7 @@ all: build
 
 # deps installs what the daemon and the tests need on this machine:
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
-# (libyang2-tools, for the RFC 8466 body validation) when missing,
+# (libyang2-tools, for the RFC 8466 and TAPI body validation) when missing,
 # promtool (Debian's prometheus package: the alerts' and the dashboard's
 # checks), lintian (the package test checks the .deb with it), and the
 # Consul agent the coordinator tests run (built once from the Go module

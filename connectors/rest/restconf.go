@@ -1,8 +1,15 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
+
+	"github.com/wimro/wimro/connectors"
 )
 
 // MediaYANGJSON is RESTCONF's JSON media type (RFC 8040 §11.3.2).
@@ -88,4 +95,104 @@ func HasRESTCONFTag(body []byte, tag string) bool {
 		}
 	}
 	return false
+}
+
+// DefaultRESTCONFRoot is the root a server that names none is taken to
+// serve: most do, OpenDaylight's (TransportPCE) serve /rests instead.
+const DefaultRESTCONFRoot = "/restconf"
+
+// Root finds a RESTCONF server's root once and remembers it. A WIM URL
+// whose path ends in /restconf or /rests is the root itself (Get returns
+// ""). Otherwise the root is the one the server's host-meta (GET
+// /.well-known/host-meta under the WIM URL, an XRD or JRD document with a
+// link of rel "restconf": RFC 8040's discovery) names, or
+// DefaultRESTCONFRoot when the server has none (404, or no such link). Paths under the root are
+// appended to what Get returns.
+type Root struct {
+	c *Client
+
+	mu    sync.Mutex
+	root  string
+	found bool
+}
+
+// NewRoot returns the root finder of c's server.
+func NewRoot(c *Client) *Root { return &Root{c: c} }
+
+// Get returns the root, asking the server the first time. An unanswered
+// request and any answer but 2xx or 404 are errors (not remembered).
+func (r *Root) Get(ctx context.Context, op string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.found {
+		return r.root, nil
+	}
+	u, err := url.Parse(r.c.base)
+	if err != nil {
+		return "", connectors.Errorf(connectors.KindPermanent, "%s %s: %v", r.c.name, op, err)
+	}
+	basePath := strings.TrimRight(u.Path, "/")
+	if last := basePath[strings.LastIndexByte(basePath, '/')+1:]; last == "restconf" || last == "rests" {
+		r.root, r.found = "", true
+		return "", nil
+	}
+	reply, err := r.c.Do(ctx, op+" (host-meta)", Request{Method: http.MethodGet, Path: "/.well-known/host-meta", Accept: "application/xrd+xml, application/json"})
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case reply.Status == http.StatusNotFound:
+		// No host-meta: the default root.
+	case !reply.OK():
+		// Guessing the root now could send requests where a 404 reads
+		// as "gone".
+		return "", r.c.Error(op+" (host-meta)", reply, RESTCONFDetail(reply.Body))
+	default:
+		if href, ok := HostMetaRoot(reply.Body); ok {
+			if h, err := url.Parse(href); err == nil {
+				href = h.Path
+			}
+			// The link is an absolute path on the host; under a WIM URL
+			// with a path of its own it is relative to that path.
+			r.root = strings.TrimRight(strings.TrimPrefix(href, basePath), "/")
+			r.found = true
+			return r.root, nil
+		}
+	}
+	r.root, r.found = DefaultRESTCONFRoot, true
+	return r.root, nil
+}
+
+// HostMetaRoot returns the href of the "restconf" link of a host-meta
+// document, XRD (XML) or JRD (JSON).
+func HostMetaRoot(body []byte) (string, bool) {
+	var jrd struct {
+		Links []struct {
+			Rel  string `json:"rel"`
+			Href string `json:"href"`
+		} `json:"links"`
+	}
+	if json.Unmarshal(body, &jrd) == nil {
+		for _, l := range jrd.Links {
+			if l.Rel == "restconf" && l.Href != "" {
+				return l.Href, true
+			}
+		}
+		return "", false
+	}
+	var xrd struct {
+		Links []struct {
+			Rel  string `xml:"rel,attr"`
+			Href string `xml:"href,attr"`
+		} `xml:"Link"`
+	}
+	if xml.Unmarshal(body, &xrd) != nil {
+		return "", false
+	}
+	for _, l := range xrd.Links {
+		if l.Rel == "restconf" && l.Href != "" {
+			return l.Href, true
+		}
+	}
+	return "", false
 }

@@ -26,12 +26,13 @@ const photonicPorts = 16
 func photonicPort(side string, i int) string { return fmt.Sprintf("%s-opt%d", side, i) }
 
 // photonicSIPs are the INPUT (-rx) and OUTPUT (-tx) SIPs of the photonic
-// ports R5-opt<i> and R6-opt<i>.
-func photonicSIPs() []emu.SIP {
+// ports R5-opt<i> and R6-opt<i>, with the media channel qualifier of
+// TAPI version.
+func photonicSIPs(version string) []emu.SIP {
 	var out []emu.SIP
 	for i := range photonicPorts {
-		out = append(out, emu.PhotonicSIPs(photonicPort("R5", i))...)
-		out = append(out, emu.PhotonicSIPs(photonicPort("R6", i))...)
+		out = append(out, emu.PhotonicSIPsFor(version, photonicPort("R5", i))...)
+		out = append(out, emu.PhotonicSIPsFor(version, photonicPort("R6", i))...)
 	}
 	return out
 }
@@ -65,7 +66,7 @@ func halfEndPointJSON(localID, sip, direction string) map[string]any {
 
 func TestPhotonicCreateRequest(t *testing.T) {
 	t.Parallel()
-	c, e := setup(t, emu.Options{}, nil)
+	c, e := setup(t, emu.Options{Version: emu.Version213}, nil)
 	key := uuid.NewString()
 	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, photonicPoints(2))
 	if err != nil {
@@ -91,7 +92,7 @@ func TestPhotonicCreateRequest(t *testing.T) {
 		}}}
 	}
 	for i, body := range []map[string]any{half(az, "az", a, b), half(za, "za", b, a)} {
-		sent := e.Requests()[1+i].Body
+		sent := requests(e)[1+i].Body
 		if got, want := decodeJSON(t, sent), decodeJSON(t, connectortest.MustJSON(t, body)); !reflect.DeepEqual(got, want) {
 			t.Errorf("create body %d\n got %s\nwant %s", i, sent, connectortest.MustJSON(t, body))
 		}
@@ -118,13 +119,14 @@ func TestPhotonicCreateRequest(t *testing.T) {
 	if err != nil || st.Status != connectors.StatusActive || st.Info["bidirectional"] != false || st.Info["az"] == nil || st.Info["za"] == nil {
 		t.Fatalf("GetServiceStatus = %+v, %v; want ACTIVE with both halves' info", st, err)
 	}
-	before := len(e.Requests())
+	before := len(requests(e))
 	if err := c.DeleteService(t.Context(), id, nil); err != nil || e.Count() != 0 {
 		t.Fatalf("DeleteService = %v, %d services left", err, e.Count())
 	}
+	// TAPI 2.1.3 deletes by service-id-or-name.
 	for i, half := range []string{az, za} {
-		r := e.Requests()[before+i]
-		if r.Path != emu.DeleteRPCPath || r.Body != `{"tapi-connectivity:input":{"uuid":"`+half+`"}}` {
+		r := requests(e)[before+i]
+		if r.Path != emu.DeleteRPCPath || r.Body != `{"tapi-connectivity:input":{"service-id-or-name":"`+half+`"}}` {
 			t.Errorf("delete request %d = %s %s", i, r.Path, r.Body)
 		}
 	}

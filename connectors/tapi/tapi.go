@@ -1,20 +1,49 @@
 // Package tapi provides WIM type "tapi": a connector for ONF Transport API
-// (TAPI 2.1.x and later) connectivity services over RESTCONF.
-// It speaks the paths and
-// module-qualified names of OSM's tapi connector and of its mock server,
-// so it works wherever OSM's does:
+// connectivity services over RESTCONF, TAPI 2.1.3 (ONOS ODTN, most 2.1.x
+// servers, OSM's connector and mock) and 2.4.1 (TransportPCE). Every body
+// it sends is in the shape of the version in use, and is checked in its
+// tests with yanglint against ONF's published modules of that version
+// (testdata/yang):
 //
-//	GET    {url}/restconf/data/tapi-common:context/service-interface-point
-//	POST   {url}/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context
+//	GET    {root}/data/tapi-common:context/service-interface-point
+//	POST   {root}/data/tapi-common:context/tapi-connectivity:connectivity-context
 //	         {"tapi-connectivity:connectivity-service": [{…}]}          (create, "data")
-//	POST   {url}/restconf/operations/tapi-connectivity:create-connectivity-service
+//	POST   {root}/operations/tapi-connectivity:create-connectivity-service
 //	         {"tapi-connectivity:input": {…}}                             (create, "rpc")
-//	GET    {url}/restconf/data/…/connectivity-context/connectivity-service[=<uuid>]
-//	POST   {url}/restconf/operations/tapi-connectivity:delete-connectivity-service
-//	DELETE {url}/restconf/data/…/connectivity-context/connectivity-service=<uuid>
+//	GET    {root}/data/…/connectivity-context/connectivity-service[=<uuid>]
+//	POST   {root}/operations/tapi-connectivity:delete-connectivity-service
+//	DELETE {root}/data/…/connectivity-context/connectivity-service=<uuid>
 //
 // Bodies are RFC 7951 JSON sent as application/yang-data+json; error
 // replies' ietf-restconf:errors end up in the error text.
+//
+// # RESTCONF root and version
+//
+// {root} is the WIM URL when its path ends in /restconf or /rests;
+// otherwise the root that the server's /.well-known/host-meta names (its
+// "restconf" link: RESTCONF's discovery), else {url}/restconf.
+// OpenDaylight-based servers (TransportPCE) serve /rests. Both are asked
+// once per connector.
+//
+// The version is the setting tapi_version; "auto" (the default) reads
+// the server's ietf-yang-library (modules-state, else yang-library) once:
+// a tapi-connectivity revision from 2021 on is 2.4.1, an earlier one
+// 2.1.3; a server that lists none is taken as 2.1.3. The shapes:
+//
+//	2.1.3 data   {uuid, name, end-point, service-type, requested-capacity,
+//	             connectivity-direction}
+//	2.1.3 rpc    {end-point (each named, see Idempotency),
+//	             connectivity-constraint: {service-type, requested-capacity,
+//	             connectivity-direction}}: no uuid, no name
+//	2.4.1 data   {uuid, name, layer-protocol-name, direction, end-point,
+//	             connectivity-constraint: {service-type, requested-capacity}}
+//	2.4.1 rpc    {uuid, name, layer-protocol-name, end-point,
+//	             connectivity-constraint: {…}}: no direction
+//
+// In 2.4.1 capacity units are identities (tapi-common:CAPACITY_UNIT_GBPS),
+// end-point and SIP directions SOURCE (2.1's INPUT) and SINK (OUTPUT), and
+// a SIP lists its qualifiers in supported-cep-layer-protocol-qualifier-
+// instances; replies of either version are read.
 //
 // # Service
 //
@@ -41,7 +70,7 @@
 //
 // # VLANs and port mappings
 //
-// TAPI 2.1.x has no VLAN leaf on a connectivity-service end-point, so a VLAN
+// TAPI (2.1.3 and 2.4.1) has no VLAN leaf on a connectivity-service end-point, so a VLAN
 // is expressed by the SIP: controllers expose one SIP per port and VLAN.
 // A point's MappingInfo (the port mapping's wan_service_mapping_info, or,
 // when the point carries none, cfg.PortMappings' entry for its endpoint;
@@ -70,8 +99,8 @@
 // POINT_TO_POINT_CONNECTIVITY services, as in OSM: "az" carries traffic
 // from the first point to the second, "za" back. A SIP's direction is
 // that of the connectivity service's port at it, so a half goes in at its
-// source's sip_input SIP (end-point direction INPUT) and out at its
-// sink's sip_output SIP (direction OUTPUT), both end-points with role
+// source's sip_input SIP (end-point direction INPUT; SOURCE in 2.4.1) and out at its
+// sink's sip_output SIP (direction OUTPUT; SINK), both end-points with role
 // SYMMETRIC (point to point); direction and role are only sent on these
 // halves. On the wire these are OSM's two services, with az and za
 // swapped: OSM lists the OUTPUT end-point first, calls the service that
@@ -114,12 +143,16 @@
 // namespace. Every service is also named {"value-name": "wimro-service-key",
 // "value": key}: ListServices and ClearAll only touch services so named
 // (never other tenants'), and it lets create adopt when the server chose the
-// uuid.
+// uuid. TAPI 2.1.3's create RPC has no name, so there each end-point
+// carries the name entries (an end-point has a name list) and a service
+// whose end-points all carry the key is taken as named with it.
 //
 // With create_mode "data" (default, as OSM) the POST carries the derived
-// uuid; a retry gets 409 (data-exists), and the connector reads the
-// service and adopts it when it has the same SIPs (else Permanent). With
-// create_mode "rpc" the server picks the uuid (TAPI 2.1.x RPC), so the
+// uuid; a retry gets 409 (error-tag data-exists, or resource-denied as
+// RFC 8040 words it), and the connector reads the service and adopts it
+// when it has the same SIPs (else Permanent). With create_mode "rpc" the
+// server picks the uuid (2.1.3; 2.4.1's input carries the derived uuid,
+// which the server may honour, a 409 then adopting as above), so the
 // connector lists the services first, under a lock per key
 // (connectors.Config.MutationLock), and adopts the one named with the key
 // (a photonic half: with the key and its direction), which also covers a
@@ -135,10 +168,13 @@
 // varies, and delete-then-create under the same uuid could lose the
 // service half-way.
 //
-// Delete uses delete_mode: "rpc-uuid" (default; OSM and the newest model,
-// input {"uuid": …}), "rpc-service-id-or-name" (TAPI 2.1.1/2.1.3, input
-// {"service-id-or-name": …}) or "data" (DELETE on the data node). 404 (or a
-// data-missing error) is success.
+// Delete uses delete_mode: "rpc" (default: the version's input,
+// {"service-id-or-name": …} on 2.1.3, {"uuid": …} on 2.4.1), "rpc-uuid"
+// or "rpc-service-id-or-name" (that input whatever the version) or "data"
+// (DELETE on the data node). 404 (or a data-missing error) is success; any
+// other refusal but 401/403 (ONOS answers 417 and TransportPCE a failed
+// RPC result for a service they do not have) is followed by a look-up of
+// the service: gone is success, else the refusal is the error.
 //
 // # Status
 //
@@ -164,8 +200,9 @@
 // Settings (account config, then WIM config), besides connectors/rest's
 // timeout_ms, ca_file, insecure_skip_verify and bearer_token:
 //
+//	tapi_version    "auto" (default), "2.1.3" or "2.4.1"
 //	create_mode     "data" (default) or "rpc"
-//	delete_mode     "rpc-uuid" (default), "rpc-service-id-or-name" or "data"
+//	delete_mode     "rpc" (default), "rpc-uuid", "rpc-service-id-or-name" or "data"
 //	capacity_value  requested capacity, a positive integer (1)
 //	capacity_unit   its unit: GBPS (default), MBPS, KBPS, TBPS, GB, MB, KB, TB, GHz, MHz
 //	multipoint      allow ELAN as MULTIPOINT_CONNECTIVITY (false)
@@ -173,12 +210,14 @@ package tapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -193,13 +232,17 @@ const Type = "tapi"
 // Register adds the tapi connector to r under Type.
 func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
 
-// Values of the create_mode and delete_mode settings.
+// Values of the create_mode, delete_mode and tapi_version settings.
 const (
 	CreateData        = "data"
 	CreateRPC         = "rpc"
+	DeleteRPC         = "rpc" // the version's input leaf
 	DeleteRPCUUID     = "rpc-uuid"
 	DeleteRPCIDOrName = "rpc-service-id-or-name"
 	DeleteData        = "data"
+	VersionAuto       = "auto"
+	Version213        = "2.1.3"
+	Version241        = "2.4.1"
 )
 
 // KeyName is the value-name of the name entry that carries the service key
@@ -207,14 +250,17 @@ const (
 const KeyName = "wimro-service-key"
 
 const (
-	directionBoth       = "BIDIRECTIONAL"
-	typePointToPoint    = "POINT_TO_POINT_CONNECTIVITY"
-	typeMultipoint      = "MULTIPOINT_CONNECTIVITY"
-	sipListPath         = "/restconf/data/tapi-common:context/service-interface-point"
-	connectivityContext = "/restconf/data/tapi-common:context/tapi-connectivity:connectivity-context"
+	directionBoth    = "BIDIRECTIONAL"
+	typePointToPoint = "POINT_TO_POINT_CONNECTIVITY"
+	typeMultipoint   = "MULTIPOINT_CONNECTIVITY"
+	// Paths under the RESTCONF root.
+	sipListPath         = "/data/tapi-common:context/service-interface-point"
+	connectivityContext = "/data/tapi-common:context/tapi-connectivity:connectivity-context"
 	servicesPath        = connectivityContext + "/connectivity-service"
-	createRPCPath       = "/restconf/operations/tapi-connectivity:create-connectivity-service"
-	deleteRPCPath       = "/restconf/operations/tapi-connectivity:delete-connectivity-service"
+	createRPCPath       = "/operations/tapi-connectivity:create-connectivity-service"
+	deleteRPCPath       = "/operations/tapi-connectivity:delete-connectivity-service"
+	modulesStatePath    = "/data/ietf-yang-library:modules-state"
+	yangLibraryPath     = "/data/ietf-yang-library:yang-library"
 )
 
 // keyNamespace is the UUIDv5 namespace of service uuids derived from keys
@@ -234,6 +280,8 @@ var capacityUnits = []string{"GBPS", "MBPS", "KBPS", "TBPS", "GB", "MB", "KB", "
 
 type connector struct {
 	rc         *rest.Client
+	root       *rest.Root
+	setVersion string // tapi_version: VersionAuto, Version213 or Version241
 	lock       func(ctx context.Context, name string) (func(), error)
 	lockPrefix string // names the create lock of a key on this controller
 	createMode string
@@ -247,6 +295,9 @@ type connector struct {
 	// "" marks a SIP that two mappings name.
 	sipNames map[string]string
 	log      *slog.Logger
+
+	mu      sync.Mutex
+	version string // the version in use, once known
 }
 
 // Factory builds a tapi connector. It contacts nothing; invalid settings
@@ -260,7 +311,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	deleteMode, err := oneOf(cfg, "delete_mode", DeleteRPCUUID, DeleteRPCIDOrName, DeleteData)
+	deleteMode, err := oneOf(cfg, "delete_mode", DeleteRPC, DeleteRPCUUID, DeleteRPCIDOrName, DeleteData)
+	if err != nil {
+		return nil, err
+	}
+	version, err := oneOf(cfg, "tapi_version", VersionAuto, Version213, Version241)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +336,8 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	}
 	c := &connector{
 		rc:         rc,
+		root:       rest.NewRoot(rc),
+		setVersion: version,
 		lock:       cfg.MutationLock,
 		lockPrefix: "tapi " + rc.Controller() + " service key ",
 		createMode: createMode,
@@ -370,7 +427,93 @@ func (c *connector) fail(op string, r rest.Reply) error {
 }
 
 func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
-	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
+	return c.send(ctx, op, http.MethodGet, path, nil)
+}
+
+// send sends in (nil: no body) to path under the RESTCONF root.
+func (c *connector) send(ctx context.Context, op, method, path string, in any) (rest.Reply, error) {
+	root, err := c.root.Get(ctx, op)
+	if err != nil {
+		return rest.Reply{}, err
+	}
+	return c.rc.JSON(ctx, op, method, root+path, rest.MediaYANGJSON, in)
+}
+
+// tapiVersion returns the TAPI version in use: the tapi_version setting,
+// else the one the server's yang library says (tapi-connectivity's
+// revision: 2.4.1's from 2021 on, 2.1.x's before), else 2.1.3, whose
+// shapes OSM's connector and most 2.1.x servers use.
+func (c *connector) tapiVersion(ctx context.Context, op string) (string, error) {
+	if c.setVersion != VersionAuto {
+		return c.setVersion, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.version != "" {
+		return c.version, nil
+	}
+	v := Version213
+	for _, path := range []string{modulesStatePath, yangLibraryPath} {
+		r, err := c.get(ctx, op+" (yang library)", path)
+		if err != nil {
+			return "", err
+		}
+		if r.Status >= 500 || r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+			// Not an answer about the library: guessing the version
+			// now could send bodies the server refuses.
+			return "", c.fail(op+" (yang library)", r)
+		}
+		if rev, ok := tapiRevision(r); ok {
+			if rev >= "2021" {
+				v = Version241
+			}
+			break
+		}
+	}
+	c.log.Debug("tapi version detected", "version", v)
+	c.version = v
+	return v, nil
+}
+
+// tapiRevision returns the revision of tapi-connectivity that a yang
+// library answer (RFC 7895's modules-state or RFC 8525's yang-library)
+// lists.
+func tapiRevision(r rest.Reply) (string, bool) {
+	if !r.OK() {
+		return "", false
+	}
+	type module struct {
+		Name     string `json:"name"`
+		Revision string `json:"revision"`
+	}
+	var doc struct {
+		ModulesState *struct {
+			Module []module `json:"module"`
+		} `json:"ietf-yang-library:modules-state"`
+		YANGLibrary *struct {
+			ModuleSet []struct {
+				Module []module `json:"module"`
+			} `json:"module-set"`
+		} `json:"ietf-yang-library:yang-library"`
+	}
+	if json.Unmarshal(r.Body, &doc) != nil {
+		return "", false
+	}
+	var mods []module
+	if doc.ModulesState != nil {
+		mods = doc.ModulesState.Module
+	}
+	if doc.YANGLibrary != nil {
+		for _, s := range doc.YANGLibrary.ModuleSet {
+			mods = append(mods, s.Module...)
+		}
+	}
+	for _, m := range mods {
+		if m.Name == "tapi-connectivity" && m.Revision != "" {
+			return m.Revision, true
+		}
+	}
+	return "", false
 }
 
 // sipList reads the controller's SIPs, by uuid.
@@ -395,6 +538,7 @@ func (c *connector) sipList(ctx context.Context, op string) (map[string]sip, err
 	}
 	out := make(map[string]sip, len(list))
 	for _, s := range list {
+		s.normalize()
 		out[s.UUID] = s
 	}
 	return out, nil
@@ -579,11 +723,13 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 
 // create makes the service want, or adopts it, and returns its uuid:
 // with create_mode "data" it is id, with "rpc" the server's choice.
+// With "rpc" on 2.4.1 the input carries id too, which the server may
+// honour.
 func (c *connector) create(ctx context.Context, key, id string, want service) (string, error) {
+	want.UUID = id
 	if c.createMode == CreateRPC {
 		return c.createRPC(ctx, key, want)
 	}
-	want.UUID = id
 	return c.createData(ctx, key, want)
 }
 
@@ -628,8 +774,12 @@ func sameCapacity(have, want *capacity) bool {
 }
 
 func (c *connector) createData(ctx context.Context, key string, want service) (string, error) {
-	body := map[string]any{"tapi-connectivity:connectivity-service": []service{want}}
-	r, err := c.rc.JSON(ctx, "create", http.MethodPost, connectivityContext, rest.MediaYANGJSON, body)
+	version, err := c.tapiVersion(ctx, "create")
+	if err != nil {
+		return "", err
+	}
+	body := map[string]any{"tapi-connectivity:connectivity-service": []any{want.body(version, false)}}
+	r, err := c.send(ctx, "create", http.MethodPost, connectivityContext, body)
 	if err != nil {
 		return "", err
 	}
@@ -637,11 +787,23 @@ func (c *connector) createData(ctx context.Context, key string, want service) (s
 		c.log.Debug("tapi service created", "service_id", want.UUID, "service_key", key)
 		return want.UUID, nil
 	}
-	exists := rest.HasRESTCONFTag(r.Body, "data-exists") ||
-		r.Status == http.StatusConflict && len(rest.ParseRESTCONFErrors(r.Body)) == 0
-	if !exists {
+	if !exists(r) {
 		return "", c.fail("create", r)
 	}
+	return c.adoptByUUID(ctx, key, want)
+}
+
+// exists reports a create refused because the service is there already:
+// 409 with error-tag data-exists (OpenDaylight) or resource-denied (RFC
+// 8040's tag for a POST of an existing resource), or a bare 409.
+func exists(r rest.Reply) bool {
+	return rest.HasRESTCONFTag(r.Body, "data-exists") ||
+		r.Status == http.StatusConflict && (rest.HasRESTCONFTag(r.Body, "resource-denied") || len(rest.ParseRESTCONFErrors(r.Body)) == 0)
+}
+
+// adoptByUUID reads the service whose uuid a create found taken and
+// adopts it when it is the one wanted.
+func (c *connector) adoptByUUID(ctx context.Context, key string, want service) (string, error) {
 	// The uuid is taken: most likely by our own earlier attempt.
 	have, err := c.read(ctx, "create (read existing)", want.UUID)
 	if connectors.IsNotFound(err) {
@@ -680,9 +842,19 @@ func (c *connector) createRPC(ctx context.Context, key string, want service) (st
 		c.log.Debug("tapi service adopted", "service_id", have.UUID, "service_key", key)
 		return have.UUID, nil
 	}
-	r, err := c.rc.JSON(ctx, "create", http.MethodPost, createRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": want})
+	version, err := c.tapiVersion(ctx, "create")
 	if err != nil {
 		return "", err
+	}
+	if version == Version213 {
+		want.UUID = "" // 2.1.3's input has no uuid: the server picks it
+	}
+	r, err := c.send(ctx, "create", http.MethodPost, createRPCPath, map[string]any{"tapi-connectivity:input": want.body(version, true)})
+	if err != nil {
+		return "", err
+	}
+	if !r.OK() && want.UUID != "" && exists(r) {
+		return c.adoptByUUID(ctx, key, want)
 	}
 	if !r.OK() {
 		return "", c.fail("create", r)
@@ -782,22 +954,42 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 }
 
 // deleteOne deletes one connectivity service; one that is gone is fine.
+// A 404 or data-missing says so; any other refusal (ONOS answers 417,
+// TransportPCE a failed RPC result, for a service it does not have) is
+// checked by looking the service up: gone means deleted.
 func (c *connector) deleteOne(ctx context.Context, id string) error {
 	var r rest.Reply
 	var err error
-	switch c.deleteMode {
+	mode := c.deleteMode
+	if mode == DeleteRPC {
+		version, err := c.tapiVersion(ctx, "delete")
+		if err != nil {
+			return err
+		}
+		mode = map[string]string{Version213: DeleteRPCIDOrName, Version241: DeleteRPCUUID}[version]
+	}
+	switch mode {
 	case DeleteData:
-		r, err = c.rc.Do(ctx, "delete", rest.Request{Method: http.MethodDelete, Path: servicesPath + "=" + rest.EscapeKey(id), Accept: rest.MediaYANGJSON})
+		r, err = c.send(ctx, "delete", http.MethodDelete, servicesPath+"="+rest.EscapeKey(id), nil)
 	case DeleteRPCIDOrName:
-		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"service-id-or-name": id}})
+		r, err = c.send(ctx, "delete", http.MethodPost, deleteRPCPath, map[string]any{"tapi-connectivity:input": map[string]any{"service-id-or-name": id}})
 	default:
-		r, err = c.rc.JSON(ctx, "delete", http.MethodPost, deleteRPCPath, rest.MediaYANGJSON, map[string]any{"tapi-connectivity:input": map[string]any{"uuid": id}})
+		r, err = c.send(ctx, "delete", http.MethodPost, deleteRPCPath, map[string]any{"tapi-connectivity:input": map[string]any{"uuid": id}})
 	}
 	if err != nil {
 		return err
 	}
 	if !r.OK() && r.Status != http.StatusNotFound && !rest.HasRESTCONFTag(r.Body, "data-missing") {
-		return c.fail("delete of "+id, r)
+		refused := c.fail("delete of "+id, r)
+		if r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
+			return refused
+		}
+		_, rerr := c.read(ctx, "delete (look-up)", id)
+		if !connectors.IsNotFound(rerr) {
+			return refused
+		}
+		c.log.Debug("tapi delete refused, and the service is gone: deleted", "service_id", id, "status", r.Status)
+		return nil
 	}
 	c.log.Debug("tapi service deleted", "service_id", id, "status", r.Status)
 	return nil

@@ -1,12 +1,14 @@
 package tapi_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"reflect"
 	"slices"
 	"strconv"
@@ -34,13 +36,43 @@ const (
 )
 
 // seededSIPs are OSM's mock SIPs, one SIP per port and VLAN 100..131 on
-// both DSR ports, and the photonic pairs of photonicSIPs.
-func seededSIPs() []emu.SIP {
+// both DSR ports, and the photonic pairs of photonicSIPs, with the
+// qualifiers of TAPI version ("": 2.4.1, the emulator's default).
+func seededSIPs(version string) []emu.SIP {
 	vlans := make([]int, vlanCount)
 	for i := range vlans {
 		vlans[i] = firstVLAN + i
 	}
-	return slices.Concat(emu.OSMSIPs(), emu.VLANSIPs(portA, vlans...), emu.VLANSIPs(portB, vlans...), photonicSIPs())
+	osm := []emu.SIP{emu.DSRSIP("R1-eth0"), emu.DSRSIP("R2-eth0")}
+	osm = append(append(osm, emu.PhotonicSIPsFor(version, "R3-opt1")...), emu.PhotonicSIPsFor(version, "R4-opt1")...)
+	return slices.Concat(osm, emu.VLANSIPs(portA, vlans...), emu.VLANSIPs(portB, vlans...), photonicSIPs(version))
+}
+
+// yangDir holds the published modules of TAPI version.
+func yangDir(version string) string { return "testdata/yang/" + version }
+
+// linted sets opts to have the emulator validate every request body and
+// answer with yanglint against the modules of its version, and fails t at
+// cleanup when yanglint refused any: what the connector sends and what it
+// is answered must both be valid TAPI.
+func linted(t *testing.T, opts emu.Options) emu.Options {
+	t.Helper()
+	if _, err := exec.LookPath("yanglint"); err != nil {
+		t.Fatalf("yanglint is not on PATH (`make deps` installs it): %v", err)
+	}
+	opts.YANGDir = yangDir(cmp.Or(opts.Version, emu.Version241))
+	return opts
+}
+
+// checkLinted fails t at cleanup when yanglint refused a body or answer of
+// e (TestYanglintOracle shows that it can).
+func checkLinted(t *testing.T, e *emu.Emulator) {
+	t.Helper()
+	t.Cleanup(func() {
+		if f := e.LintFailures(); len(f) > 0 {
+			t.Errorf("yanglint refused %d of %d documents:\n%s", len(f), e.Linted(), strings.Join(f, "\n"))
+		}
+	})
 }
 
 // vlanMapping is the wan_service_mapping_info of a port whose VLANs each
@@ -93,10 +125,14 @@ func setupWrapped(t *testing.T, opts emu.Options, account map[string]any, wrap f
 func setupMapped(t *testing.T, opts emu.Options, account map[string]any, wrap func(*emu.Emulator) http.Handler, mappings []wimro.PortMapping) (connectors.Connector, *emu.Emulator) {
 	t.Helper()
 	if opts.SIPs == nil {
-		opts.SIPs = seededSIPs()
+		opts.SIPs = seededSIPs(opts.Version)
 	}
 	opts.User, opts.Password = user, password
 	e := emu.New(opts)
+	t.Cleanup(e.Close)
+	if opts.YANGDir != "" {
+		checkLinted(t, e)
+	}
 	var h http.Handler = e
 	if wrap != nil {
 		h = wrap(e)
@@ -105,20 +141,40 @@ func setupMapped(t *testing.T, opts emu.Options, account map[string]any, wrap fu
 	return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings}), e
 }
 
-// paths returns "METHOD path" of the emulator's requests.
+// requests returns the emulator's requests but the discovery the
+// connector makes once (host-meta, the yang library).
+func requests(e *emu.Emulator) []emu.Request {
+	var out []emu.Request
+	for _, r := range e.Requests() {
+		if r.Path != emu.HostMetaPath && r.Path != emu.YANGLibraryPath {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// paths returns "METHOD path" of the emulator's requests but discovery.
 func paths(e *emu.Emulator) []string {
 	var out []string
-	for _, r := range e.Requests() {
+	for _, r := range requests(e) {
 		out = append(out, r.Method+" "+r.Path)
 	}
 	return out
 }
 
+// TestConformance runs the suite on both TAPI versions, each create and
+// delete mode, and the ONOS and TransportPCE (OpenDaylight: /rests root,
+// failed RPC result for a gone service) modes, with yanglint validating
+// every body the connector sends and every answer it reads against the
+// published modules of the version in play (linted).
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	elan := func(i int) []connectors.ConnectionPoint {
 		return append(points(i), dot1q("dc3", portA, firstVLAN+16+i))
 	}
+	v213, v241 := emu.Options{Version: emu.Version213}, emu.Options{Version: emu.Version241}
+	onos := emu.Options{Version: emu.Version213, Server: emu.ServerONOS}
+	tpce := emu.Options{Version: emu.Version241, Server: emu.ServerTransportPCE}
 	variants := []struct {
 		name    string
 		opts    emu.Options
@@ -129,23 +185,27 @@ func TestConformance(t *testing.T) {
 		// listed service's SIPs read back as endpoints.
 		endpoints bool
 	}{
-		{"data create, uuid delete", emu.Options{Version: emu.Version24}, map[string]any{"multipoint": true}, points, elan, true},
-		{"rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name", "multipoint": true}, points, elan, true},
-		{"data create, data delete", emu.Options{Version: emu.Version213}, map[string]any{"delete_mode": "data", "multipoint": true}, points, elan, true},
-		{"photonic pairs, data create, uuid delete", emu.Options{Version: emu.Version24}, nil, photonicPoints, nil, false},
-		{"photonic pairs, rpc create, service-id-or-name delete", emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc", "delete_mode": "rpc-service-id-or-name"}, photonicPoints, nil, false},
+		{"2.4.1 data create, rpc delete", v241, map[string]any{"multipoint": true}, points, elan, true},
+		{"2.4.1 rpc create, rpc delete", v241, map[string]any{"create_mode": "rpc", "multipoint": true}, points, elan, true},
+		{"2.1.3 rpc create, rpc delete", v213, map[string]any{"create_mode": "rpc", "multipoint": true}, points, elan, true},
+		{"2.1.3 data create, data delete", v213, map[string]any{"delete_mode": "data", "multipoint": true}, points, elan, true},
+		{"2.1.3 as ONOS, rpc create", onos, map[string]any{"create_mode": "rpc", "tapi_version": "2.1.3"}, points, nil, true},
+		{"2.4.1 as TransportPCE, rpc create", tpce, map[string]any{"create_mode": "rpc"}, points, nil, true},
+		{"photonic pairs, 2.4.1 data create", v241, nil, photonicPoints, nil, false},
+		{"photonic pairs, 2.4.1 as TransportPCE, rpc create", tpce, map[string]any{"create_mode": "rpc"}, photonicPoints, nil, false},
+		{"photonic pairs, 2.1.3 rpc create", v213, map[string]any{"create_mode": "rpc"}, photonicPoints, nil, false},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			// A photonic pair refuses a bandwidth: the suite checks that.
 			honours := connectortest.Honours(tapi.Type, tapi.Register)
-			if v.elan == nil {
+			if v.elan == nil && !v.endpoints {
 				honours = nil
 			}
 			conformance.Run(t, conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
-					opts := v.opts
+					opts := linted(t, v.opts)
 					opts.BuildPolls = 2
 					var mappings []wimro.PortMapping
 					if v.endpoints {
@@ -166,12 +226,12 @@ func TestConformance(t *testing.T) {
 					return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: v.account})
 				},
 				BadCredentials: func(t *testing.T) connectors.Connector {
-					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password}))
+					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(""), User: user, Password: password}))
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password})
 				},
 				Honours: honours,
 				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
-					c, e := setup(t, v.opts, v.account)
+					c, e := setup(t, linted(t, v.opts), v.account)
 					return c, func(id string) connectors.QoS { return storedQoS(e, id) }
 				},
 			})
@@ -211,7 +271,7 @@ func endPointJSON(localID, sip string) map[string]any {
 
 func TestCreateRequest(t *testing.T) {
 	t.Parallel()
-	c, e := setup(t, emu.Options{}, map[string]any{"capacity_value": "10", "capacity_unit": "MBPS"})
+	c, e := setup(t, emu.Options{Version: emu.Version213}, map[string]any{"capacity_value": "10", "capacity_unit": "MBPS"})
 	key := uuid.NewString()
 	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(3))
 	if err != nil {
@@ -224,7 +284,7 @@ func TestCreateRequest(t *testing.T) {
 	if got := paths(e); !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests = %v, want %v", got, want)
 	}
-	post := e.Requests()[1]
+	post := requests(e)[1]
 	if post.ContentType != "application/yang-data+json" || post.User != user {
 		t.Errorf("POST content type %q, user %q", post.ContentType, post.User)
 	}
@@ -347,15 +407,22 @@ func TestRPCCreate(t *testing.T) {
 	if got := paths(e); !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests = %v, want %v", got, want)
 	}
+	// TAPI 2.1.3's input: no uuid and no name (the key names the
+	// end-points), the constraints in connectivity-constraint.
+	named := func(ep map[string]any) map[string]any {
+		ep["name"] = []any{map[string]any{"value-name": tapi.KeyName, "value": key}}
+		return ep
+	}
 	wantInput := map[string]any{"tapi-connectivity:input": map[string]any{
-		"name":                   []any{map[string]any{"value-name": tapi.KeyName, "value": key}},
-		"connectivity-direction": "BIDIRECTIONAL",
-		"service-type":           "POINT_TO_POINT_CONNECTIVITY",
-		"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "1", "unit": "GBPS"}},
-		"end-point":              []any{endPointJSON("dc1", "R1-eth0.101"), endPointJSON("dc2", "R2-eth0.101")},
+		"connectivity-constraint": map[string]any{
+			"connectivity-direction": "BIDIRECTIONAL",
+			"service-type":           "POINT_TO_POINT_CONNECTIVITY",
+			"requested-capacity":     map[string]any{"total-size": map[string]any{"value": "1", "unit": "GBPS"}},
+		},
+		"end-point": []any{named(endPointJSON("dc1", "R1-eth0.101")), named(endPointJSON("dc2", "R2-eth0.101"))},
 	}}
-	if got := decodeJSON(t, e.Requests()[2].Body); !reflect.DeepEqual(got, decodeJSON(t, connectortest.MustJSON(t, wantInput))) {
-		t.Errorf("RPC input\n got %s\nwant %s", e.Requests()[2].Body, connectortest.MustJSON(t, wantInput))
+	if got := decodeJSON(t, requests(e)[2].Body); !reflect.DeepEqual(got, decodeJSON(t, connectortest.MustJSON(t, wantInput))) {
+		t.Errorf("RPC input\n got %s\nwant %s", requests(e)[2].Body, connectortest.MustJSON(t, wantInput))
 	}
 
 	// A retry finds the service by its name and sends no second RPC.
@@ -386,7 +453,7 @@ func TestRPCCreateAdoptsServiceNamedByKey(t *testing.T) {
 	if err != nil || id != existing {
 		t.Fatalf("CreateService = %s, %v; want to adopt %s", id, err, existing)
 	}
-	for _, r := range e.Requests() {
+	for _, r := range requests(e) {
 		if r.Path == emu.CreateRPCPath {
 			t.Fatal("the create RPC was sent although a service carries the key")
 		}
@@ -401,12 +468,12 @@ func TestDeleteModes(t *testing.T) {
 		request       string // METHOD path of the delete
 		body          string // the delete's input, when an RPC
 	}{
-		{"", emu.Version24, true, "POST " + emu.DeleteRPCPath, `{"tapi-connectivity:input":{"uuid":"%s"}}`},
+		{"", emu.Version241, true, "POST " + emu.DeleteRPCPath, `{"tapi-connectivity:input":{"uuid":"%s"}}`},
 		{"rpc-uuid", emu.Version213, false, "POST " + emu.DeleteRPCPath, ""},
 		{"rpc-service-id-or-name", emu.Version213, true, "POST " + emu.DeleteRPCPath, `{"tapi-connectivity:input":{"service-id-or-name":"%s"}}`},
-		{"rpc-service-id-or-name", emu.Version24, false, "POST " + emu.DeleteRPCPath, ""},
+		{"rpc-service-id-or-name", emu.Version241, false, "POST " + emu.DeleteRPCPath, ""},
 		{"data", emu.Version213, true, "DELETE " + emu.ServicesPath + "=%s", ""},
-		{"data", emu.Version24, true, "DELETE " + emu.ServicesPath + "=%s", ""},
+		{"data", emu.Version241, true, "DELETE " + emu.ServicesPath + "=%s", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"@"+tt.version, func(t *testing.T) {
@@ -421,8 +488,12 @@ func TestDeleteModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = c.DeleteService(t.Context(), id, connInfo)
-			reqs := e.Requests()
-			last := reqs[len(reqs)-1]
+			reqs := requests(e)
+			// The last request that is not a read: a refused delete is
+			// followed by a look-up.
+			last := reqs[slices.IndexFunc(reqs, func(r emu.Request) bool {
+				return r.Method != http.MethodGet && r.Path != emu.CreateRPCPath && r.Path != emu.ConnectivityPath
+			})]
 			if got, want := last.Method+" "+last.Path, strings.ReplaceAll(tt.request, "%s", id); got != want {
 				t.Errorf("delete request = %s, want %s", got, want)
 			}
@@ -444,7 +515,7 @@ func TestDeleteModes(t *testing.T) {
 			if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
 				t.Fatalf("second delete (404) = %v, want success", err)
 			}
-			if last := e.Requests()[len(e.Requests())-1]; last.Status != http.StatusNotFound {
+			if last := requests(e)[len(requests(e))-1]; last.Status != http.StatusNotFound {
 				t.Fatalf("second delete answered %d, want 404 from the emulator", last.Status)
 			}
 		})
@@ -659,7 +730,7 @@ func TestMappingRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := emu.New(emu.Options{SIPs: seededSIPs()})
+			e := emu.New(emu.Options{SIPs: seededSIPs("")})
 			srv := serve(t, e)
 			c := build(t, connectors.Config{URL: srv.URL, PortMappings: []wimro.PortMapping{
 				{WANServiceEndpointID: "pm-dc", WANServiceMappingInfo: vlanMapping(portA)},
@@ -700,7 +771,7 @@ func TestCheckCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password})
+			e := emu.New(emu.Options{SIPs: seededSIPs(""), User: user, Password: password})
 			srv := serve(t, e)
 			c := build(t, connectors.Config{URL: srv.URL, User: user, Password: tt.password, PortMappings: tt.mappings})
 			err := c.CheckCredentials(t.Context())
@@ -711,8 +782,12 @@ func TestCheckCredentials(t *testing.T) {
 			} else if err == nil || connectors.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("CheckCredentials error = %v, want %s containing %q", err, tt.kind, tt.contains)
 			}
-			if got := paths(e); !reflect.DeepEqual(got, []string{"GET " + emu.SIPsPath}) {
-				t.Fatalf("requests = %v, want only the SIP list", got)
+			want := []string{"GET " + emu.SIPsPath}
+			if tt.password != password {
+				want = nil // refused at the first request, host-meta's
+			}
+			if got := paths(e); !reflect.DeepEqual(got, want) {
+				t.Fatalf("requests = %v, want %v", got, want)
 			}
 		})
 	}
@@ -925,7 +1000,7 @@ func TestSlowControllerIsRetryable(t *testing.T) {
 			t.Errorf("%s on a slow controller: %v (kind %s), want a Retryable deadline", name, err, connectors.KindOf(err))
 		}
 	}
-	for _, r := range e.Requests() {
+	for _, r := range requests(e) {
 		if r.Status != 499 {
 			t.Fatalf("request %s %s was served (%d) although the client had gone", r.Method, r.Path, r.Status)
 		}
@@ -939,12 +1014,12 @@ func TestEditUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := len(e.Requests())
+	before := len(requests(e))
 	_, err = c.EditService(t.Context(), id, connInfo, points(1))
 	if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("EditService = %v, want Permanent not supported", err)
 	}
-	if len(e.Requests()) != before {
+	if len(requests(e)) != before {
 		t.Fatal("EditService talked to the controller")
 	}
 }
@@ -1000,14 +1075,14 @@ func TestOverloadedController(t *testing.T) {
 // REST client.
 func TestTLSAndBearerToken(t *testing.T) {
 	t.Parallel()
-	connectortest.CheckTransport(t, build, emu.New(emu.Options{SIPs: seededSIPs()}))
+	connectortest.CheckTransport(t, build, emu.New(emu.Options{SIPs: seededSIPs("")}))
 }
 
 func TestSecretsNotLeaked(t *testing.T) {
 	t.Parallel()
 	logger, logs := connectortest.Logger(t)
 	const token = "bearer-secret-77"
-	e := emu.New(emu.Options{SIPs: seededSIPs(), User: user, Password: password})
+	e := emu.New(emu.Options{SIPs: seededSIPs(""), User: user, Password: password})
 	srv := serve(t, e)
 	account := map[string]any{"bearer_token": token, "create_mode": "rpc"}
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: account, Logger: logger})

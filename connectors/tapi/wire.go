@@ -1,8 +1,10 @@
 package tapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,9 +13,8 @@ import (
 	"github.com/wimro/wimro/connectors/rest"
 )
 
-// The JSON shapes the connector sends and reads. Leaves are TAPI 2.1.x
-// names; read-only states are omitted when empty so that the same struct
-// serves as request body.
+// The JSON shapes the connector reads, of either TAPI version, and the
+// bodies it sends (service.body), in the shape of the version in use.
 
 type nameValue struct {
 	ValueName string `json:"value-name"`
@@ -25,14 +26,16 @@ type sipRef struct {
 }
 
 // endPoint.Direction and Role are only sent on the end-points of a
-// photonic pair's unidirectional halves.
+// photonic pair's unidirectional halves. Direction is kept in 2.1 words
+// (INPUT, OUTPUT); 2.4.1 says SOURCE and SINK.
 type endPoint struct {
-	LocalID                string `json:"local-id"`
-	LayerProtocolName      string `json:"layer-protocol-name,omitempty"`
-	LayerProtocolQualifier string `json:"layer-protocol-qualifier,omitempty"`
-	SIP                    sipRef `json:"service-interface-point"`
-	Direction              string `json:"direction,omitempty"`
-	Role                   string `json:"role,omitempty"`
+	LocalID                string      `json:"local-id"`
+	Name                   []nameValue `json:"name,omitempty"`
+	LayerProtocolName      string      `json:"layer-protocol-name,omitempty"`
+	LayerProtocolQualifier string      `json:"layer-protocol-qualifier,omitempty"`
+	SIP                    sipRef      `json:"service-interface-point"`
+	Direction              string      `json:"direction,omitempty"`
+	Role                   string      `json:"role,omitempty"`
 }
 
 // totalSize.Value is a string when sent (uint64 under RFC 7951) but may be
@@ -67,6 +70,9 @@ func (c *capacity) String() string {
 	return fmt.Sprintf("%v %s", c.TotalSize.Value, c.TotalSize.Unit)
 }
 
+// service is a connectivity service as the connector reads it (either
+// version's shape; normalize brings 2.4.1's to 2.1.3's fields) and wants
+// it (body writes it in the version's shape).
 type service struct {
 	UUID                  string      `json:"uuid,omitempty"`
 	Name                  []nameValue `json:"name,omitempty"`
@@ -77,10 +83,144 @@ type service struct {
 	AdministrativeState   string      `json:"administrative-state,omitempty"`
 	OperationalState      string      `json:"operational-state,omitempty"`
 	LifecycleState        string      `json:"lifecycle-state,omitempty"`
+	// Direction and Constraint are 2.4.1's: its forwarding direction, and
+	// the connectivity-constraint that holds service-type and
+	// requested-capacity.
+	Direction  string      `json:"direction,omitempty"`
+	Constraint *constraint `json:"connectivity-constraint,omitempty"`
 
 	// capacityAsked marks a wanted service whose requested-capacity is a
 	// QoS bandwidth: adopting a service with another one is refused.
 	capacityAsked bool
+}
+
+type constraint struct {
+	ServiceType           string    `json:"service-type,omitempty"`
+	RequestedCapacity     *capacity `json:"requested-capacity,omitempty"`
+	ConnectivityDirection string    `json:"connectivity-direction,omitempty"`
+}
+
+// capacityUnitPrefix turns a unit word into TAPI 2.4.1's identity.
+const capacityUnitPrefix = "tapi-common:CAPACITY_UNIT_"
+
+// normalize brings a service read in 2.4.1's shape to the fields the
+// connector judges: service-type and requested-capacity out of
+// connectivity-constraint, direction as connectivity-direction, SOURCE and
+// SINK as INPUT and OUTPUT, capacity unit identities as words.
+func (s *service) normalize() {
+	if c := s.Constraint; c != nil {
+		s.ServiceType = cmp.Or(s.ServiceType, c.ServiceType)
+		s.ConnectivityDirection = cmp.Or(s.ConnectivityDirection, c.ConnectivityDirection)
+		if s.RequestedCapacity == nil {
+			s.RequestedCapacity = c.RequestedCapacity
+		}
+		s.Constraint = nil
+	}
+	s.ConnectivityDirection = cmp.Or(s.ConnectivityDirection, s.Direction)
+	s.Direction = ""
+	if s.RequestedCapacity != nil {
+		s.RequestedCapacity.TotalSize.Unit = strings.TrimPrefix(unqualified(s.RequestedCapacity.TotalSize.Unit), "CAPACITY_UNIT_")
+	}
+	for i := range s.EndPoint {
+		s.EndPoint[i].Direction = portDirection(s.EndPoint[i].Direction)
+	}
+}
+
+// unqualified strips a module prefix ("tapi-common:") from an identity.
+func unqualified(s string) string {
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// portDirection reads a port direction of either version in 2.1 words:
+// 2.4.1's SOURCE (into the network) is INPUT, SINK is OUTPUT.
+func portDirection(d string) string {
+	switch d {
+	case "SOURCE":
+		return dirInput
+	case "SINK":
+		return dirOutput
+	}
+	return d
+}
+
+// directionFor writes a 2.1 port direction in version's words.
+func directionFor(version, d string) string {
+	if version == Version213 {
+		return d
+	}
+	switch d {
+	case dirInput:
+		return "SOURCE"
+	case dirOutput:
+		return "SINK"
+	}
+	return d
+}
+
+// body is the service as version's data shape (rpc false: an entry of the
+// connectivity-service list) or its create-connectivity-service input.
+// 2.1.3's input has no uuid and no name, so the name entries go on each
+// end-point (local-class has a name list), where a listing finds them.
+func (s service) body(version string, rpc bool) map[string]any {
+	var capacity map[string]any
+	if s.RequestedCapacity != nil {
+		unit := s.RequestedCapacity.TotalSize.Unit
+		if version != Version213 {
+			unit = capacityUnitPrefix + unit
+		}
+		capacity = map[string]any{"total-size": map[string]any{"value": s.RequestedCapacity.TotalSize.Value, "unit": unit}}
+	}
+	eps := make([]any, len(s.EndPoint))
+	for i, ep := range s.EndPoint {
+		m := map[string]any{
+			"local-id":                ep.LocalID,
+			"service-interface-point": map[string]any{"service-interface-point-uuid": ep.SIP.UUID},
+		}
+		for k, v := range map[string]string{
+			"layer-protocol-name":      ep.LayerProtocolName,
+			"layer-protocol-qualifier": ep.LayerProtocolQualifier,
+			"direction":                directionFor(version, ep.Direction),
+			"role":                     ep.Role,
+		} {
+			if v != "" {
+				m[k] = v
+			}
+		}
+		if version == Version213 && rpc {
+			m["name"] = s.Name
+		}
+		eps[i] = m
+	}
+	out := map[string]any{"end-point": eps}
+	cc := map[string]any{"service-type": s.ServiceType}
+	if capacity != nil {
+		cc["requested-capacity"] = capacity
+	}
+	if version == Version213 {
+		if rpc {
+			cc["connectivity-direction"] = s.ConnectivityDirection
+			out["connectivity-constraint"] = cc
+			return out
+		}
+		maps.Copy(out, cc)
+		out["connectivity-direction"] = s.ConnectivityDirection
+	} else {
+		out["connectivity-constraint"] = cc
+		if len(s.EndPoint) > 0 && s.EndPoint[0].LayerProtocolName != "" {
+			out["layer-protocol-name"] = s.EndPoint[0].LayerProtocolName
+		}
+		if !rpc {
+			out["direction"] = s.ConnectivityDirection
+		}
+	}
+	if s.UUID != "" {
+		out["uuid"] = s.UUID
+	}
+	out["name"] = s.Name
+	return out
 }
 
 // key returns the wimro service key the service is named with, or "".
@@ -95,9 +235,26 @@ func (s service) half() string {
 	return ""
 }
 
-// name returns the value of the name entry valueName, or "".
+// name returns the value of the name entry valueName, or "": the
+// service's own, else the one every end-point carries (a 2.1.3 RPC create
+// can only name the end-points).
 func (s service) name(valueName string) string {
-	for _, n := range s.Name {
+	if v := nameIn(s.Name, valueName); v != "" {
+		return v
+	}
+	v := ""
+	for i, ep := range s.EndPoint {
+		w := nameIn(ep.Name, valueName)
+		if w == "" || i > 0 && w != v {
+			return ""
+		}
+		v = w
+	}
+	return v
+}
+
+func nameIn(names []nameValue, valueName string) string {
+	for _, n := range names {
 		if n.ValueName == valueName {
 			return n.Value
 		}
@@ -143,11 +300,32 @@ func (s service) states() map[string]any {
 	return info
 }
 
+// sip is a SIP of either version: 2.4.1 lists its qualifiers as
+// supported-cep-layer-protocol-qualifier-instances and says SOURCE and
+// SINK; normalize brings them to 2.1.3's fields.
 type sip struct {
 	UUID              string   `json:"uuid"`
 	LayerProtocolName string   `json:"layer-protocol-name"`
 	Qualifiers        []string `json:"supported-layer-protocol-qualifier"`
 	Direction         string   `json:"direction"`
+	CEPQualifiers     []struct {
+		Qualifier string `json:"layer-protocol-qualifier"`
+	} `json:"supported-cep-layer-protocol-qualifier-instances"`
+}
+
+func (s *sip) normalize() {
+	for _, q := range s.CEPQualifiers {
+		if q.Qualifier != "" {
+			s.Qualifiers = append(s.Qualifiers, q.Qualifier)
+		}
+	}
+	s.CEPQualifiers = nil
+	s.Direction = portDirection(s.Direction)
+	if s.Direction == "UNDEFINED_OR_UNKNOWN" {
+		// 2.4.1's default; its description reads a missing direction
+		// as bidirectional.
+		s.Direction = ""
+	}
 }
 
 // member decodes a RESTCONF reply body (a JSON object) and returns its
@@ -188,6 +366,9 @@ func (c *connector) serviceList(op string, r rest.Reply) ([]service, error) {
 		list = []service{one}
 	} else {
 		err = c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, &list)
+	}
+	for i := range list {
+		list[i].normalize()
 	}
 	return list, err
 }

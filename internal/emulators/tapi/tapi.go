@@ -1,31 +1,52 @@
 // Package tapi is an in-process emulator of an ONF Transport API (TAPI)
 // controller's RESTCONF interface, as wimro's tapi connector drives it.
 // It is an http.Handler: mount it on an
-// httptest.Server and point a WIM at the server's URL. Paths and the
-// module-qualified top-level names are those that OSM's tapi connector and
-// its mock_tapi_handler use; unlike that mock, the emulator enforces the
-// model's rules.
+// httptest.Server and point a WIM at the server's URL. It plays TAPI 2.1.3
+// (ONOS ODTN and most 2.1.x servers) or 2.4.1 (TransportPCE): request
+// bodies are decoded in that version's shapes, the data shape for a
+// data-mode create and the RPC input's own shape for the RPCs, and
+// answers are written in it.
 //
-// Resources (relative to the WIM URL):
+// Resources (relative to the WIM URL; {root} is Options.Root, "/restconf"
+// by default and "/rests" in the TransportPCE (OpenDaylight) mode):
 //
-//	GET    /restconf/data/tapi-common:context                    the whole context
-//	GET    /restconf/data/tapi-common:context/service-interface-point[=<uuid>]
-//	GET    /restconf/data/tapi-common:context/tapi-connectivity:connectivity-context
-//	POST   …/tapi-connectivity:connectivity-context               create with the client's uuid: 201; 409 data-exists
+//	GET    /.well-known/host-meta                                 XRD naming {root} (RFC 6415, RFC 8040)
+//	GET    {root}/data/ietf-yang-library:modules-state            the TAPI modules and their revisions
+//	GET    {root}/data/tapi-common:context                        the whole context
+//	GET    {root}/data/tapi-common:context/service-interface-point[=<uuid>]
+//	GET    {root}/data/tapi-common:context/tapi-connectivity:connectivity-context
+//	POST   …/tapi-connectivity:connectivity-context               create with the client's uuid: 201; 409
 //	GET    …/connectivity-context/connectivity-service             the list (200, possibly empty)
 //	GET    …/connectivity-context/connectivity-service=<uuid>      one service; 404
 //	DELETE …/connectivity-context/connectivity-service=<uuid>      204; 404
-//	POST   /restconf/operations/tapi-connectivity:create-connectivity-service   server-chosen uuid: 200 with output/service
-//	POST   /restconf/operations/tapi-connectivity:delete-connectivity-service   204; 404
+//	POST   {root}/operations/tapi-connectivity:create-connectivity-service   200 with output/service
+//	POST   {root}/operations/tapi-connectivity:delete-connectivity-service   204
 //
-// Creates are validated strictly: module-qualified body, uuid format,
-// at least two end-points with unique local-ids and existing, distinct
-// SIPs whose layer-protocol-name matches, supported qualifiers, the
-// enumerations of connectivity-direction, service-type, layer-protocol-name,
-// end-point direction and role and capacity unit, no unknown or read-only
-// leaf. requested-capacity's value is accepted as a string (RFC 7951
-// uint64) or a number. The delete RPC accepts the input leaf of
-// Options.Version only.
+// The version's shapes: in 2.1.3 a connectivity-service carries
+// service-type, requested-capacity and connectivity-direction at its top,
+// while the create RPC's input has them in connectivity-constraint and has
+// neither uuid nor name (the server picks the uuid); end-point direction
+// is INPUT or OUTPUT; a SIP lists supported-layer-protocol-qualifier; the
+// delete RPC takes service-id-or-name. In 2.4.1 service-type and
+// requested-capacity sit in connectivity-constraint in both shapes, the
+// service's direction is "direction" and there is none in the RPC input,
+// the RPC input takes uuid, name and layer-protocol-name, capacity units
+// are identities (tapi-common:CAPACITY_UNIT_GBPS) and values decimal64,
+// end-point and SIP directions are SOURCE or SINK (a 2.1 INPUT or
+// OUTPUT port), a SIP lists supported-cep-layer-protocol-qualifier-
+// instances, and the delete RPC takes uuid.
+//
+// With Options.YANGDir set, yanglint validates every request body against
+// the modules there (a refused one is answered 400, as a strict server
+// would) and every answer of the emulator's own (a refused one is recorded
+// and answered 500); LintFailures lists both, so a test can fail on them.
+//
+// Creates are also validated with the model's rules that yanglint cannot
+// see: at least two end-points with unique local-ids and existing,
+// distinct SIPs whose layer-protocol-name matches, supported qualifiers,
+// directions. A create of a uuid that exists is answered 409 with
+// error-tag resource-denied (RFC 8040's rule for a POST of an existing
+// resource), data-exists in the TransportPCE mode (OpenDaylight's).
 //
 // Directions follow the SIPs' direction (PhotonicSIPs makes INPUT and
 // OUTPUT ones). A BIDIRECTIONAL service takes no INPUT or OUTPUT SIP and
@@ -36,6 +57,10 @@
 // one; and the service needs at least one INPUT and one OUTPUT end-point.
 // An end-point role, when sent, is a port-role; ROOT, LEAF and TRUNK only
 // in a ROOTED_MULTIPOINT_CONNECTIVITY service.
+//
+// A delete of a service that does not exist is answered 404 by default;
+// in the ONOS mode 417 (what ONOS answers), in the TransportPCE mode 500
+// with a failed RPC result (error-type rpc, operation-failed).
 //
 // Every error is an ietf-restconf:errors body (RFC 8040 §7.1). A new
 // service is lifecycle-state PLANNED, operational-state DISABLED for its
@@ -64,8 +89,12 @@ import (
 	"github.com/wimro/wimro/internal/emulators/emulator"
 )
 
-// Resource paths.
+// Resource paths under the default root; with another Options.Root the
+// "/restconf" prefix is that root.
 const (
+	DefaultRoot      = "/restconf"
+	HostMetaPath     = "/.well-known/host-meta"
+	YANGLibraryPath  = "/restconf/data/ietf-yang-library:modules-state"
 	ContextPath      = "/restconf/data/tapi-common:context"
 	SIPsPath         = ContextPath + "/service-interface-point"
 	ConnectivityPath = ContextPath + "/tapi-connectivity:connectivity-context"
@@ -83,13 +112,28 @@ const (
 	OperationalDisabled     = "DISABLED"
 
 	QualifierDSR      = "tapi-dsr:DIGITAL_SIGNAL_TYPE"
-	QualifierPhotonic = "tapi-photonic-media:PHOTONIC_LAYER_QUALIFIER_NMC"
+	QualifierPhotonic = "tapi-photonic-media:PHOTONIC_LAYER_QUALIFIER_NMC" // 2.1.3; 2.4.1 has no NMC
+	// QualifierPhotonic241 is the media channel qualifier of TAPI 2.4.1.
+	QualifierPhotonic241 = "tapi-photonic-media:PHOTONIC_LAYER_QUALIFIER_MC"
 )
 
-// Versions for Options.Version: they decide the delete RPC's input leaf.
+// Versions for Options.Version.
 const (
-	Version213 = "2.1.3" // input {"service-id-or-name": …} (also "2.1.1")
-	Version24  = "2.4"   // input {"uuid": …} (the default)
+	Version213 = "2.1.3" // any "2.1…" plays 2.1.3
+	Version241 = "2.4.1" // the default
+)
+
+// Servers for Options.Server: how a delete of a gone service is answered,
+// and the RESTCONF root and 409 error-tag of OpenDaylight.
+const (
+	ServerONOS         = "onos"         // delete of a gone service: 417
+	ServerTransportPCE = "transportpce" // failed RPC result (500); root /rests; 409 data-exists
+)
+
+// Revisions of tapi-connectivity that the yang library lists per version.
+const (
+	Revision213 = "2020-06-16"
+	Revision241 = "2023-03-21"
 )
 
 var (
@@ -137,6 +181,18 @@ func VLANSIPs(port string, vlans ...int) []SIP {
 	return out
 }
 
+// PhotonicSIPsFor is PhotonicSIPs with the media channel qualifier of
+// version (TAPI 2.4.1 has no NMC).
+func PhotonicSIPsFor(version, port string) []SIP {
+	out := PhotonicSIPs(port)
+	if !strings.HasPrefix(version, "2.1") {
+		for i := range out {
+			out[i].Qualifiers = []string{QualifierPhotonic241}
+		}
+	}
+	return out
+}
+
 // OSMSIPs returns the SIPs of OSM's mock: R1-eth0 and R2-eth0 (DSR) and the
 // photonic pairs of R3-opt1 and R4-opt1.
 func OSMSIPs() []SIP {
@@ -147,10 +203,20 @@ func OSMSIPs() []SIP {
 type Options struct {
 	// SIPs are the context's service interface points.
 	SIPs []SIP
-	// Version selects the delete RPC's input: "2.1.x" wants
-	// service-id-or-name (and refuses a uuid in the create RPC input),
-	// anything else (default "2.4") wants uuid.
+	// Version is the TAPI version played: Version213 (any "2.1…") or
+	// Version241 (anything else, the default).
 	Version string
+	// YANGDir, when set, holds the modules of Version: yanglint (on PATH)
+	// validates every request body and every answer against them.
+	YANGDir string
+	// Server is "", ServerONOS or ServerTransportPCE.
+	Server string
+	// Root is the RESTCONF root ("/restconf"; "/rests" in the
+	// TransportPCE mode), named by host-meta.
+	Root string
+	// NoYANGLibrary answers 404 to the yang library, as servers that
+	// do not implement it.
+	NoYANGLibrary bool
 	// BuildPolls is how many reads of a new service answer PLANNED before
 	// it turns INSTALLED (0: INSTALLED at once).
 	BuildPolls int
@@ -170,10 +236,14 @@ type EndPoint struct {
 	LayerProtocolName      string
 	LayerProtocolQualifier string
 	SIP                    string
-	// Direction is the end-point's direction as sent; in a UNIDIRECTIONAL
-	// service, when none was sent, its SIP's (INPUT or OUTPUT).
+	// Direction is the end-point's direction as sent, in 2.1 words (a
+	// 2.4.1 SOURCE is INPUT, SINK is OUTPUT); in a UNIDIRECTIONAL service,
+	// when none was sent, its SIP's (INPUT or OUTPUT).
 	Direction string
 	Role      string
+	// Names are the end-point's name entries (2.1.3 has no service name
+	// in the create RPC; a client may name the end-points instead).
+	Names []Name
 }
 
 // Service is a connectivity service held by the emulator.
@@ -219,6 +289,9 @@ func (s *Service) clone() Service {
 	c := *s
 	c.Names = slices.Clone(s.Names)
 	c.EndPoints = slices.Clone(s.EndPoints)
+	for i := range c.EndPoints {
+		c.EndPoints[i].Names = slices.Clone(c.EndPoints[i].Names)
+	}
 	return c
 }
 
@@ -232,6 +305,8 @@ type Request = emulator.Request
 type Emulator struct {
 	emulator.Recorder
 	opts        Options
+	root        string
+	lint        *linter // nil without Options.YANGDir
 	contextUUID string
 	sips        map[string]SIP
 
@@ -241,14 +316,25 @@ type Emulator struct {
 
 // New returns an emulator with opts.SIPs and no services.
 func New(opts Options) *Emulator {
+	root := opts.Root
+	if root == "" {
+		root = DefaultRoot
+		if opts.Server == ServerTransportPCE {
+			root = "/rests"
+		}
+	}
 	e := &Emulator{
 		opts:        opts,
+		root:        strings.TrimRight(root, "/"),
 		contextUUID: uuid.NewString(),
 		sips:        make(map[string]SIP, len(opts.SIPs)),
 		services:    make(map[string]*Service),
 	}
 	for _, s := range opts.SIPs {
 		e.sips[s.UUID] = s
+	}
+	if opts.YANGDir != "" {
+		e.lint = newLinter(opts.YANGDir)
 	}
 	return e
 }
@@ -384,8 +470,24 @@ func tagFor(status int) string {
 	return "operation-failed"
 }
 
+// route serves host-meta, then what lies under the root, rewritten to the
+// default root that the path constants use.
 func (e *Emulator) route(w http.ResponseWriter, r *http.Request, body []byte) *rcError {
 	path := r.URL.EscapedPath()
+	if path == HostMetaPath {
+		if r.Method != http.MethodGet {
+			return notAllowed(r, "GET")
+		}
+		// RFC 8040's discovery document: an XRD naming the root.
+		w.Header().Set("Content-Type", "application/xrd+xml")
+		_, _ = fmt.Fprintf(w, "<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n  <Link rel='restconf' href='%s'/>\n</XRD>\n", e.root)
+		return nil
+	}
+	under, ok := strings.CutPrefix(path, e.root+"/")
+	if !ok {
+		return &rcError{status: http.StatusNotFound, tag: "invalid-value", msg: "no resource " + path}
+	}
+	path = DefaultRoot + "/" + under
 	key, keyed := strings.CutPrefix(path, ServicesPath+"=")
 	if !keyed {
 		key, keyed = strings.CutPrefix(path, SIPsPath+"=")
@@ -398,24 +500,41 @@ func (e *Emulator) route(w http.ResponseWriter, r *http.Request, body []byte) *r
 		key = k
 	}
 	switch {
+	case path == YANGLibraryPath && !e.opts.NoYANGLibrary:
+		if r.Method != http.MethodGet {
+			return notAllowed(r, "GET")
+		}
+		// Not a TAPI document: ietf-yang-library is not among the modules.
+		writeJSON(w, http.StatusOK, e.yangLibrary())
+		return nil
 	case path == ContextPath:
-		return e.readOnly(w, r, func() any { return map[string]any{"tapi-common:context": e.context()} })
+		return e.readOnly(w, r, func() (any, any) { c := e.context(); return map[string]any{"tapi-common:context": c}, nil })
 	case path == SIPsPath:
-		return e.readOnly(w, r, func() any { return map[string]any{"tapi-common:service-interface-point": e.sipList()} })
+		return e.readOnly(w, r, func() (any, any) {
+			list := e.sipList()
+			return map[string]any{"tapi-common:service-interface-point": list}, e.inContext(list, nil)
+		})
 	case keyed && strings.HasPrefix(path, SIPsPath+"="):
 		if _, ok := e.sips[key]; !ok {
 			return missing("service-interface-point", key)
 		}
-		return e.readOnly(w, r, func() any { return map[string]any{"tapi-common:service-interface-point": []any{sipJSON(e.sips[key])}} })
+		return e.readOnly(w, r, func() (any, any) {
+			list := []any{e.sipJSON(e.sips[key])}
+			return map[string]any{"tapi-common:service-interface-point": list}, e.inContext(list, nil)
+		})
 	case path == ConnectivityPath:
 		if r.Method == http.MethodPost {
 			return e.createData(w, r, body)
 		}
-		return e.readOnly(w, r, func() any {
-			return map[string]any{"tapi-connectivity:connectivity-context": map[string]any{"connectivity-service": e.serviceList()}}
+		return e.readOnly(w, r, func() (any, any) {
+			cc := map[string]any{"connectivity-service": e.serviceList()}
+			return map[string]any{"tapi-connectivity:connectivity-context": cc}, e.inContext(e.sipList(), cc)
 		})
 	case path == ServicesPath:
-		return e.readOnly(w, r, func() any { return map[string]any{"tapi-connectivity:connectivity-service": e.serviceList()} })
+		return e.readOnly(w, r, func() (any, any) {
+			list := e.serviceList()
+			return map[string]any{"tapi-connectivity:connectivity-service": list}, e.inContext(e.sipList(), map[string]any{"connectivity-service": list})
+		})
 	case keyed:
 		switch r.Method {
 		case http.MethodGet:
@@ -442,12 +561,79 @@ func (e *Emulator) route(w http.ResponseWriter, r *http.Request, body []byte) *r
 	return &rcError{status: http.StatusNotFound, tag: "invalid-value", msg: "no resource " + path}
 }
 
-func (e *Emulator) readOnly(w http.ResponseWriter, r *http.Request, doc func() any) *rcError {
+// readOnly answers a GET with doc's answer, after yanglint has checked
+// its datastore form (nil: the answer is one already).
+func (e *Emulator) readOnly(w http.ResponseWriter, r *http.Request, doc func() (answer, datastore any)) *rcError {
 	if r.Method != http.MethodGet {
 		return notAllowed(r, "GET")
 	}
-	writeJSON(w, http.StatusOK, doc())
+	answer, datastore := doc()
+	if datastore == nil {
+		datastore = answer
+	}
+	return e.answer(w, http.StatusOK, answer, "GET "+r.URL.Path, lintData, datastore, nil)
+}
+
+// answer writes v, after yanglint (with Options.YANGDir) has accepted
+// lintDoc as kind; an answer the model refuses is the emulator's bug,
+// recorded and answered 500. A nil lintDoc is not checked (not a TAPI
+// document).
+func (e *Emulator) answer(w http.ResponseWriter, status int, v any, what, kind string, lintDoc, operational any) *rcError {
+	if e.lint != nil && lintDoc != nil {
+		if err := e.lint.check("answer to "+what, kind, lintDoc, operational); err != nil {
+			return &rcError{status: http.StatusInternalServerError, tag: "operation-failed", msg: "the emulator's answer is not valid TAPI " + e.version() + ": " + err.Error()}
+		}
+	}
+	writeJSON(w, status, v)
 	return nil
+}
+
+// lintRequest has yanglint check a request body (in the datastore or RPC
+// form yanglint wants); a refused one is answered 400.
+func (e *Emulator) lintRequest(what, kind string, doc, operational any) *rcError {
+	if e.lint == nil {
+		return nil
+	}
+	if err := e.lint.check(what, kind, doc, operational); err != nil {
+		return invalid("%s is not valid TAPI %s: %v", what, e.version(), err)
+	}
+	return nil
+}
+
+// inContext is the datastore that holds sips and, when not nil, the
+// connectivity context cc: the form yanglint validates an answer in.
+func (e *Emulator) inContext(sips []any, cc any) map[string]any {
+	ctx := map[string]any{"uuid": e.contextUUID, "service-interface-point": sips}
+	if cc != nil {
+		ctx["tapi-connectivity:connectivity-context"] = cc
+	}
+	return map[string]any{"tapi-common:context": ctx}
+}
+
+// operational is the operational datastore an RPC's leafrefs to SIPs
+// point into; nil for 2.4.1, whose leafrefs require no instance.
+func (e *Emulator) operational() any {
+	if !e.legacy() {
+		return nil
+	}
+	return e.inContext(e.sipList(), nil)
+}
+
+// yangLibrary answers ietf-yang-library's modules-state (RFC 7895) with
+// the TAPI modules of the version played, so that a client can tell the
+// version from tapi-connectivity's revision.
+func (e *Emulator) yangLibrary() any {
+	rev := Revision241
+	if e.legacy() {
+		rev = Revision213
+	}
+	var mods []any
+	for _, m := range []string{"tapi-common", "tapi-topology", "tapi-path-computation", "tapi-connectivity", "tapi-dsr", "tapi-photonic-media"} {
+		mods = append(mods, map[string]any{
+			"name": m, "revision": rev, "namespace": "urn:onf:otcc:yang:" + m, "conformance-type": "implement",
+		})
+	}
+	return map[string]any{"ietf-yang-library:modules-state": map[string]any{"module-set-id": e.version(), "module": mods}}
 }
 
 func notAllowed(r *http.Request, allow string) *rcError {
@@ -469,20 +655,58 @@ func (e *Emulator) context() map[string]any {
 func (e *Emulator) sipList() []any {
 	out := make([]any, 0, len(e.opts.SIPs))
 	for _, s := range e.opts.SIPs {
-		out = append(out, sipJSON(s))
+		out = append(out, e.sipJSON(s))
 	}
 	return out
 }
 
-func sipJSON(s SIP) map[string]any {
-	return map[string]any{
-		"uuid":                               s.UUID,
-		"layer-protocol-name":                s.LayerProtocolName,
-		"supported-layer-protocol-qualifier": slices.Clone(s.Qualifiers),
-		"administrative-state":               "UNLOCKED",
-		"operational-state":                  "ENABLED",
-		"direction":                          s.Direction,
+// sipJSON renders a SIP in the version's shape.
+func (e *Emulator) sipJSON(s SIP) map[string]any {
+	out := map[string]any{
+		"uuid":                 s.UUID,
+		"layer-protocol-name":  s.LayerProtocolName,
+		"administrative-state": "UNLOCKED",
+		"operational-state":    "ENABLED",
+		"direction":            e.directionOut(s.Direction),
 	}
+	if e.legacy() {
+		out["supported-layer-protocol-qualifier"] = slices.Clone(s.Qualifiers)
+		return out
+	}
+	var qs []any
+	for _, q := range s.Qualifiers {
+		qs = append(qs, map[string]any{"layer-protocol-qualifier": q})
+	}
+	out["supported-cep-layer-protocol-qualifier-instances"] = qs
+	return out
+}
+
+// directionOut writes a port direction (kept in 2.1 words) in the
+// version's words: 2.4.1 says SOURCE for INPUT and SINK for OUTPUT.
+func (e *Emulator) directionOut(d string) string {
+	if e.legacy() {
+		return d
+	}
+	switch d {
+	case "INPUT":
+		return "SOURCE"
+	case "OUTPUT":
+		return "SINK"
+	}
+	return d
+}
+
+// directionIn reads a port direction of the version as 2.1 words; a word
+// of the other version is left as is for oneOf to refuse.
+func (e *Emulator) directionIn(d *string) *string {
+	if d == nil || e.legacy() {
+		return d
+	}
+	v := map[string]string{"SOURCE": "INPUT", "SINK": "OUTPUT", "BIDIRECTIONAL": "BIDIRECTIONAL", "INPUT": "2.1's INPUT", "OUTPUT": "2.1's OUTPUT"}[*d]
+	if v == "" {
+		v = *d
+	}
+	return &v
 }
 
 func (e *Emulator) serviceList() []any {
@@ -490,17 +714,22 @@ func (e *Emulator) serviceList() []any {
 	defer e.mu.Unlock()
 	out := make([]any, 0, len(e.services))
 	for _, id := range slices.Sorted(maps.Keys(e.services)) {
-		out = append(out, e.services[id].wire())
+		out = append(out, e.wire(e.services[id]))
 	}
 	return out
 }
 
-// wire renders the service as a TAPI connectivity-service entry.
-func (s *Service) wire() map[string]any {
-	names := make([]any, len(s.Names))
-	for i, n := range s.Names {
-		names[i] = map[string]any{"value-name": n.ValueName, "value": n.Value}
+func namesJSON(names []Name) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = map[string]any{"value-name": n.ValueName, "value": n.Value}
 	}
+	return out
+}
+
+// wire renders the service as a TAPI connectivity-service entry of the
+// version played.
+func (e *Emulator) wire(s *Service) map[string]any {
 	eps := make([]any, len(s.EndPoints))
 	for i, ep := range s.EndPoints {
 		m := map[string]any{
@@ -512,26 +741,51 @@ func (s *Service) wire() map[string]any {
 			m["layer-protocol-qualifier"] = ep.LayerProtocolQualifier
 		}
 		if ep.Direction != "" {
-			m["direction"] = ep.Direction
+			m["direction"] = e.directionOut(ep.Direction)
 		}
 		if ep.Role != "" {
 			m["role"] = ep.Role
 		}
+		if len(ep.Names) > 0 {
+			m["name"] = namesJSON(ep.Names)
+		}
 		eps[i] = m
 	}
 	out := map[string]any{
-		"uuid":                   s.UUID,
-		"name":                   names,
-		"end-point":              eps,
-		"connectivity-direction": s.ConnectivityDirection,
-		"service-type":           s.ServiceType,
-		"administrative-state":   s.AdministrativeState,
-		"operational-state":      s.OperationalState,
-		"lifecycle-state":        s.LifecycleState,
+		"uuid":                 s.UUID,
+		"end-point":            eps,
+		"administrative-state": s.AdministrativeState,
+		"operational-state":    s.OperationalState,
+		"lifecycle-state":      s.LifecycleState,
 	}
+	if len(s.Names) > 0 {
+		out["name"] = namesJSON(s.Names)
+	}
+	var capacity map[string]any
 	if s.CapacityValue != "" {
-		out["requested-capacity"] = map[string]any{"total-size": map[string]any{"value": s.CapacityValue, "unit": s.CapacityUnit}}
+		unit := s.CapacityUnit
+		if !e.legacy() {
+			unit = "tapi-common:CAPACITY_UNIT_" + unit
+		}
+		capacity = map[string]any{"total-size": map[string]any{"value": s.CapacityValue, "unit": unit}}
 	}
+	if e.legacy() {
+		out["connectivity-direction"] = s.ConnectivityDirection
+		out["service-type"] = s.ServiceType
+		if capacity != nil {
+			out["requested-capacity"] = capacity
+		}
+		return out
+	}
+	out["direction"] = s.ConnectivityDirection
+	if len(s.EndPoints) > 0 {
+		out["layer-protocol-name"] = s.EndPoints[0].LayerProtocolName
+	}
+	cc := map[string]any{"service-type": s.ServiceType}
+	if capacity != nil {
+		cc["requested-capacity"] = capacity
+	}
+	out["connectivity-constraint"] = cc
 	return out
 }
 
@@ -541,7 +795,7 @@ func (e *Emulator) readService(w http.ResponseWriter, id string) *rcError {
 	s := e.services[id]
 	var doc map[string]any
 	if s != nil {
-		doc = s.wire()
+		doc = e.wire(s)
 		if s.buildLeft > 0 {
 			s.buildLeft--
 			if s.buildLeft == 0 {
@@ -553,8 +807,9 @@ func (e *Emulator) readService(w http.ResponseWriter, id string) *rcError {
 	if s == nil {
 		return missing("connectivity-service", id)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tapi-connectivity:connectivity-service": []any{doc}})
-	return nil
+	list := []any{doc}
+	return e.answer(w, http.StatusOK, map[string]any{"tapi-connectivity:connectivity-service": list}, "GET service "+id,
+		lintData, e.inContext(e.sipList(), map[string]any{"connectivity-service": list}), nil)
 }
 
 func (e *Emulator) remove(id string) (found bool) {
@@ -565,7 +820,9 @@ func (e *Emulator) remove(id string) (found bool) {
 	return found
 }
 
-// insert adds a validated service, or answers 409 data-exists.
+// insert adds a validated service, or answers 409: resource-denied, as
+// RFC 8040 has a POST of an existing resource answered, or OpenDaylight's
+// data-exists.
 func (e *Emulator) insert(s *Service) *rcError {
 	s.AdministrativeState = orDefault(s.AdministrativeState, "UNLOCKED")
 	s.LifecycleState, s.OperationalState = LifecycleInstalled, OperationalEnabled
@@ -576,7 +833,11 @@ func (e *Emulator) insert(s *Service) *rcError {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, dup := e.services[s.UUID]; dup {
-		return &rcError{status: http.StatusConflict, tag: "data-exists", msg: fmt.Sprintf("connectivity-service %s already exists", s.UUID), path: "/tapi-common:context/tapi-connectivity:connectivity-context/connectivity-service"}
+		tag := "resource-denied"
+		if e.opts.Server == ServerTransportPCE {
+			tag = "data-exists"
+		}
+		return &rcError{status: http.StatusConflict, tag: tag, msg: fmt.Sprintf("connectivity-service %s already exists", s.UUID), path: "/tapi-common:context/tapi-connectivity:connectivity-context/connectivity-service"}
 	}
 	e.services[s.UUID] = s
 	return nil
@@ -585,16 +846,42 @@ func (e *Emulator) insert(s *Service) *rcError {
 func (e *Emulator) legacy() bool { return strings.HasPrefix(e.opts.Version, "2.1") }
 
 func (e *Emulator) createData(w http.ResponseWriter, r *http.Request, body []byte) *rcError {
-	var doc struct {
-		Services []serviceIn `json:"tapi-connectivity:connectivity-service"`
-	}
-	if err := decode(r, body, &doc); err != nil {
+	var in serviceIn
+	var raw []json.RawMessage
+	if err := decodeMember(r, body, "tapi-connectivity:connectivity-service", &raw); err != nil {
 		return err
 	}
-	if len(doc.Services) != 1 {
-		return invalid("tapi-connectivity:connectivity-service must hold exactly one entry, got %d", len(doc.Services))
+	if len(raw) != 1 {
+		return invalid("tapi-connectivity:connectivity-service must hold exactly one entry, got %d", len(raw))
 	}
-	in := doc.Services[0]
+	var entry any
+	_ = json.Unmarshal(raw[0], &entry)
+	config := map[string]any{"tapi-connectivity:connectivity-context": map[string]any{"connectivity-service": []any{entry}}}
+	if e.legacy() {
+		// 2.1.3's SIP list is configuration, which the end-points'
+		// leafrefs need; 2.4.1's is state only.
+		var sips []any
+		for _, s := range e.opts.SIPs {
+			sips = append(sips, map[string]any{"uuid": s.UUID})
+		}
+		config["service-interface-point"] = sips
+	}
+	if err := e.lintRequest("the data-mode create body", lintConfig, map[string]any{"tapi-common:context": config}, nil); err != nil {
+		return err
+	}
+	var err *rcError
+	if e.legacy() {
+		var d data213
+		err = strict(raw[0], &d)
+		in = d.in()
+	} else {
+		var d data241
+		err = strict(raw[0], &d)
+		in = d.in()
+	}
+	if err != nil {
+		return err
+	}
 	if in.UUID == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: "connectivity-service: uuid is mandatory (list key)"}
 	}
@@ -606,24 +893,40 @@ func (e *Emulator) createData(w http.ResponseWriter, r *http.Request, body []byt
 	if err := e.insert(s); err != nil {
 		return err
 	}
-	w.Header().Set("Location", ServicesPath+"="+url.PathEscape(s.UUID))
+	w.Header().Set("Location", e.root+strings.TrimPrefix(ServicesPath, DefaultRoot)+"="+url.PathEscape(s.UUID))
 	w.WriteHeader(http.StatusCreated)
 	return nil
 }
 
+// createRPC decodes the RPC input in its own shape, which is not the data
+// shape: in 2.1.3 no uuid and no name, the constraints in
+// connectivity-constraint.
 func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte) *rcError {
-	var doc struct {
-		Input *serviceIn `json:"tapi-connectivity:input"`
-	}
-	if err := decode(r, body, &doc); err != nil {
+	var raw json.RawMessage
+	if err := decodeMember(r, body, "tapi-connectivity:input", &raw); err != nil {
 		return err
 	}
-	if doc.Input == nil {
+	if raw == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: "tapi-connectivity:input is required"}
 	}
-	in := *doc.Input
-	if in.UUID != nil && e.legacy() {
-		return &rcError{status: http.StatusBadRequest, tag: "unknown-element", msg: "uuid is not an input of create-connectivity-service in TAPI " + e.opts.Version}
+	var input any
+	_ = json.Unmarshal(raw, &input)
+	if err := e.lintRequest("the create-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:create-connectivity-service": input}, e.operational()); err != nil {
+		return err
+	}
+	var in serviceIn
+	var err *rcError
+	if e.legacy() {
+		var d rpc213
+		err = strict(raw, &d)
+		in = d.in()
+	} else {
+		var d rpc241
+		err = strict(raw, &d)
+		in = d.in()
+	}
+	if err != nil {
+		return err
 	}
 	if in.UUID == nil {
 		id := uuid.NewString()
@@ -638,28 +941,35 @@ func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte
 		return err
 	}
 	e.mu.Lock()
-	out := s.wire()
+	out := e.wire(s)
 	e.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"tapi-connectivity:output": map[string]any{"service": out}})
-	return nil
+	return e.answer(w, http.StatusOK, map[string]any{"tapi-connectivity:output": map[string]any{"service": out}}, "create-connectivity-service",
+		lintReply, map[string]any{"tapi-connectivity:create-connectivity-service": map[string]any{"service": out}}, e.operational())
 }
 
 func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte) *rcError {
-	var doc struct {
-		Input *struct {
-			UUID            *string `json:"uuid"`
-			ServiceIDOrName *string `json:"service-id-or-name"`
-		} `json:"tapi-connectivity:input"`
-	}
-	if err := decode(r, body, &doc); err != nil {
+	var raw json.RawMessage
+	if err := decodeMember(r, body, "tapi-connectivity:input", &raw); err != nil {
 		return err
 	}
-	if doc.Input == nil {
+	if raw == nil {
 		return &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: "tapi-connectivity:input is required"}
 	}
-	want, other, ref, wrong := "uuid", "service-id-or-name", doc.Input.UUID, doc.Input.ServiceIDOrName != nil
+	var doc any
+	_ = json.Unmarshal(raw, &doc)
+	if err := e.lintRequest("the delete-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:delete-connectivity-service": doc}, e.operational()); err != nil {
+		return err
+	}
+	var input struct {
+		UUID            *string `json:"uuid"`
+		ServiceIDOrName *string `json:"service-id-or-name"`
+	}
+	if err := strict(raw, &input); err != nil {
+		return err
+	}
+	want, other, ref, wrong := "uuid", "service-id-or-name", input.UUID, input.ServiceIDOrName != nil
 	if e.legacy() {
-		want, other, ref, wrong = other, want, doc.Input.ServiceIDOrName, doc.Input.UUID != nil
+		want, other, ref, wrong = other, want, input.ServiceIDOrName, input.UUID != nil
 	}
 	if wrong {
 		return &rcError{status: http.StatusBadRequest, tag: "unknown-element", msg: fmt.Sprintf("%s is not an input of delete-connectivity-service in TAPI %s (it takes %s)", other, e.version(), want)}
@@ -681,28 +991,124 @@ func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte
 	delete(e.services, id)
 	e.mu.Unlock()
 	if !ok {
-		return missing("connectivity-service", *ref)
+		return e.gone(*ref)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (e *Emulator) version() string { return orDefault(e.opts.Version, Version24) }
+// gone answers the delete RPC of a service that does not exist as the
+// server played does.
+func (e *Emulator) gone(ref string) *rcError {
+	switch e.opts.Server {
+	case ServerONOS:
+		return &rcError{status: http.StatusExpectationFailed, tag: "operation-failed", msg: "connectivity service " + ref + " not found"}
+	case ServerTransportPCE:
+		// A failed RpcResult: OpenDaylight answers it 500, error-type rpc.
+		return &rcError{status: http.StatusInternalServerError, typ: "rpc", tag: "operation-failed", msg: "Failed to delete Service: service " + ref + " does not exist"}
+	}
+	return missing("connectivity-service", ref)
+}
 
-// The create input, pointers telling a missing leaf from an empty one.
+func (e *Emulator) version() string {
+	if e.legacy() {
+		return Version213
+	}
+	return Version241
+}
+
+// serviceIn is a create of either version and shape, read into one form;
+// pointers tell a missing leaf from an empty one.
 type serviceIn struct {
-	UUID                  *string      `json:"uuid"`
-	Name                  []nameIn     `json:"name"`
-	EndPoint              []endPointIn `json:"end-point"`
-	ConnectivityDirection *string      `json:"connectivity-direction"`
-	ServiceType           *string      `json:"service-type"`
-	RequestedCapacity     *struct {
-		TotalSize *struct {
-			Value any     `json:"value"`
-			Unit  *string `json:"unit"`
-		} `json:"total-size"`
-	} `json:"requested-capacity"`
-	AdministrativeState *string `json:"administrative-state"`
+	UUID                  *string
+	Name                  []nameIn
+	EndPoint              []endPointIn
+	ConnectivityDirection *string
+	ServiceType           *string
+	RequestedCapacity     *capacityIn
+	AdministrativeState   *string
+}
+
+type capacityIn struct {
+	TotalSize *struct {
+		Value any     `json:"value"`
+		Unit  *string `json:"unit"`
+	} `json:"total-size"`
+}
+
+// The shapes of a create: data213 and rpc213 are TAPI 2.1.3's
+// connectivity-service and create-connectivity-service input, data241
+// and rpc241 2.4.1's. An unknown leaf is refused when decoding.
+type (
+	data213 struct {
+		UUID                  *string      `json:"uuid"`
+		Name                  []nameIn     `json:"name"`
+		EndPoint              []endPointIn `json:"end-point"`
+		ConnectivityDirection *string      `json:"connectivity-direction"`
+		ServiceType           *string      `json:"service-type"`
+		RequestedCapacity     *capacityIn  `json:"requested-capacity"`
+		AdministrativeState   *string      `json:"administrative-state"`
+	}
+	constraint213 struct {
+		ServiceType           *string     `json:"service-type"`
+		RequestedCapacity     *capacityIn `json:"requested-capacity"`
+		ConnectivityDirection *string     `json:"connectivity-direction"`
+	}
+	rpc213 struct {
+		EndPoint               []endPointIn   `json:"end-point"`
+		ConnectivityConstraint *constraint213 `json:"connectivity-constraint"`
+		State                  *string        `json:"state"`
+	}
+	constraint241 struct {
+		ServiceType       *string     `json:"service-type"`
+		RequestedCapacity *capacityIn `json:"requested-capacity"`
+	}
+	data241 struct {
+		UUID                   *string        `json:"uuid"`
+		Name                   []nameIn       `json:"name"`
+		LayerProtocolName      *string        `json:"layer-protocol-name"`
+		LayerProtocolQualifier *string        `json:"layer-protocol-qualifier"`
+		Direction              *string        `json:"direction"`
+		EndPoint               []endPointIn   `json:"end-point"`
+		ConnectivityConstraint *constraint241 `json:"connectivity-constraint"`
+		AdministrativeState    *string        `json:"administrative-state"`
+	}
+	rpc241 struct {
+		UUID                   *string        `json:"uuid"`
+		Name                   []nameIn       `json:"name"`
+		LayerProtocolName      *string        `json:"layer-protocol-name"`
+		EndPoint               []endPointIn   `json:"end-point"`
+		ConnectivityConstraint *constraint241 `json:"connectivity-constraint"`
+		State                  *string        `json:"state"`
+	}
+)
+
+func (d data213) in() serviceIn {
+	return serviceIn(d)
+}
+
+func (d rpc213) in() serviceIn {
+	in := serviceIn{EndPoint: d.EndPoint, AdministrativeState: d.State}
+	if c := d.ConnectivityConstraint; c != nil {
+		in.ServiceType, in.RequestedCapacity, in.ConnectivityDirection = c.ServiceType, c.RequestedCapacity, c.ConnectivityDirection
+	}
+	return in
+}
+
+func (d data241) in() serviceIn {
+	in := serviceIn{UUID: d.UUID, Name: d.Name, EndPoint: d.EndPoint, ConnectivityDirection: d.Direction, AdministrativeState: d.AdministrativeState}
+	if c := d.ConnectivityConstraint; c != nil {
+		in.ServiceType, in.RequestedCapacity = c.ServiceType, c.RequestedCapacity
+	}
+	return in
+}
+
+func (d rpc241) in() serviceIn {
+	in := serviceIn{UUID: d.UUID, Name: d.Name, EndPoint: d.EndPoint, AdministrativeState: d.State}
+	if c := d.ConnectivityConstraint; c != nil {
+		in.ServiceType, in.RequestedCapacity = c.ServiceType, c.RequestedCapacity
+	}
+	return in
 }
 
 type nameIn struct {
@@ -711,23 +1117,43 @@ type nameIn struct {
 }
 
 type endPointIn struct {
-	LocalID                *string `json:"local-id"`
-	LayerProtocolName      *string `json:"layer-protocol-name"`
-	LayerProtocolQualifier *string `json:"layer-protocol-qualifier"`
-	Direction              *string `json:"direction"`
-	Role                   *string `json:"role"`
+	LocalID                *string  `json:"local-id"`
+	Name                   []nameIn `json:"name"`
+	LayerProtocolName      *string  `json:"layer-protocol-name"`
+	LayerProtocolQualifier *string  `json:"layer-protocol-qualifier"`
+	Direction              *string  `json:"direction"`
+	Role                   *string  `json:"role"`
 	SIP                    *struct {
 		UUID *string `json:"service-interface-point-uuid"`
 	} `json:"service-interface-point"`
 }
 
-// decode checks the media type and decodes body strictly: an unknown or
-// read-only leaf is refused, as a schema-aware server would.
-func decode(r *http.Request, body []byte, out any) *rcError {
+// decodeMember checks the media type and decodes the body's one member
+// name (a module-qualified top-level node) into out, raw; any other
+// member is refused.
+func decodeMember(r *http.Request, body []byte, name string, out any) *rcError {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (ct != "application/yang-data+json" && ct != "application/json") {
 		return &rcError{status: http.StatusUnsupportedMediaType, tag: "invalid-value", msg: "Content-Type must be application/yang-data+json"}
 	}
+	var doc map[string]json.RawMessage
+	if err := strict(body, &doc); err != nil {
+		return err
+	}
+	for k := range doc {
+		if k != name {
+			return &rcError{status: http.StatusBadRequest, tag: "unknown-element", msg: fmt.Sprintf("unknown field %q (want %s)", k, name)}
+		}
+	}
+	if raw, ok := doc[name]; ok {
+		return strict(raw, out)
+	}
+	return nil
+}
+
+// strict decodes body strictly: an unknown or read-only leaf is refused,
+// as a schema-aware server would.
+func strict(body []byte, out any) *rcError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -781,7 +1207,15 @@ func (e *Emulator) validate(in serviceIn) (*Service, *rcError) {
 			*c.dst = *c.v
 		}
 	}
-	if err := capacityOf(in, s); err != nil {
+	if in.ConnectivityDirection == nil && slices.ContainsFunc(in.EndPoint, func(ep endPointIn) bool {
+		d := e.directionIn(ep.Direction)
+		return d != nil && (*d == "INPUT" || *d == "OUTPUT")
+	}) {
+		// 2.4.1's RPC input states no direction: one-way end-points make
+		// the service UNIDIRECTIONAL.
+		s.ConnectivityDirection = "UNIDIRECTIONAL"
+	}
+	if err := e.capacityOf(in, s); err != nil {
 		return nil, err
 	}
 	for i, n := range in.Name {
@@ -818,7 +1252,9 @@ func (e *Emulator) validate(in serviceIn) (*Service, *rcError) {
 	return s, nil
 }
 
-func capacityOf(in serviceIn, s *Service) *rcError {
+// capacityOf reads requested-capacity: in 2.1.3 a uint64 and a unit
+// word, in 2.4.1 a decimal64 and a unit identity.
+func (e *Emulator) capacityOf(in serviceIn, s *Service) *rcError {
 	if in.RequestedCapacity == nil {
 		return nil
 	}
@@ -833,13 +1269,24 @@ func capacityOf(in serviceIn, s *Service) *rcError {
 	case json.Number:
 		text = v.String()
 	}
-	if _, err := strconv.ParseUint(text, 10, 64); err != nil {
-		return invalid("requested-capacity value %v is not a uint64", ts.Value)
+	unit := *ts.Unit
+	if e.legacy() {
+		if _, err := strconv.ParseUint(text, 10, 64); err != nil {
+			return invalid("requested-capacity value %v is not a uint64", ts.Value)
+		}
+	} else {
+		if _, err := strconv.ParseFloat(text, 64); err != nil {
+			return invalid("requested-capacity value %v is not a decimal64", ts.Value)
+		}
+		var ok bool
+		if unit, ok = strings.CutPrefix(unit, "tapi-common:CAPACITY_UNIT_"); !ok {
+			return invalid("requested-capacity unit %q is not a tapi-common:CAPACITY_UNIT_… identity", *ts.Unit)
+		}
 	}
-	if err := oneOf("requested-capacity unit", ts.Unit, capacityUnits); err != nil {
+	if err := oneOf("requested-capacity unit", &unit, capacityUnits); err != nil {
 		return err
 	}
-	s.CapacityValue, s.CapacityUnit = text, *ts.Unit
+	s.CapacityValue, s.CapacityUnit = text, unit
 	return nil
 }
 
@@ -859,8 +1306,15 @@ func (e *Emulator) endPoint(i int, in endPointIn, s *Service) (EndPoint, *rcErro
 	if in.LayerProtocolQualifier != nil {
 		ep.LayerProtocolQualifier = *in.LayerProtocolQualifier
 	}
-	if in.Direction != nil {
-		ep.Direction = *in.Direction
+	direction := e.directionIn(in.Direction)
+	if direction != nil {
+		ep.Direction = *direction
+	}
+	for _, n := range in.Name {
+		if n.ValueName == nil || n.Value == nil {
+			return EndPoint{}, &rcError{status: http.StatusBadRequest, tag: "missing-element", msg: fmt.Sprintf("end-point[%d]: a name needs value-name and value", i)}
+		}
+		ep.Names = append(ep.Names, Name{ValueName: *n.ValueName, Value: *n.Value})
 	}
 	if in.Role != nil {
 		ep.Role = *in.Role
@@ -876,7 +1330,7 @@ func (e *Emulator) endPoint(i int, in endPointIn, s *Service) (EndPoint, *rcErro
 	if err := oneOf("layer-protocol-name", in.LayerProtocolName, layerProtocols); err != nil {
 		return EndPoint{}, err
 	}
-	if err := oneOf("end-point direction", in.Direction, portDirections); err != nil {
+	if err := oneOf("end-point direction", direction, portDirections); err != nil {
 		return EndPoint{}, err
 	}
 	if err := oneOf("end-point role", in.Role, portRoles); err != nil {
@@ -935,16 +1389,19 @@ func unidirectionalEndPoint(ep EndPoint, sip SIP) (EndPoint, *rcError) {
 
 // rcError is one RESTCONF error reply.
 type rcError struct {
-	status           int
-	tag, appTag, msg string
-	path             string
+	status                int
+	typ, tag, appTag, msg string // typ "" picks one by tag
+	path                  string
 }
 
 func writeError(w http.ResponseWriter, e *rcError) {
-	typ := "application"
-	switch e.tag {
-	case "malformed-message", "access-denied", "operation-not-supported", "unknown-element":
+	typ := e.typ
+	switch {
+	case typ != "":
+	case slices.Contains([]string{"malformed-message", "access-denied", "operation-not-supported", "unknown-element"}, e.tag):
 		typ = "protocol"
+	default:
+		typ = "application"
 	}
 	writeJSON(w, e.status, emulator.RESTCONFErrors(emulator.RESTCONFError{Type: typ, Tag: e.tag, AppTag: e.appTag, Path: e.path, Message: e.msg}))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -91,9 +92,54 @@ func dataBody(t *testing.T, svc map[string]any) string {
 	return encode(t, map[string]any{"tapi-connectivity:connectivity-service": []any{svc}})
 }
 
+// reshape turns a service in 2.1.3's data shape into the shape of version,
+// data or RPC input: 2.1.3's RPC input has no uuid and name and holds the
+// constraints in connectivity-constraint; 2.4.1 holds service-type and
+// requested-capacity (its unit an identity) there in both shapes and
+// calls connectivity-direction "direction", which its RPC input lacks.
+func reshape(svc map[string]any, version string, rpc bool) map[string]any {
+	if strings.HasPrefix(version, "2.1") {
+		version = Version213
+	}
+	out := map[string]any{}
+	cc := map[string]any{}
+	for k, v := range svc {
+		switch k {
+		case "service-type", "requested-capacity":
+			cc[k] = v
+		case "connectivity-direction":
+			switch {
+			case version == Version213 && rpc:
+				cc[k] = v
+			case version == Version213:
+				out[k] = v
+			case !rpc:
+				out["direction"] = v
+			}
+		case "uuid", "name":
+			if version != Version213 || !rpc {
+				out[k] = v
+			}
+		default:
+			out[k] = v
+		}
+	}
+	if version == Version213 && !rpc {
+		maps.Copy(out, cc)
+		return out
+	}
+	if c, ok := cc["requested-capacity"].(map[string]any); ok && version != Version213 {
+		ts := maps.Clone(c["total-size"].(map[string]any))
+		ts["unit"] = "tapi-common:CAPACITY_UNIT_" + ts["unit"].(string)
+		cc["requested-capacity"] = map[string]any{"total-size": ts}
+	}
+	out["connectivity-constraint"] = cc
+	return out
+}
+
 func TestDataCreateLifecycleAndDelete(t *testing.T) {
 	t.Parallel()
-	e, svc := setup(t, Options{BuildPolls: 2})
+	e, svc := setup(t, Options{Version: Version213, BuildPolls: 2})
 	id := svc["uuid"].(string)
 	r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
 	if r.status != http.StatusCreated || !strings.HasSuffix(r.header.Get("Location"), "connectivity-service="+id) {
@@ -105,8 +151,8 @@ func TestDataCreateLifecycleAndDelete(t *testing.T) {
 	}
 
 	r = call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
-	if tag, _ := restconfError(t, r); r.status != http.StatusConflict || tag != "data-exists" {
-		t.Fatalf("duplicate create = %d %s, want 409 data-exists", r.status, tag)
+	if tag, _ := restconfError(t, r); r.status != http.StatusConflict || tag != "resource-denied" {
+		t.Fatalf("duplicate create = %d %s, want 409 resource-denied", r.status, tag)
 	}
 
 	for i, want := range []string{"PLANNED/DISABLED", "PLANNED/DISABLED", "INSTALLED/ENABLED", "INSTALLED/ENABLED"} {
@@ -196,7 +242,7 @@ func TestCreateValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e, svc := setup(t, Options{})
+			e, svc := setup(t, Options{Version: Version213})
 			tt.change(svc)
 			r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
 			tag, msg := restconfError(t, r)
@@ -212,7 +258,7 @@ func TestCreateValidation(t *testing.T) {
 
 func TestCreateAcceptsNumericCapacityAndMultipoint(t *testing.T) {
 	t.Parallel()
-	e, svc := setup(t, Options{})
+	e, svc := setup(t, Options{Version: Version213})
 	svc["requested-capacity"] = map[string]any{"total-size": map[string]any{"value": 10, "unit": "MBPS"}}
 	svc["service-type"] = "MULTIPOINT_CONNECTIVITY"
 	svc["end-point"] = append(svc["end-point"].([]any), endPointJSON("dc3", "R1-eth1.100"))
@@ -243,7 +289,7 @@ func TestRequestShape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e, svc := setup(t, Options{})
+			e, svc := setup(t, Options{Version: Version213})
 			body := tt.body
 			if body == "" {
 				body = dataBody(t, svc)
@@ -259,7 +305,7 @@ func TestRequestShape(t *testing.T) {
 			}
 		})
 	}
-	e, _ := setup(t, Options{})
+	e, _ := setup(t, Options{Version: Version213})
 	for _, c := range []struct{ method, path string }{
 		{http.MethodPut, SIPsPath},
 		{http.MethodGet, CreateRPCPath},
@@ -274,7 +320,7 @@ func TestRequestShape(t *testing.T) {
 
 func TestReadContextAndSIPs(t *testing.T) {
 	t.Parallel()
-	e, _ := setup(t, Options{})
+	e, _ := setup(t, Options{Version: Version213})
 	var sips struct {
 		List []struct {
 			UUID       string   `json:"uuid"`
@@ -316,8 +362,8 @@ func TestRPCCreate(t *testing.T) {
 	}{
 		{"2.1.3 picks the uuid", Version213, false, http.StatusOK},
 		{"2.1.3 refuses a client uuid", Version213, true, http.StatusBadRequest},
-		{"2.4 picks the uuid", Version24, false, http.StatusOK},
-		{"2.4 takes a client uuid", Version24, true, http.StatusOK},
+		{"2.4 picks the uuid", Version241, false, http.StatusOK},
+		{"2.4 takes a client uuid", Version241, true, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,7 +373,11 @@ func TestRPCCreate(t *testing.T) {
 			if !tt.withUUID {
 				delete(svc, "uuid")
 			}
-			r := call(t, e, http.MethodPost, CreateRPCPath, rpcInput(t, svc))
+			input := reshape(svc, tt.version, true)
+			if tt.withUUID {
+				input["uuid"] = clientUUID
+			}
+			r := call(t, e, http.MethodPost, CreateRPCPath, rpcInput(t, input))
 			if r.status != tt.status {
 				t.Fatalf("RPC create = %d %q, want %d", r.status, r.body, tt.status)
 			}
@@ -365,20 +415,20 @@ func TestRPCDeleteVersions(t *testing.T) {
 		status              int
 		tag                 string
 	}{
-		{"2.4 uuid", Version24, "uuid", false, http.StatusNoContent, ""},
+		{"2.4 uuid", Version241, "uuid", false, http.StatusNoContent, ""},
 		{"default is 2.4", "", "uuid", false, http.StatusNoContent, ""},
-		{"2.4 refuses service-id-or-name", Version24, "service-id-or-name", false, http.StatusBadRequest, "unknown-element"},
+		{"2.4 refuses service-id-or-name", Version241, "service-id-or-name", false, http.StatusBadRequest, "unknown-element"},
 		{"2.1.3 service-id-or-name", Version213, "service-id-or-name", false, http.StatusNoContent, ""},
 		{"2.1.1 service-id-or-name by name", "2.1.1", "service-id-or-name", true, http.StatusNoContent, ""},
 		{"2.1.3 refuses uuid", Version213, "uuid", false, http.StatusBadRequest, "unknown-element"},
-		{"empty input", Version24, "", false, http.StatusBadRequest, "missing-element"},
+		{"empty input", Version241, "", false, http.StatusBadRequest, "missing-element"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e, svc := setup(t, Options{Version: tt.version})
 			id := svc["uuid"].(string)
-			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc)); r.status != http.StatusCreated {
+			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, orDefault(tt.version, Version241), false))); r.status != http.StatusCreated {
 				t.Fatalf("create = %d %q", r.status, r.body)
 			}
 			input := map[string]any{}
@@ -426,7 +476,7 @@ func TestAuth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e, _ := setup(t, Options{User: "admin", Password: "pw"})
+			e, _ := setup(t, Options{Version: Version213, User: "admin", Password: "pw"})
 			r := call(t, e, http.MethodGet, SIPsPath, "", tt.auth)
 			if r.status != tt.want {
 				t.Fatalf("status = %d, want %d", r.status, tt.want)
@@ -445,7 +495,7 @@ func TestAuth(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	t.Parallel()
-	e, svc := setup(t, Options{})
+	e, svc := setup(t, Options{Version: Version213})
 	e.FailNext(2, http.StatusServiceUnavailable)
 	for range 2 {
 		r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
@@ -481,7 +531,7 @@ func TestFaults(t *testing.T) {
 
 func TestKnobs(t *testing.T) {
 	t.Parallel()
-	e, _ := setup(t, Options{BuildPolls: 5})
+	e, _ := setup(t, Options{Version: Version213, BuildPolls: 5})
 	seed := Service{UUID: uuid.NewString(), Names: []Name{{"other", "x"}}, EndPoints: []EndPoint{{LocalID: "a", SIP: "R1-eth0"}}}
 	if err := e.AddService(seed); err != nil {
 		t.Fatal(err)
@@ -556,7 +606,7 @@ func TestEndPointDirections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e, svc := setup(t, Options{})
+			e, svc := setup(t, Options{Version: Version213})
 			svc["connectivity-direction"], svc["end-point"] = tt.direction, tt.eps
 			r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, svc))
 			if r.status != tt.status {
@@ -587,6 +637,98 @@ func TestEndPointDirections(t *testing.T) {
 				if role != "" && !strings.Contains(r.body, `"role":"`+role+`"`) || s.EndPoints[i].Role != role {
 					t.Fatalf("end-point %d: role %q stored as %q, read %q", i, role, s.EndPoints[i].Role, r.body)
 				}
+			}
+		})
+	}
+}
+
+// TestServerModes: host-meta names the root, which is /rests in the
+// TransportPCE mode (and /restconf is then not served); a delete of a gone
+// service is answered as the mode's server does; a duplicate create is
+// 409 resource-denied (RFC 8040), data-exists as OpenDaylight; the yang
+// library names tapi-connectivity's revision of the version played.
+func TestServerModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, server, version, root string
+		goneStatus                  int
+		goneType, conflictTag       string
+	}{
+		{"plain 2.4.1", "", Version241, "/restconf", http.StatusNotFound, "application", "resource-denied"},
+		{"ONOS 2.1.3", ServerONOS, Version213, "/restconf", http.StatusExpectationFailed, "application", "resource-denied"},
+		{"TransportPCE 2.4.1", ServerTransportPCE, Version241, "/rests", http.StatusInternalServerError, "rpc", "data-exists"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e, svc := setup(t, Options{Version: tt.version, Server: tt.server})
+			r := call(t, e, http.MethodGet, HostMetaPath, "")
+			if r.status != http.StatusOK || !strings.Contains(r.body, "rel='restconf' href='"+tt.root+"'") {
+				t.Fatalf("host-meta = %d %q, want a restconf link to %s", r.status, r.body, tt.root)
+			}
+			under := func(path string) string { return tt.root + strings.TrimPrefix(path, DefaultRoot) }
+			if tt.root != DefaultRoot {
+				if r := call(t, e, http.MethodGet, SIPsPath, ""); r.status != http.StatusNotFound {
+					t.Fatalf("GET %s = %d, want 404 under root %s", SIPsPath, r.status, tt.root)
+				}
+			}
+			r = call(t, e, http.MethodGet, under(YANGLibraryPath), "")
+			wantRev := map[string]string{Version213: Revision213, Version241: Revision241}[tt.version]
+			if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"tapi-connectivity","namespace":"urn:onf:otcc:yang:tapi-connectivity","revision":"`+wantRev+`"`) {
+				t.Fatalf("yang library = %d %q, want tapi-connectivity %s", r.status, r.body, wantRev)
+			}
+			body := dataBody(t, reshape(svc, tt.version, false))
+			for range 2 {
+				r = call(t, e, http.MethodPost, under(ConnectivityPath), body)
+			}
+			if tag, _ := restconfError(t, r); r.status != http.StatusConflict || tag != tt.conflictTag {
+				t.Fatalf("second create = %d %s, want 409 %s", r.status, tag, tt.conflictTag)
+			}
+			input := map[string]any{"uuid": "0b6a4ff4-6f3d-4b8c-9d4c-0a1b2c3d4e5f"}
+			if tt.version == Version213 {
+				input = map[string]any{"service-id-or-name": "0b6a4ff4-6f3d-4b8c-9d4c-0a1b2c3d4e5f"}
+			}
+			r = call(t, e, http.MethodPost, under(DeleteRPCPath), rpcInput(t, input))
+			errs, err := emulator.DecodeRESTCONFErrors([]byte(r.body))
+			if r.status != tt.goneStatus || err != nil || len(errs) != 1 || errs[0].Type != tt.goneType {
+				t.Fatalf("delete of a gone service = %d %q, want %d with error-type %s", r.status, r.body, tt.goneStatus, tt.goneType)
+			}
+		})
+	}
+}
+
+// TestLintedBothVersions: with YANGDir the emulator accepts the bodies of
+// its version, refuses the other version's with yanglint's message, and
+// its answers (SIPs, services, the RPC output) pass yanglint.
+func TestLintedBothVersions(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{Version213, Version241} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			other := map[string]string{Version213: Version241, Version241: Version213}[version]
+			_, svc := setup(t, Options{})
+			// SIPs whose qualifiers the version knows.
+			sips := append([]SIP{DSRSIP("R1-eth0"), DSRSIP("R2-eth0")}, PhotonicSIPsFor(version, "R3-opt1")...)
+			e := New(Options{Version: version, SIPs: sips, YANGDir: "../../../connectors/tapi/testdata/yang/" + version})
+			t.Cleanup(e.Close)
+			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, other, false))); r.status != http.StatusBadRequest || !strings.Contains(r.body, "yanglint") {
+				t.Fatalf("create in %s's shape = %d %q, want 400 from yanglint", other, r.status, r.body)
+			}
+			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, version, false))); r.status != http.StatusCreated {
+				t.Fatalf("data create = %d %q", r.status, r.body)
+			}
+			rpc := reshape(svc, version, true)
+			delete(rpc, "uuid")
+			if r := call(t, e, http.MethodPost, CreateRPCPath, rpcInput(t, rpc)); r.status != http.StatusOK {
+				t.Fatalf("RPC create = %d %q", r.status, r.body)
+			}
+			for _, p := range []string{ContextPath, SIPsPath, ServicesPath, ServicesPath + "=" + svc["uuid"].(string)} {
+				if r := call(t, e, http.MethodGet, p, ""); r.status != http.StatusOK {
+					t.Fatalf("GET %s = %d %q", p, r.status, r.body)
+				}
+			}
+			if f := e.LintFailures(); len(f) != 1 || e.Linted() < 7 {
+				t.Fatalf("yanglint checked %d, refused %q; want the other version's body refused only", e.Linted(), f)
 			}
 		})
 	}
