@@ -91,7 +91,9 @@
 //
 // The client chooses every id: the vpn-id is "wimro-" + the service key
 // (the WAN link's uuid) and is the service id the other methods take, and
-// the attachment ids derive from it. PUT is create-or-replace, so a create
+// the attachment ids derive from it (connectors.KeyedIDs: a DELETE whose
+// CREATE died before recording the id deletes that one rather than look
+// it up by listing). PUT is create-or-replace, so a create
 // retried after a crash rewrites the same entries and adopts the service;
 // it then deletes any attachment of that vpn-id it did not write (left by
 // an earlier create with other points). A create that fails after its
@@ -1259,6 +1261,15 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 	return nil
 }
 
+// ServiceIDOf implements connectors.KeyedIDs: the vpn-id is IDPrefix and
+// the key, in every dialect.
+func (c *connector) ServiceIDOf(key string) string {
+	if key == "" {
+		return ""
+	}
+	return IDPrefix + key
+}
+
 // inventory returns wimro's vpn-services (sorted by id) and the
 // attachments by vpn-id.
 func (c *connector) inventory(ctx context.Context) ([]map[string]any, map[string][]attachment, error) {
@@ -1393,4 +1404,5 @@ func (c *connector) ClearAll(ctx context.Context) error {
 var (
 	_ connectors.Connector  = (*connector)(nil)
 	_ connectors.QoSCreator = (*connector)(nil)
+	_ connectors.KeyedIDs   = (*connector)(nil)
 )
