@@ -122,35 +122,44 @@ func TestDialectGap(t *testing.T) {
 
 func TestOSMRetryAdopts(t *testing.T) {
 	t.Parallel()
-	for _, building := range []bool{false, true} {
-		t.Run(fmt.Sprintf("building=%v", building), func(t *testing.T) {
-			t.Parallel()
-			opts := emu.Options{}
-			getStatus := 200
-			if building {
-				opts.BuildPolls, getStatus = 5, 504
-			}
-			c, e := osmSetup(t, opts)
-			id, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, points(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := len(e.Requests())
-			// The same key with its second point moved: the service is
-			// looked up and adopted, the attachments posted again, the
-			// stale one deleted.
-			moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
-			if id2, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, moved); err != nil || id2 != id {
-				t.Fatalf("retried create = %s, %v; want %s", id2, err, id)
-			}
-			wantCalls(t, e.Requests()[n:], fmt.Sprintf("GET %s%s %d", svcs, id, getStatus),
-				"POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-c/site-network-accesses 201",
-				"GET /sites 200", "DELETE "+siteB+id+"-1 204")
-			want := []emu.AccessRef{{Site: "dc-a", ID: id + "-0", VPNID: id}, {Site: "dc-c", ID: id + "-1", VPNID: id}}
-			if got := e.Accesses(); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("accesses = %+v, want %+v", got, want)
-			}
-		})
+	for _, server := range []string{emu.DialectOSM, emu.DialectTFS} {
+		for _, building := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s building=%v", server, building), func(t *testing.T) {
+				t.Parallel()
+				opts := emu.Options{Dialect: server}
+				getStatus := 200
+				if building {
+					opts.BuildPolls, getStatus = 5, 504
+				}
+				c, e := setup(t, opts, osm)
+				id, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, points(0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := len(e.Requests())
+				// The same key with its second point moved: the service is
+				// looked up and adopted, the attachments posted again, the
+				// stale one deleted where the server lists its sites
+				// (TeraFlowSDN has none: it stays until the service goes).
+				moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
+				if id2, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, moved); err != nil || id2 != id {
+					t.Fatalf("retried create = %s, %v; want %s", id2, err, id)
+				}
+				calls := []string{fmt.Sprintf("GET %s%s %d", svcs, id, getStatus),
+					"POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-c/site-network-accesses 201"}
+				want := []emu.AccessRef{{Site: "dc-a", ID: id + "-0", VPNID: id}, {Site: "dc-c", ID: id + "-1", VPNID: id}}
+				if server == emu.DialectTFS {
+					calls = append(calls, "GET /sites 404")
+					want = []emu.AccessRef{want[0], {Site: "dc-b", ID: id + "-1", VPNID: id}, want[1]}
+				} else {
+					calls = append(calls, "GET /sites 200", "DELETE "+siteB+id+"-1 204")
+				}
+				wantCalls(t, e.Requests()[n:], calls...)
+				if got := e.Accesses(); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("accesses = %+v, want %+v", got, want)
+				}
+			})
+		}
 	}
 }
 
