@@ -688,6 +688,11 @@ func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[str
 }
 
 func lookupByKey(ctx context.Context, c connectors.Connector, key string) (string, error) {
+	if id := connectors.ServiceIDOf(c, key); id != "" {
+		// The id follows from the key: delete it whether or not the
+		// server could list it (deleting one that is not there is done).
+		return id, nil
+	}
 	services, err := c.ListServices(ctx)
 	if err != nil {
 		return "", err

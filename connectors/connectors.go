@@ -201,6 +201,24 @@ type PartialLister interface {
 	PartialListing() string
 }
 
+// KeyedIDs is implemented by connectors whose service id follows from the
+// key alone (ietfl2vpn: "wimro-<key>"). A DELETE whose CREATE died before
+// recording the id deletes that id rather than look it up by listing,
+// which finds nothing on a server that cannot list (TeraFlowSDN).
+type KeyedIDs interface {
+	// ServiceIDOf returns the id of key's service, "" when it cannot tell.
+	ServiceIDOf(key string) string
+}
+
+// ServiceIDOf returns c's KeyedIDs answer for key, "" when c is not one.
+// Wrappers of a connector forward with it.
+func ServiceIDOf(c Connector, key string) string {
+	if k, ok := c.(KeyedIDs); ok {
+		return k.ServiceIDOf(key)
+	}
+	return ""
+}
+
 // MultipointNotSupported is the message of the error for an ELINE with more
 // than two points. It is OSM's text; wimro fails the
 // action with it where OSM retried forever.

@@ -152,6 +152,9 @@ func (c fenced) DeleteService(ctx context.Context, id string, connInfo map[strin
 	return c.Connector.DeleteService(ctx, id, connInfo)
 }
 
+// ServiceIDOf forwards connectors.KeyedIDs.
+func (c fenced) ServiceIDOf(key string) string { return connectors.ServiceIDOf(c.Connector, key) }
+
 func (c fenced) ClearAll(ctx context.Context) error {
 	if err := connectors.Fence(ctx); err != nil {
 		return connectors.Errorf(connectors.KindRetryable, "clear: %w", err)

@@ -224,6 +224,9 @@ func (c *instrumented) ListServices(ctx context.Context) ([]connectors.Service, 
 	return s, err
 }
 
+// ServiceIDOf forwards connectors.KeyedIDs (it calls no controller).
+func (c *instrumented) ServiceIDOf(key string) string { return connectors.ServiceIDOf(c.next, key) }
+
 func (c *instrumented) ClearAll(ctx context.Context) error {
 	start := time.Now()
 	err := c.next.ClearAll(ctx)

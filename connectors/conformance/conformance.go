@@ -90,6 +90,13 @@ type Harness struct {
 	// points the service was given (drift reconcile relies on it). Without
 	// it, listed Endpoints must be nil or right.
 	ListsEndpoints bool
+
+	// Inventory, if set, is what the controller that c reaches holds
+	// (ID and Key of each of wimro's services), read from its emulator:
+	// the suite checks it where it would check ListServices, for
+	// connectors whose server cannot list (connectors.PartialLister, e.g.
+	// TeraFlowSDN). ListServices must still succeed.
+	Inventory func(t *testing.T, c connectors.Connector) []connectors.Service
 }
 
 // Run runs the suite as subtests of t.
@@ -191,6 +198,9 @@ func (s *suite) list(t *testing.T, c connectors.Connector) []connectors.Service 
 	}
 	for _, svc := range services {
 		mustJSON(t, "service info", svc.Info)
+	}
+	if s.h.Inventory != nil {
+		return s.h.Inventory(t, c)
 	}
 	return services
 }

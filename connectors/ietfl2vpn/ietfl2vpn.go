@@ -58,8 +58,11 @@
 //
 // Sites, their devices and locations are provisioned by the operator;
 // CheckCredentials checks that every site, device and location the port
-// mappings name exists. In the osm dialect "bearer-reference" is required
-// and "device-id" and "location-id" are not used.
+// mappings name exists. In the osm dialect "bearer-reference" is required,
+// as "device:endpoint" or "prefix:device:endpoint" (the only forms
+// TeraFlowSDN reads an endpoint from; anything else is refused when the
+// port mapping is written, not when a link's attachment is posted), and
+// "device-id" and "location-id" are not used.
 //
 // # Settings (account config, then WIM config)
 //
@@ -71,6 +74,8 @@
 //	send_frame_delivery  send frame-delivery: the server enables feature bum (false)
 //	elan_svc_type        vpn-svc-type of ELAN services: ldp-l2tp-vpls (default, LDP-signalled
 //	                     VPLS, RFC 4762, the most widely deployed), bgp-vpls or pbb-evpn
+//	build_timeout_s      how long a service may stay not active (504) after its create or
+//	                     edit before its status is ERROR (900)
 //
 // The osm dialect does not use default_mtu, location_flavor and
 // send_frame_delivery (they are still checked).
@@ -86,7 +91,9 @@
 //
 // The client chooses every id: the vpn-id is "wimro-" + the service key
 // (the WAN link's uuid) and is the service id the other methods take, and
-// the attachment ids derive from it. PUT is create-or-replace, so a create
+// the attachment ids derive from it (connectors.KeyedIDs: a DELETE whose
+// CREATE died before recording the id deletes that one rather than look
+// it up by listing). PUT is create-or-replace, so a create
 // retried after a crash rewrites the same entries and adopts the service;
 // it then deletes any attachment of that vpn-id it did not write (left by
 // an earlier create with other points). A create that fails after its
@@ -107,7 +114,11 @@
 // when every attachment still exists and is attached to it (the ones in
 // connInfo, else those a scan of the sites finds), DOWN naming the missing
 // ones otherwise; 504 is BUILD (TeraFlowSDN answers 504 until the service
-// is active); 404 is a NotFound error.
+// is active, for ever when it cannot be built), and ERROR once
+// build_timeout_s has passed since the create or edit (connInfo's
+// requested_at; a connInfo without it stays BUILD); 404 is a NotFound
+// error. CheckCredentials reads vpn-services: a bare {} there is
+// TeraFlowSDN's NBI, and the error says to set the dialect to osm.
 //
 // # The osm dialect
 //
@@ -147,9 +158,12 @@
 // uuid4s, so that retries adopt; customer-name is customer_name, not "osm"
 // (TeraFlowSDN's NBI makes the service of customer "osm" an L3NM one).
 //
-// Idempotency: a 409 on the vpn-service is adopted when a GET finds it (200,
-// or 504 while it is being built: TeraFlowSDN's {"service-id": …} holds
-// nothing to compare, and the vpn-id is ours); a 409 on an attachment
+// Idempotency: create looks the vpn-service up first and adopts it when
+// the GET finds it (200, or 504 while it is being built: TeraFlowSDN's
+// {"service-id": …} holds nothing to compare, and the vpn-id is ours);
+// TeraFlowSDN answers a second POST of it with 500 ALREADY_EXISTS (its
+// Service component's gRPC error), never 409, so a POST that meets that,
+// or a 409, is adopted the same way; a 409 on an attachment
 // deletes it and posts it again (TeraFlowSDN itself answers 201 to an
 // attachment posted again and updates its service). Edit leaves the
 // vpn-service alone, as OSM does, and posts the attachments again (OSM put
@@ -160,9 +174,19 @@
 // for an unknown VPN), 404 and 409 data-missing mean done. A server that
 // refuses it (409) because attachments still reference it gets the
 // attachments deleted first, as above. CheckCredentials reads vpn-services
-// only: there are no sites to check. ListServices and ClearAll see the
-// vpn-services the server lists; TeraFlowSDN answers {}, so there they find
-// none.
+// only: there are no sites to check.
+//
+// Listing: TeraFlowSDN answers GET vpn-services with {} whatever it holds,
+// so the connector of the osm dialect says it cannot list
+// (connectors.PartialLister; the per-dialect rule is listing): drift
+// reconcile refuses the account rather than report every link missing and
+// re-create them with --fix. ListServices reads what the server lists
+// (nothing, on TeraFlowSDN) and ClearAll is a Permanent error.
+//
+// Errors: TeraFlowSDN answers every refusal 500 with a JSON list of
+// {"error": …}; their text is in the error, and the refusals of the body
+// itself (a bearer it cannot read, a malformed connection, something "not
+// supported", an unexpected request) are Permanent, not Retryable.
 //
 // Status: GET of the vpn-service: 200 is ACTIVE, as OSM reads it
 // (TeraFlowSDN answers 200 once its own service is active, and has no
@@ -182,6 +206,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
@@ -235,6 +260,9 @@ type settings struct {
 	flavor        string
 	frameDelivery bool
 	elanType      string // module-qualified
+	// buildTimeout bounds how long a service may stay not active (504)
+	// after its create or edit before its status is ERROR.
+	buildTimeout time.Duration
 }
 
 type connector struct {
@@ -243,6 +271,7 @@ type connector struct {
 	set      settings
 	mappings connectors.MappingIndex
 	log      *slog.Logger
+	now      func() time.Time
 }
 
 // Factory builds an ietfl2vpn connector. It contacts nothing; invalid
@@ -256,7 +285,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &connector{rc: rc, cfg: cfg, set: set, mappings: cfg.Mappings(), log: cfg.Log()}, nil
+	c := &connector{rc: rc, cfg: cfg, set: set, mappings: cfg.Mappings(), log: cfg.Log(), now: time.Now}
+	if ok, why := listing(set.dialect); !ok {
+		return unlisted{c, why}, nil
+	}
+	return c, nil
 }
 
 func readSettings(cfg connectors.Config) (settings, error) {
@@ -292,6 +325,14 @@ func readSettings(cfg connectors.Config) (settings, error) {
 	if s.frameDelivery, err = cfg.BoolSetting("send_frame_delivery", false); err != nil {
 		return s, err
 	}
+	buildS, err := cfg.IntSetting("build_timeout_s", 900)
+	if err != nil {
+		return s, err
+	}
+	if buildS < 1 {
+		return bad(`"build_timeout_s" must be a positive number of seconds, got %d`, buildS)
+	}
+	s.buildTimeout = time.Duration(buildS) * time.Second
 	elan, err := cfg.StringSetting("elan_svc_type", elanTypes[0])
 	if err != nil {
 		return s, err
@@ -379,6 +420,11 @@ func (c *connector) endpoint(endpointID string, info map[string]any) (endpoint, 
 	}
 	if !rfc && ep.bearer == "" {
 		return ep, fmt.Errorf("the wan_service_mapping_info of service endpoint %q has no \"bearer-reference\" (nor \"bearer\": {\"bearer-reference\": …}): the osm dialect names the endpoint by its bearer only", endpointID)
+	}
+	if !rfc {
+		if err := tfsBearer(ep.bearer); err != nil {
+			return ep, fmt.Errorf("the wan_service_mapping_info of service endpoint %q: %w", endpointID, err)
+		}
 	}
 	return ep, nil
 }
@@ -530,7 +576,9 @@ func (c *connector) write(ctx context.Context, e entry) error {
 		return err
 	case r.OK():
 		return nil
-	case r.Status == http.StatusConflict:
+	case r.Status == http.StatusConflict, c.set.dialect == DialectOSM && e.member == "vpn-service" && alreadyExists(r):
+		// TeraFlowSDN answers a vpn-service it holds with 500
+		// ALREADY_EXISTS, never 409.
 		return c.adopt(ctx, e, r)
 	}
 	return c.fail(op, r)
@@ -603,8 +651,14 @@ func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error
 	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
 }
 
-// fail is the error of a non-2xx reply, with the RESTCONF errors in it.
+// fail is the error of a non-2xx reply, with the RESTCONF errors in it
+// (osm dialect: TeraFlowSDN's, see tfsFail).
 func (c *connector) fail(op string, r rest.Reply) error {
+	if c.set.dialect == DialectOSM {
+		if err := c.tfsFail(op, r); err != nil {
+			return err
+		}
+	}
 	return c.rc.Error(op, r, rest.RESTCONFDetail(r.Body))
 }
 
@@ -814,6 +868,12 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 	if !r.OK() && !empty(r) {
 		return c.fail(op, r)
 	}
+	if c.set.dialect == DialectRFC8466 && r.OK() && string(bytes.TrimSpace(r.Body)) == "{}" {
+		// A RESTCONF server answers a container with its qualified name;
+		// a bare {} is TeraFlowSDN's NBI, which has no sites and takes
+		// only OSM's bodies.
+		return connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s answered a bare {}, as TeraFlowSDN's NBI does: set the WIM config \"dialect\" to %q", Type, op, basePath+"/vpn-services", DialectOSM)
+	}
 	sites := make(map[string]siteDoc)
 	for _, m := range c.cfg.PortMappings {
 		if sid, _ := m.WANServiceMappingInfo["site-id"].(string); sid != "" {
@@ -909,7 +969,7 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 	}
 	defer unlock()
 
-	if err := c.write(ctx, c.serviceEntry(id, c.serviceBody(id, t, eps))); err != nil {
+	if err := c.ensureService(ctx, id, t, eps); err != nil {
 		return "", nil, err
 	}
 	wanted := make([]attachment, 0, len(eps))
@@ -928,7 +988,29 @@ func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connecto
 		return "", nil, err
 	}
 	c.log.Debug("ietfl2vpn service created", "service_id", id, "service_key", key, "points", len(eps))
-	return id, newConnInfo(id, t, eps, q.BandwidthMbps), nil
+	return id, c.newConnInfo(id, t, eps, q.BandwidthMbps), nil
+}
+
+// ensureService writes the vpn-service of a create. In the osm dialect it
+// looks the service up first and adopts one that exists (200, or 504
+// while it is being built): TeraFlowSDN refuses a second create with 500
+// ALREADY_EXISTS, which without the look-up a retried create would meet
+// until it failed for good while the service is live.
+func (c *connector) ensureService(ctx context.Context, id string, t connectors.ServiceType, eps []endpoint) error {
+	if c.set.dialect == DialectOSM {
+		r, err := c.getService(ctx, "look up vpn-service "+id, id)
+		switch {
+		case connectors.IsNotFound(err):
+		case err != nil:
+			return err
+		case r.OK() || r.Status == http.StatusGatewayTimeout:
+			c.log.Debug("ietfl2vpn vpn-service exists; adopted", "service_id", id)
+			return nil
+		case r.Status != http.StatusNotFound:
+			return c.fail("look up vpn-service "+id, r)
+		}
+	}
+	return c.write(ctx, c.serviceEntry(id, c.serviceBody(id, t, eps)))
 }
 
 // compensate removes what a failed create wrote. With ctx done it does
@@ -945,8 +1027,9 @@ func (c *connector) compensate(ctx context.Context, id string, made []attachment
 	c.log.Debug("ietfl2vpn create failed; what it wrote is deleted", "service_id", id, "error", cause)
 }
 
-// newConnInfo records the service type and the attachments.
-func newConnInfo(id string, t connectors.ServiceType, eps []endpoint, bandwidthMbps int) map[string]any {
+// newConnInfo records the service type, the attachments and when they
+// were asked for (requested_at, which bounds BUILD).
+func (c *connector) newConnInfo(id string, t connectors.ServiceType, eps []endpoint, bandwidthMbps int) map[string]any {
 	accesses := make([]any, len(eps))
 	for i, ep := range eps {
 		a := map[string]any{"site-id": ep.site, "network-access-id": accessID(id, i), "service-endpoint-id": ep.id, "encapsulation": string(ep.encap)}
@@ -955,11 +1038,19 @@ func newConnInfo(id string, t connectors.ServiceType, eps []endpoint, bandwidthM
 		}
 		accesses[i] = a
 	}
-	m := map[string]any{"vpn-id": id, "service-type": string(t), "site-network-accesses": accesses}
+	m := map[string]any{"vpn-id": id, "service-type": string(t), "site-network-accesses": accesses, "requested_at": c.now().UTC().Format(time.RFC3339)}
 	if bandwidthMbps != 0 {
 		m["bandwidth"] = bandwidthMbps // Mbit/s: an edit keeps it
 	}
 	return m
+}
+
+// requestedAt reads when the service was last asked for from connInfo;
+// false when it does not say (connInfo of an earlier release).
+func requestedAt(connInfo map[string]any) (time.Time, bool) {
+	s, _ := connInfo["requested_at"].(string)
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
 }
 
 // attachmentsOf reads the attachments of a connInfo; nil when it has none
@@ -991,6 +1082,12 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 		msg := "the controller reports vpn-service " + id + " is not active yet"
 		if detail := rest.RESTCONFDetail(r.Body); detail != "" {
 			msg += ": " + detail
+		}
+		if since, ok := requestedAt(connInfo); ok && c.now().Sub(since) > c.set.buildTimeout {
+			// TeraFlowSDN answers 504 for as long as its service is not
+			// ACTIVE, for ever when it cannot be built.
+			msg = fmt.Sprintf("%s %s after %s (build_timeout_s %d): %s", Type, op, c.now().Sub(since).Round(time.Second), int(c.set.buildTimeout/time.Second), msg)
+			return connectors.ServiceStatus{Status: connectors.StatusError, Message: msg, Info: map[string]any{"vpn-id": id, "requested_at": connInfo["requested_at"]}}, nil
 		}
 		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: msg}, nil
 	case !r.OK():
@@ -1145,7 +1242,7 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 		}
 	}
 	c.log.Debug("ietfl2vpn service edited", "service_id", id, "points", len(eps))
-	return newConnInfo(id, t, eps, bandwidthOf(connInfo)), nil
+	return c.newConnInfo(id, t, eps, bandwidthOf(connInfo)), nil
 }
 
 func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {
@@ -1162,6 +1259,15 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 	}
 	c.log.Debug("ietfl2vpn service deleted", "service_id", id)
 	return nil
+}
+
+// ServiceIDOf implements connectors.KeyedIDs: the vpn-id is IDPrefix and
+// the key, in every dialect.
+func (c *connector) ServiceIDOf(key string) string {
+	if key == "" {
+		return ""
+	}
+	return IDPrefix + key
 }
 
 // inventory returns wimro's vpn-services (sorted by id) and the
@@ -1269,6 +1375,12 @@ func endpointsOf(list []attachment, details map[attachment]accessDetail, places 
 // ClearAll deletes wimro's services (vpn-id prefix "wimro-") and their
 // attachments; other services are left alone.
 func (c *connector) ClearAll(ctx context.Context) error {
+	if ok, why := listing(c.set.dialect); !ok {
+		if err := ctx.Err(); err != nil {
+			return connectors.Errorf(connectors.KindRetryable, "%s clear all: %w", Type, err)
+		}
+		return connectors.Errorf(connectors.KindPermanent, "%s clear all: %s", Type, why)
+	}
 	ours, found, err := c.inventory(ctx)
 	if err != nil {
 		return err
@@ -1292,4 +1404,5 @@ func (c *connector) ClearAll(ctx context.Context) error {
 var (
 	_ connectors.Connector  = (*connector)(nil)
 	_ connectors.QoSCreator = (*connector)(nil)
+	_ connectors.KeyedIDs   = (*connector)(nil)
 )

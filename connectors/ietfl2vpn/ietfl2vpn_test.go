@@ -115,46 +115,74 @@ func elanPoints(i int) []connectors.ConnectionPoint {
 }
 
 // TestConformance runs the shared suite in each dialect, against the
-// emulator in the same dialect (osm: TeraFlowSDN's NBI).
+// emulator in the same dialect (osm: TeraFlowSDN's rewrite in front of a
+// datastore), and the osm dialect against the emulator in the tfs dialect
+// (TeraFlowSDN's own routes and answers: no listing, 500 ALREADY_EXISTS
+// where a datastore answers 409), where what the controller holds is read
+// from the emulator.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range []string{ietfl2vpn.DialectRFC8466, ietfl2vpn.DialectOSM} {
-		t.Run(dialect, func(t *testing.T) {
+	for _, tc := range []struct{ dialect, server string }{
+		{ietfl2vpn.DialectRFC8466, emu.DialectRFC8466},
+		{ietfl2vpn.DialectOSM, emu.DialectOSM},
+		{ietfl2vpn.DialectOSM, emu.DialectTFS},
+	} {
+		t.Run(tc.dialect+" on "+tc.server, func(t *testing.T) {
 			t.Parallel()
-			account := map[string]any{"dialect": dialect}
+			account := map[string]any{"dialect": tc.dialect}
+			osm := tc.dialect == ietfl2vpn.DialectOSM
 			// The osm dialect refuses a bandwidth (OSM's bodies carry none).
 			honours := connectortest.Honours(ietfl2vpn.Type, ietfl2vpn.Register)
-			if dialect == ietfl2vpn.DialectOSM {
+			if osm {
 				honours = nil
 			}
-			conformance.Run(t, conformance.Harness{
+			var emulators sync.Map // connector → its emulator
+			h := conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
 					// The WIM's port mappings name the three sites, so
 					// listed services read back as endpoints.
-					_, srv := server(t, emu.Options{BuildPolls: 2, Dialect: dialect, User: user, Password: password})
+					e, srv := server(t, emu.Options{BuildPolls: 2, Dialect: tc.server, User: user, Password: password})
 					var mappings []wimro.PortMapping
 					for _, p := range elanPoints(0) {
 						mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
 					}
-					return build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings})
+					c := build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings})
+					emulators.Store(c, e)
+					return c
 				},
-				ListsEndpoints: dialect == ietfl2vpn.DialectRFC8466,
-				Points:         points,
-				ELANPoints:     elanPoints,
-				MaxStatusPolls: 5,
+				ListsEndpoints:      tc.dialect == ietfl2vpn.DialectRFC8466,
+				ClearAllUnsupported: osm,
+				Points:              points,
+				ELANPoints:          elanPoints,
+				MaxStatusPolls:      5,
 				Unreachable: func(t *testing.T) connectors.Connector {
 					return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: account})
 				},
 				BadCredentials: func(t *testing.T) connectors.Connector {
-					_, srv := server(t, emu.Options{User: user, Password: password, Dialect: dialect})
+					_, srv := server(t, emu.Options{User: user, Password: password, Dialect: tc.server})
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password, AccountConfig: account})
 				},
 				Honours: honours,
 				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
-					c, e := setup(t, emu.Options{Dialect: dialect, Features: append([]string{"input-bw"}, emu.DefaultFeatures...)}, account)
+					c, e := setup(t, emu.Options{Dialect: tc.server, Features: append([]string{"input-bw"}, emu.DefaultFeatures...)}, account)
+					emulators.Store(c, e)
 					return c, func(id string) connectors.QoS { return storedQoS(t, e, id) }
 				},
-			})
+			}
+			if tc.server == emu.DialectTFS {
+				h.Inventory = func(t *testing.T, c connectors.Connector) []connectors.Service {
+					e, ok := emulators.Load(c)
+					if !ok {
+						t.Fatal("Inventory of a connector New did not build")
+					}
+					var out []connectors.Service
+					for _, id := range e.(*emu.Emulator).ServiceIDs() {
+						out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, ietfl2vpn.IDPrefix)})
+					}
+					return out
+				}
+			}
+			conformance.Run(t, h)
 		})
 	}
 }
@@ -241,6 +269,12 @@ func TestCreateRequests(t *testing.T) {
 		"vpn-attachment": map[string]any{"vpn-id": "wimro-k1", "site-role": "ietf-l2vpn-svc:any-to-any-role"},
 		"service":        map[string]any{"svc-mtu": 1500},
 	}}})
+	if at, _ := connInfo["requested_at"].(string); at == "" {
+		t.Errorf("connInfo has no requested_at: %v", connInfo)
+	} else if _, err := time.Parse(time.RFC3339, at); err != nil {
+		t.Errorf("connInfo requested_at %q: %v", at, err)
+	}
+	delete(connInfo, "requested_at")
 	sameJSON(t, "connInfo", connInfo, map[string]any{"vpn-id": "wimro-k1", "service-type": "ELINE", "site-network-accesses": []any{
 		map[string]any{"site-id": "dc-a", "network-access-id": "wimro-k1-0", "service-endpoint-id": "ep-dc-a", "encapsulation": "dot1q", "vlan": 103},
 		map[string]any{"site-id": "dc-b", "network-access-id": "wimro-k1-1", "service-endpoint-id": "ep-dc-b", "encapsulation": "dot1q", "vlan": 103},

@@ -3,7 +3,9 @@ package ietfl2vpn
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
@@ -96,3 +98,111 @@ func osmStatus(id string, r rest.Reply, connInfo map[string]any) connectors.Serv
 	}
 	return connectors.ServiceStatus{Status: connectors.StatusActive, Info: info}
 }
+
+// tfsErrors reads TeraFlowSDN's refusal bodies: a JSON list of {"error":
+// …} (or of strings), or one {"error": …}. It returns nil for any other
+// body.
+func tfsErrors(body []byte) []string {
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) != nil {
+		var one json.RawMessage = body
+		list = []json.RawMessage{one}
+	}
+	var out []string
+	for _, raw := range list {
+		var e struct {
+			Error string `json:"error"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(raw, &e) == nil && e.Error != "":
+			out = append(out, e.Error)
+		case json.Unmarshal(raw, &s) == nil && s != "":
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tfsPermanent are the texts of TeraFlowSDN's refusals that a retry of the
+// same request cannot change: the NBI raises them on the body itself (it
+// answers every failure 500).
+var tfsPermanent = []string{
+	"unable to auto-generated mapping", // a bearer-reference it cannot read
+	"Malformed NetworkAccessConnection",
+	"not supported", // NotImplementedError: encapsulation, tag or QoS class
+	"Unexpected request",
+	"is not L2VPN",
+}
+
+// alreadyExists reports TeraFlowSDN's answer to a vpn-service it holds
+// already: its Service component's gRPC ALREADY_EXISTS, passed on as 500.
+func alreadyExists(r rest.Reply) bool {
+	if r.Status != http.StatusInternalServerError {
+		return false
+	}
+	for _, e := range tfsErrors(r.Body) {
+		if strings.Contains(e, "ALREADY_EXISTS") {
+			return true
+		}
+	}
+	return false
+}
+
+// tfsFail is the error of a TeraFlowSDN refusal: its messages in the
+// text, and Permanent when one of them is (tfsPermanent). It returns nil
+// for a reply that is not one.
+func (c *connector) tfsFail(op string, r rest.Reply) error {
+	msgs := tfsErrors(r.Body)
+	if r.Status != http.StatusInternalServerError || len(msgs) == 0 {
+		return nil
+	}
+	detail := rest.Clip(strings.Join(msgs, "; "), rest.MaxSnippet)
+	for _, m := range msgs {
+		for _, p := range tfsPermanent {
+			if strings.Contains(m, p) {
+				e := connectors.Errorf(connectors.KindPermanent, "%s %s: HTTP %d: %s", Type, op, r.Status, detail)
+				e.Status = r.Status
+				return e
+			}
+		}
+	}
+	return c.rc.Error(op, r, detail)
+}
+
+// tfsBearer checks a bearer-reference the way TeraFlowSDN reads it: the
+// endpoint is "device:endpoint" or "prefix:device:endpoint" (the form of
+// its built-in bearer mappings, which it looks up first); anything else it
+// refuses when the attachment is posted.
+func tfsBearer(ref string) error {
+	parts := strings.Split(ref, ":")
+	if (len(parts) != 2 && len(parts) != 3) || slices.Contains(parts, "") {
+		return fmt.Errorf("bearer-reference %q is not \"device:endpoint\" or \"prefix:device:endpoint\", the only forms TeraFlowSDN reads an endpoint from", ref)
+	}
+	return nil
+}
+
+// listing says whether the server of a dialect can list its vpn-services,
+// and why not: TeraFlowSDN's NBI, the only server of the osm dialect,
+// answers GET vpn-services with {} whatever it holds, so a listing there
+// would report every service missing (drift reconcile) and find nothing
+// to clear.
+func listing(dialect string) (ok bool, why string) {
+	if dialect == DialectOSM {
+		return false, "in the osm dialect the server (TeraFlowSDN) answers GET vpn-services with {} whatever it holds: it cannot list its services"
+	}
+	return true, ""
+}
+
+// unlisted is the connector of a dialect whose server cannot list: it
+// says so (connectors.PartialLister), so that drift reconcile refuses the
+// account instead of reporting every link missing.
+type unlisted struct {
+	*connector
+	why string
+}
+
+// PartialListing implements connectors.PartialLister.
+func (u unlisted) PartialListing() string { return u.why }
+
+var _ connectors.PartialLister = unlisted{}

@@ -2,11 +2,9 @@ package ietfl2vpn_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wimro/wimro"
@@ -33,7 +31,9 @@ func TestOSMCreateRequests(t *testing.T) {
 		t.Fatalf("CreateService: %v", err)
 	}
 	reqs := e.Requests()
-	wantCalls(t, reqs, "POST /vpn-services 201", "POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-b/site-network-accesses 201", "GET /sites 200")
+	// The look-up first: TeraFlowSDN refuses a vpn-service it holds.
+	wantCalls(t, reqs, "GET "+svcs+"wimro-k1 500", "POST /vpn-services 201", "POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-b/site-network-accesses 201", "GET /sites 200")
+	reqs = reqs[1:]
 	for _, r := range reqs[:3] {
 		if r.ContentType != "application/json" || r.User != user {
 			t.Errorf("%s %s: Content-Type %q, user %q; want OSM's application/json", r.Method, r.Path, r.ContentType, r.User)
@@ -75,6 +75,7 @@ func TestOSMCreateRequests(t *testing.T) {
 		"vpn-attachment": map[string]any{"vpn-id": "wimro-k1", "site-role": "ietf-l2vpn-svc:any-to-any-role"},
 		"service":        map[string]any{"svc-mtu": 1500},
 	})
+	delete(connInfo, "requested_at") // checked by TestCreateRequests
 	sameJSON(t, "connInfo", connInfo, map[string]any{"vpn-id": "wimro-k1", "service-type": "ELINE", "site-network-accesses": []any{
 		map[string]any{"site-id": "dc-a", "network-access-id": "wimro-k1-0", "service-endpoint-id": "ep-dc-a", "encapsulation": "dot1q", "vlan": 103},
 		map[string]any{"site-id": "dc-b", "network-access-id": "wimro-k1-1", "service-endpoint-id": "ep-dc-b", "encapsulation": "none"},
@@ -121,34 +122,44 @@ func TestDialectGap(t *testing.T) {
 
 func TestOSMRetryAdopts(t *testing.T) {
 	t.Parallel()
-	for _, building := range []bool{false, true} {
-		t.Run(fmt.Sprintf("building=%v", building), func(t *testing.T) {
-			t.Parallel()
-			opts := emu.Options{}
-			getStatus := 200
-			if building {
-				opts.BuildPolls, getStatus = 5, 504
-			}
-			c, e := osmSetup(t, opts)
-			id, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, points(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := len(e.Requests())
-			// The same key with its second point moved: the service is
-			// adopted, the attachments posted again, the stale one deleted.
-			moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
-			if id2, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, moved); err != nil || id2 != id {
-				t.Fatalf("retried create = %s, %v; want %s", id2, err, id)
-			}
-			wantCalls(t, e.Requests()[n:], "POST /vpn-services 409", fmt.Sprintf("GET %s%s %d", svcs, id, getStatus),
-				"POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-c/site-network-accesses 201",
-				"GET /sites 200", "DELETE "+siteB+id+"-1 204")
-			want := []emu.AccessRef{{Site: "dc-a", ID: id + "-0", VPNID: id}, {Site: "dc-c", ID: id + "-1", VPNID: id}}
-			if got := e.Accesses(); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("accesses = %+v, want %+v", got, want)
-			}
-		})
+	for _, server := range []string{emu.DialectOSM, emu.DialectTFS} {
+		for _, building := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s building=%v", server, building), func(t *testing.T) {
+				t.Parallel()
+				opts := emu.Options{Dialect: server}
+				getStatus := 200
+				if building {
+					opts.BuildPolls, getStatus = 5, 504
+				}
+				c, e := setup(t, opts, osm)
+				id, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, points(0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := len(e.Requests())
+				// The same key with its second point moved: the service is
+				// looked up and adopted, the attachments posted again, the
+				// stale one deleted where the server lists its sites
+				// (TeraFlowSDN has none: it stays until the service goes).
+				moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
+				if id2, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, moved); err != nil || id2 != id {
+					t.Fatalf("retried create = %s, %v; want %s", id2, err, id)
+				}
+				calls := []string{fmt.Sprintf("GET %s%s %d", svcs, id, getStatus),
+					"POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-c/site-network-accesses 201"}
+				want := []emu.AccessRef{{Site: "dc-a", ID: id + "-0", VPNID: id}, {Site: "dc-c", ID: id + "-1", VPNID: id}}
+				if server == emu.DialectTFS {
+					calls = append(calls, "GET /sites 404")
+					want = []emu.AccessRef{want[0], {Site: "dc-b", ID: id + "-1", VPNID: id}, want[1]}
+				} else {
+					calls = append(calls, "GET /sites 200", "DELETE "+siteB+id+"-1 204")
+				}
+				wantCalls(t, e.Requests()[n:], calls...)
+				if got := e.Accesses(); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("accesses = %+v, want %+v", got, want)
+				}
+			})
+		}
 	}
 }
 
@@ -162,7 +173,7 @@ func TestOSMAttachmentConflict(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
-	wantCalls(t, e.Requests(), "POST /vpn-services 201", "POST /sites/site=dc-a/site-network-accesses 201",
+	wantCalls(t, e.Requests(), "GET "+svcs+id+" 500", "POST /vpn-services 201", "POST /sites/site=dc-a/site-network-accesses 201",
 		"POST /sites/site=dc-b/site-network-accesses 409", "DELETE "+siteB+id+"-1 404", "POST /sites/site=dc-b/site-network-accesses 201", "GET /sites 200")
 	if n := len(e.Accesses()); n != 2 {
 		t.Fatalf("accesses = %+v, want 2", e.Accesses())
@@ -216,46 +227,11 @@ func serverURL(t *testing.T, e *emu.Emulator) string {
 	return srv.URL
 }
 
-// tfs answers like TeraFlowSDN's NBI where the emulator is a RESTCONF
-// datastore: {} for the list of VPNs, and no route (Flask's HTML 404) for
-// sites and single attachments.
-type tfs struct {
-	mu       sync.Mutex
-	requests []string
-}
-
-func (s *tfs) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	path := strings.TrimPrefix(r.URL.Path, root)
-	s.mu.Lock()
-	s.requests = append(s.requests, r.Method+" "+path)
-	s.mu.Unlock()
-	vpn, isVPN := strings.CutPrefix(path, "/vpn-services/vpn-service=")
-	switch {
-	case r.Method == http.MethodGet && path == "/vpn-services":
-		_, _ = io.WriteString(w, "{}\n")
-	case r.Method == http.MethodPost && (path == "/vpn-services" || strings.HasSuffix(path, "/site-network-accesses")):
-		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, "[]\n")
-	case r.Method == http.MethodGet && isVPN && vpn == "wimro-gone":
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"error": "VPN(wimro-gone) not found in database"}`)
-	case r.Method == http.MethodGet && isVPN:
-		_, _ = fmt.Fprintf(w, `{"service-id": "uuid-of-%s"}`, vpn)
-	case r.Method == http.MethodDelete && isVPN:
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, "<!doctype html><title>404 Not Found</title>")
-	}
-}
-
-// TestOSMOnTeraFlowSDN drives every method against TeraFlowSDN's routes.
+// TestOSMOnTeraFlowSDN drives every method against the emulator in the
+// tfs dialect: TeraFlowSDN's routes and answers.
 func TestOSMOnTeraFlowSDN(t *testing.T) {
 	t.Parallel()
-	h := &tfs{}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	e, srv := server(t, emu.Options{Dialect: emu.DialectTFS})
 	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: osm, PortMappings: []wimro.PortMapping{{
 		WANServiceEndpointID:  "ep-1",
 		WANServiceMappingInfo: map[string]any{"site-id": "any-site", "bearer": map[string]any{"bearer-reference": "R1:1/1"}},
@@ -269,7 +245,7 @@ func TestOSMOnTeraFlowSDN(t *testing.T) {
 		t.Fatalf("CreateService: %v", err)
 	}
 	st, err := c.GetServiceStatus(ctx, id, ci)
-	if err != nil || st.Status != connectors.StatusActive || st.Info["service-id"] != "uuid-of-"+id || st.Info["service-type"] != "ELINE" {
+	if err != nil || st.Status != connectors.StatusActive || st.Info["service-id"] != id || st.Info["service-type"] != "ELINE" {
 		t.Fatalf("status = %+v, %v; want ACTIVE with TeraFlowSDN's service-id", st, err)
 	}
 	if _, err := c.GetServiceStatus(ctx, "wimro-gone", nil); !connectors.IsNotFound(err) || !strings.Contains(err.Error(), "not found in database") {
@@ -284,25 +260,26 @@ func TestOSMOnTeraFlowSDN(t *testing.T) {
 	if list, err := c.ListServices(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("ListServices = %+v, %v; want none (TeraFlowSDN lists nothing)", list, err)
 	}
-	if err := c.ClearAll(ctx); err != nil {
-		t.Fatalf("ClearAll: %v", err)
+	if pl, ok := c.(connectors.PartialLister); !ok || !strings.Contains(pl.PartialListing(), "cannot list") {
+		t.Fatalf("the osm dialect's connector does not say it cannot list")
+	}
+	if err := c.ClearAll(ctx); connectors.KindOf(err) != connectors.KindPermanent {
+		t.Fatalf("ClearAll = %v, want a Permanent error: nothing can be listed to clear", err)
 	}
 	if err := c.DeleteService(ctx, id, ci); err != nil {
 		t.Fatalf("DeleteService: %v", err)
 	}
-	want := []string{
-		"GET /vpn-services",
-		"POST /vpn-services", "POST /sites/site=dc-a/site-network-accesses", "POST /sites/site=dc-b/site-network-accesses", "GET /sites",
-		"GET /vpn-services/vpn-service=" + id, "GET /vpn-services/vpn-service=wimro-gone",
-		"GET /vpn-services/vpn-service=wimro-gone",
-		"GET /vpn-services/vpn-service=" + id, "GET /sites", "POST /sites/site=dc-a/site-network-accesses", "POST /sites/site=dc-b/site-network-accesses",
-		"GET /vpn-services", "GET /vpn-services",
-		"DELETE /vpn-services/vpn-service=" + id,
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if got := h.requests; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("requests\n got %q\nwant %q", got, want)
+	wantCalls(t, e.Requests(),
+		"GET /vpn-services 200",
+		"GET "+svcs+id+" 500", "POST /vpn-services 201", "POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-b/site-network-accesses 201", "GET /sites 404",
+		"GET "+svcs+id+" 200", "GET "+svcs+"wimro-gone 500",
+		"GET "+svcs+"wimro-gone 500",
+		"GET "+svcs+id+" 200", "GET /sites 404", "POST /sites/site=dc-a/site-network-accesses 201", "POST /sites/site=dc-b/site-network-accesses 201",
+		"GET /vpn-services 200",
+		"DELETE "+svcs+id+" 204",
+	)
+	if len(e.ServiceIDs()) != 0 || len(e.Accesses()) != 0 {
+		t.Fatalf("left %v %+v", e.ServiceIDs(), e.Accesses())
 	}
 }
 

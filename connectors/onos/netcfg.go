@@ -200,6 +200,8 @@ type vplsDoc struct {
 	extra   map[string]json.RawMessage // other top-level fields
 	list    []json.RawMessage
 	updated json.RawMessage
+	// present is false when ONOS answered 404 for the key.
+	present bool
 }
 
 // vplsEntry is one VPLS of the list.
@@ -238,6 +240,7 @@ func (c *connector) readVPLS(ctx context.Context) (*vplsDoc, error) {
 	if !r.OK() {
 		return nil, c.fail(op, r)
 	}
+	doc.present = true
 	if err := c.rest.Decode(op, r, &doc.extra); err != nil {
 		return nil, err
 	}

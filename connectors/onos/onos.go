@@ -20,9 +20,16 @@
 // letters, digits, '.', '_' or '-' starting with a letter or digit). The
 // service
 // is the VPLS named "wimro-<key>", with one interface per connection point
-// named "wimro-<key>-<i>" (i is the point's index), configured on the
-// point's port with the access VLAN as a string ("vlan": "100", as ONOS
-// writes it) for dot1q and no vlan for none. Interfaces are never shared
+// named "wimro-<key>-<i>.<h>" (i is the point's index, h 8 hex digits of a
+// hash of the point's port and VLAN), configured on the point's port with
+// the access VLAN as a string ("vlan": "100", as ONOS writes it) for dot1q
+// and no vlan for none. The hash makes an edit that moves a point to
+// another VLAN or port rename its interface, so the VPLS entry changes
+// too: ONOS's VPLS application reloads only when its own config changes
+// (VplsConfigManager compares interfaces with their VLAN and connect point
+// then), and a change under ports alone would leave traffic on the old
+// VLAN. Interfaces named "wimro-<key>-<i>" by earlier releases are still
+// the service's and are replaced by the first edit. Interfaces are never shared
 // between services nor named after the endpoint, unlike OSM's: two services
 // on one port with different VLANs have interfaces of their own. The VPLS
 // encapsulation is the core transport encapsulation between the edge
@@ -39,6 +46,11 @@
 // VLAN.
 //
 // # Idempotency and concurrency
+//
+// Create and edit first ask ONOS for the VPLS application's state: while
+// it is not ACTIVE, ONOS keeps a posted vpls config pending and answers 404
+// for it, so nothing is written and the call fails Retryable naming the
+// cause.
 //
 // Create looks the VPLS and its interfaces up by name and brings them in
 // line with the request (create-or-replace), so a retried create adopts
@@ -71,8 +83,11 @@
 // missing is DOWN, naming them; absent is a NotFound error. The expected
 // interfaces come from connInfo, or, without it, from the VPLS entry and
 // the interfaces bearing the service's prefix. ONOS keeps no other
-// per-VPLS state in netcfg, so there is no BUILD phase, and a deactivated
-// VPLS application is only reported by CheckCredentials. Info gives the
+// per-VPLS state in netcfg, so there is no BUILD phase. The vpls config
+// read is what the VPLS application wrote back (its own view, the
+// interfaces it resolved); when ONOS has no vpls config at all the
+// application's state is asked, and an application that is not ACTIVE
+// makes the service DOWN naming it (vpls_app_state in the info). Info gives the
 // VPLS, its interfaces, its encapsulation and, once the VPLS app has
 // written the config back, its last_update_time.
 //
@@ -92,6 +107,7 @@ package onos
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -207,24 +223,53 @@ func (c *connector) lock(ctx context.Context) (func(), error) {
 
 func (c *connector) CheckCredentials(ctx context.Context) error {
 	const op = "check credentials"
-	r, err := c.rest.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: appPath})
+	state, err := c.appState(ctx, op)
 	if err != nil {
 		return err
 	}
+	if state != "ACTIVE" {
+		return connectors.Errorf(connectors.KindPermanent, "onos %s: VPLS application is not active (%s is %q); activate it on the controller", op, vplsApp, state)
+	}
+	return nil
+}
+
+// appState returns the state ONOS reports for the VPLS application
+// (ACTIVE, INSTALLED); an application that is not installed is a
+// Permanent error.
+func (c *connector) appState(ctx context.Context, op string) (string, error) {
+	r, err := c.rest.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: appPath})
+	if err != nil {
+		return "", err
+	}
 	if r.Status == http.StatusNotFound {
-		return connectors.Errorf(connectors.KindPermanent, "onos %s: the VPLS application %s is not installed (%s)", op, vplsApp, onosDetail(r.Body))
+		return "", connectors.Errorf(connectors.KindPermanent, "onos %s: the VPLS application %s is not installed (%s)", op, vplsApp, onosDetail(r.Body))
 	}
 	if !r.OK() {
-		return c.fail(op, r)
+		return "", c.fail(op, r)
 	}
 	var app struct {
 		State string `json:"state"`
 	}
 	if err := c.rest.Decode(op, r, &app); err != nil {
+		return "", err
+	}
+	if app.State == "" {
+		return "", connectors.Errorf(connectors.KindPermanent, "onos %s: the answer for %s carries no state", op, vplsApp)
+	}
+	return app.State, nil
+}
+
+// requireApp fails when the VPLS application is not active: ONOS then
+// keeps a posted vpls config pending and answers 404 for it, so a write
+// could never be verified. It is Retryable (activating the application
+// lets the retry through) and names the cause.
+func (c *connector) requireApp(ctx context.Context, op string) error {
+	state, err := c.appState(ctx, op)
+	if err != nil {
 		return err
 	}
-	if app.State != "ACTIVE" {
-		return connectors.Errorf(connectors.KindPermanent, "onos %s: VPLS application is not active (%s is %q); activate it on the controller", op, vplsApp, app.State)
+	if state != "ACTIVE" {
+		return connectors.Errorf(connectors.KindRetryable, "onos %s: the VPLS application %s is %s, not ACTIVE: activate it on the controller", op, vplsApp, state)
 	}
 	return nil
 }
@@ -232,6 +277,9 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
 	want, err := c.interfaces(key, t, points)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := c.requireApp(ctx, "create"); err != nil {
 		return "", nil, err
 	}
 	unlock, err := c.lock(ctx)
@@ -262,6 +310,9 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 	}
 	want, err := c.interfaces(id, t, points)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.requireApp(ctx, "edit"); err != nil {
 		return nil, err
 	}
 	unlock, err := c.lock(ctx)
@@ -402,6 +453,18 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 	}
 	entry, ok := doc.find(vplsName(id))
 	if !ok {
+		if !doc.present {
+			// No vpls config at all: ONOS answers so too while the VPLS
+			// application is not active, and then no VPLS runs.
+			state, err := c.appState(ctx, "status")
+			if err != nil {
+				return connectors.ServiceStatus{}, err
+			}
+			if state != "ACTIVE" {
+				return connectors.ServiceStatus{Status: connectors.StatusDown, Message: fmt.Sprintf("the VPLS application %s is %s, not ACTIVE: no VPLS runs", vplsApp, state),
+					Info: map[string]any{"vpls": vplsName(id), "vpls_app_state": state}}, nil
+			}
+		}
 		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "onos status: VPLS %s not found", vplsName(id))
 	}
 	ports, err := c.readPorts(ctx)

@@ -35,6 +35,7 @@ const (
 
 	vplsPath  = "/onos/v1/network/configuration/apps/org.onosproject.vpls/vpls"
 	portsPath = "/onos/v1/network/configuration/ports"
+	appPath   = "/onos/v1/applications/org.onosproject.vpls"
 )
 
 // point is a dot1q connection point whose mapping names a switch port.
@@ -229,11 +230,11 @@ func TestCreateRequests(t *testing.T) {
 	for _, r := range en.e.Requests() {
 		got = append(got, r.Method+" "+r.Path)
 	}
-	want := []string{"GET " + vplsPath, "GET " + portsPath, "POST " + portsPath, "GET " + vplsPath, "POST " + vplsPath, "GET " + portsPath, "GET " + vplsPath}
+	reqs := en.e.Requests()[1:] // the bodies below count from the first netcfg request
+	want := []string{"GET " + appPath, "GET " + vplsPath, "GET " + portsPath, "POST " + portsPath, "GET " + vplsPath, "POST " + vplsPath, "GET " + portsPath, "GET " + vplsPath}
 	if !slices.Equal(got, want) {
 		t.Fatalf("requests =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	reqs := en.e.Requests()
 	var portsBody map[string]map[string][]map[string]any
 	if err := json.Unmarshal([]byte(reqs[2].Body), &portsBody); err != nil {
 		t.Fatal(err)
@@ -241,10 +242,10 @@ func TestCreateRequests(t *testing.T) {
 	if len(portsBody) != 2 || portsBody[portA] == nil || portsBody[portB] == nil {
 		t.Fatalf("ports POST = %s, want exactly the two ports used", reqs[2].Body)
 	}
-	if a := portsBody[portA]["interfaces"]; len(a) != 2 || a[0]["name"] != "tenant-a" || a[1]["name"] != "wimro-"+key+"-0" || a[1]["vlan"] != "103" {
+	if a := portsBody[portA]["interfaces"]; len(a) != 2 || a[0]["name"] != "tenant-a" || a[1]["name"] != onos.IfaceName(key, 0, portA, 103) || a[1]["vlan"] != "103" {
 		t.Errorf("port A interfaces = %v, want the tenant's then ours with vlan \"103\"", a)
 	}
-	if b := portsBody[portB]["interfaces"]; len(b) != 1 || b[0]["name"] != "wimro-"+key+"-1" || len(b[0]) != 2 {
+	if b := portsBody[portB]["interfaces"]; len(b) != 1 || b[0]["name"] != onos.IfaceName(key, 1, portB, 103) || len(b[0]) != 2 {
 		t.Errorf("port B interfaces = %v", b)
 	}
 	var vplsBody struct {
@@ -258,13 +259,13 @@ func TestCreateRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(vplsBody.List); n != 3 || vplsBody.List[2].Name != "wimro-"+key || vplsBody.List[2].Encapsulation != "MPLS" ||
-		!slices.Equal(vplsBody.List[2].Interfaces, []string{"wimro-" + key + "-0", "wimro-" + key + "-1"}) {
+		!slices.Equal(vplsBody.List[2].Interfaces, []string{onos.IfaceName(key, 0, portA, 103), onos.IfaceName(key, 1, portB, 103)}) {
 		t.Errorf("VPLS POST = %s", reqs[4].Body)
 	}
 
 	wantInfo := map[string]any{"vpls": "wimro-" + key, "type": "ELINE", "encapsulation": "MPLS", "interfaces": []any{
-		map[string]any{"name": "wimro-" + key + "-0", "port": portA, "vlan": 103},
-		map[string]any{"name": "wimro-" + key + "-1", "port": portB, "vlan": 103},
+		map[string]any{"name": onos.IfaceName(key, 0, portA, 103), "port": portA, "vlan": 103},
+		map[string]any{"name": onos.IfaceName(key, 1, portB, 103), "port": portB, "vlan": 103},
 	}}
 	if g, w := connectortest.MustJSON(t, info), connectortest.MustJSON(t, wantInfo); g != w {
 		t.Errorf("connInfo = %s, want %s", g, w)
@@ -350,8 +351,8 @@ func TestTwoServicesOnOnePort(t *testing.T) {
 	i1 := create(t, en.c, k1, connectors.ServiceELINE, points(1))
 	i2 := create(t, en.c, k2, connectors.ServiceELINE, points(2))
 	want := []emu.Interface{
-		{Port: portA, Name: "wimro-" + k1 + "-0", VLAN: "101"}, {Port: portB, Name: "wimro-" + k1 + "-1", VLAN: "101"},
-		{Port: portA, Name: "wimro-" + k2 + "-0", VLAN: "102"}, {Port: portB, Name: "wimro-" + k2 + "-1", VLAN: "102"},
+		{Port: portA, Name: onos.IfaceName(k1, 0, portA, 101), VLAN: "101"}, {Port: portB, Name: onos.IfaceName(k1, 1, portB, 101), VLAN: "101"},
+		{Port: portA, Name: onos.IfaceName(k2, 0, portA, 102), VLAN: "102"}, {Port: portB, Name: onos.IfaceName(k2, 1, portB, 102), VLAN: "102"},
 	}
 	ifs := en.e.Interfaces()
 	for _, w := range want {
@@ -408,23 +409,23 @@ func TestStatus(t *testing.T) {
 	}{
 		{"active", false, func(*emu.Emulator, string) error { return nil }, connectors.StatusActive, ""},
 		{"interface removed", false, func(e *emu.Emulator, key string) error {
-			if !e.RemoveInterface("wimro-" + key + "-1") {
+			if !e.RemoveInterface(onos.IfaceName(key, 1, portB, 100)) {
 				return errors.New("no such interface")
 			}
 			return nil
-		}, connectors.StatusDown, "wimro-%s-1 (not in the VPLS, not configured under ports)"},
+		}, connectors.StatusDown, "%s (not in the VPLS, not configured under ports)"},
 		{"interface removed, no connInfo", true, func(e *emu.Emulator, key string) error {
-			e.RemoveInterface("wimro-" + key + "-1")
+			e.RemoveInterface(onos.IfaceName(key, 1, portB, 100))
 			return nil
 		}, connectors.StatusDown, "has 1 interface(s)"},
 		{"vlan changed by someone else", false, func(e *emu.Emulator, key string) error {
-			return e.Load(map[string]any{"ports": map[string]any{portB: map[string]any{"interfaces": []any{map[string]any{"name": "wimro-" + key + "-1", "vlan": "999"}}}}})
+			return e.Load(map[string]any{"ports": map[string]any{portB: map[string]any{"interfaces": []any{map[string]any{"name": onos.IfaceName(key, 1, portB, 100), "vlan": "999"}}}}})
 		}, connectors.StatusDown, `not configured on ` + portB + ` with vlan "100"`},
 		{"name dropped from the VPLS", true, func(e *emu.Emulator, key string) error {
 			return e.Load(map[string]any{"apps": map[string]any{"org.onosproject.vpls": map[string]any{"vpls": map[string]any{
-				"vplsList": []any{map[string]any{"name": "wimro-" + key, "interfaces": []any{"wimro-" + key + "-0"}}},
+				"vplsList": []any{map[string]any{"name": "wimro-" + key, "interfaces": []any{onos.IfaceName(key, 0, portA, 100)}}},
 			}}}})
-		}, connectors.StatusDown, "wimro-%s-1 (not in the VPLS)"},
+		}, connectors.StatusDown, "%s (not in the VPLS)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,7 +446,7 @@ func TestStatus(t *testing.T) {
 			if st.Status != tt.want {
 				t.Fatalf("status = %s (%s), want %s", st.Status, st.Message, tt.want)
 			}
-			if want := strings.ReplaceAll(tt.contains, "%s", key); !strings.Contains(st.Message, want) {
+			if want := strings.ReplaceAll(tt.contains, "%s", onos.IfaceName(key, 1, portB, 100)); !strings.Contains(st.Message, want) {
 				t.Errorf("message %q does not contain %q", st.Message, want)
 			}
 			if st.Info["vpls"] != "wimro-"+key || st.Info["last_update_time"] == nil {
@@ -475,7 +476,7 @@ func TestCreateRepairsAndReplaces(t *testing.T) {
 	en := setup(t, emu.Options{}, nil)
 	key := uuid.NewString()
 	create(t, en.c, key, connectors.ServiceELINE, points(0))
-	en.e.RemoveInterface("wimro-" + key + "-0")
+	en.e.RemoveInterface(onos.IfaceName(key, 0, portA, 100))
 	// The retried create puts the missing interface back.
 	info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 	if st, err := en.c.GetServiceStatus(t.Context(), key, info); err != nil || st.Status != connectors.StatusActive {
@@ -485,7 +486,7 @@ func TestCreateRepairsAndReplaces(t *testing.T) {
 	p := points(0)
 	p[1] = point("dcC", 100, "of:00000000000000AB", "3")
 	info = create(t, en.c, key, connectors.ServiceELINE, p)
-	want := []emu.Interface{{Port: portA, Name: "wimro-" + key + "-0", VLAN: "100"}, {Port: portC, Name: "wimro-" + key + "-1", VLAN: "100"}}
+	want := []emu.Interface{{Port: portA, Name: onos.IfaceName(key, 0, portA, 100), VLAN: "100"}, {Port: portC, Name: onos.IfaceName(key, 1, portC, 100), VLAN: "100"}}
 	if got := ours(en.e, key); !slices.Equal(got, want) {
 		t.Fatalf("interfaces after replace = %+v, want %+v", got, want)
 	}
@@ -787,6 +788,10 @@ func TestMalformedReplies(t *testing.T) {
 				_, _ = w.Write([]byte(`{"` + portA + `":{"interfaces":{"name":"x"}}}`))
 				return
 			}
+			if strings.HasSuffix(r.URL.Path, "/applications/org.onosproject.vpls") {
+				_, _ = w.Write([]byte(`{"state":"ACTIVE"}`))
+				return
+			}
 			_, _ = w.Write([]byte(`{}`))
 		}, func(c connectors.Connector) error {
 			_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
@@ -893,7 +898,7 @@ func TestMappingForms(t *testing.T) {
 		fromMapping := connectors.ConnectionPoint{ServiceEndpointID: "pm", Encapsulation: connectors.EncapNone}
 		create(t, c, key, connectors.ServiceELINE, []connectors.ConnectionPoint{point("x", 10+i, tt.dpid, tt.port), fromMapping})
 		got := ours(e, key)
-		want := []emu.Interface{{Port: tt.want, Name: "wimro-" + key + "-0", VLAN: strconv.Itoa(10 + i)}, {Port: "of:000000000000001f/42", Name: "wimro-" + key + "-1"}}
+		want := []emu.Interface{{Port: tt.want, Name: onos.IfaceName(key, 0, tt.want, 10+i), VLAN: strconv.Itoa(10 + i)}, {Port: "of:000000000000001f/42", Name: onos.IfaceName(key, 1, "of:000000000000001f/42", 0)}}
 		slices.SortFunc(want, func(a, b emu.Interface) int { return strings.Compare(a.Port, b.Port) })
 		if !slices.Equal(got, want) {
 			t.Errorf("dpid %v port %v: interfaces %+v, want %+v", tt.dpid, tt.port, got, want)

@@ -3,6 +3,7 @@ package onos
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -37,24 +38,31 @@ func (i iface) entry() map[string]any {
 	return m
 }
 
-func ifaceName(key string, index int) string {
-	return namePrefix + key + "-" + strconv.Itoa(index)
+// ifaceName names the interface of point index of key after where it is:
+// wimro-<key>-<index>.<8 hex digits of a hash of port and VLAN>. A point
+// moved to another port or VLAN gets a new name, so that the VPLS entry
+// changes with it: the VPLS application reloads only when its own config
+// changes and would otherwise keep the point on its old port and VLAN.
+func ifaceName(key string, index int, port string, vlan int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(port + "|" + strconv.Itoa(vlan)))
+	return fmt.Sprintf("%s%s-%d.%08x", namePrefix, key, index, h.Sum32())
 }
 
 // ownedBy reports whether the interface name belongs to the service key:
-// exactly wimro-<key>-<digits>, so that key "a" never claims key "a-1"'s
-// interfaces ("wimro-a-1-0").
+// exactly wimro-<key>-<digits>.<8 hex> (or wimro-<key>-<digits>, the names
+// of earlier releases), so that key "a" never claims key "a-1"'s
+// interfaces ("wimro-a-1-0.…").
 func ownedBy(key, name string) bool {
 	rest, ok := strings.CutPrefix(name, namePrefix+key+"-")
-	if !ok || rest == "" {
+	if !ok {
 		return false
 	}
-	for _, r := range rest {
-		if r < '0' || r > '9' {
-			return false
-		}
+	index, hash, hashed := strings.Cut(rest, ".")
+	if hashed && (len(hash) != 8 || strings.Trim(hash, "0123456789abcdef") != "") {
+		return false
 	}
-	return true
+	return index != "" && strings.Trim(index, "0123456789") == ""
 }
 
 // interfaces checks the request and returns the service's interfaces, one
@@ -77,7 +85,7 @@ func (c *connector) interfaces(key string, t connectors.ServiceType, points []co
 		if err != nil {
 			return nil, connectors.Errorf(connectors.KindPermanent, "onos: connection point %d (%s): wan_service_mapping_info: %v", i, p.ServiceEndpointID, err)
 		}
-		out[i] = iface{Name: ifaceName(key, i), Port: port, VLAN: p.VLAN}
+		out[i] = iface{Name: ifaceName(key, i, port, p.VLAN), Port: port, VLAN: p.VLAN}
 		where := port + " vlan " + strconv.Itoa(p.VLAN)
 		if j, dup := seen[where]; dup {
 			return nil, connectors.Errorf(connectors.KindPermanent, "onos: connection points %d (%s) and %d (%s) are the same port and VLAN (%s)", j, points[j].ServiceEndpointID, i, p.ServiceEndpointID, where)

@@ -87,6 +87,27 @@
 // site-network-accesses alike, answers errors with 500 and a JSON list of
 // {"error": …}, and turns every encapsulation-type other than OSM's into
 // ethernet (the emulator keeps valid values, so that strict bodies pass).
+//
+// # The tfs dialect
+//
+// Options.Dialect "tfs" is the osm dialect behind TeraFlowSDN's NBI's own
+// routes and answers (its src/nbi/service/ietf_l2vpn), for tests that must
+// not pass only because a datastore lists and answers 409:
+//
+//   - only vpn-services (GET, POST), vpn-service=<id> (GET, PUT, DELETE)
+//     and sites/site=<id>/site-network-accesses (POST, PUT) exist; every
+//     other path is Flask's HTML 404, another method its 405;
+//   - GET vpn-services answers {} whatever it holds;
+//   - a vpn-service posted again is 500 [{"error": "…StatusCode.ALREADY_EXISTS…"}]
+//     (TeraFlowSDN's Service component refuses the second CreateService),
+//     never 409;
+//   - a PUT of a vpn-service is 500 (TeraFlowSDN wants a whole l2vpn-svc
+//     tree with its sites there); a PUT on site-network-accesses is a POST
+//     answered 204;
+//   - every refusal (validation included) is 500 with a JSON list of
+//     {"error": …}; a GET of a service is 504 while BuildPolls (or
+//     SetPending) lasts, 500 "not found in database" when unknown; a
+//     DELETE of an unknown one is 204.
 package ietfl2vpn
 
 import (
@@ -121,6 +142,9 @@ var DefaultFeatures = []string{"bearer-reference", "dot1q"}
 const (
 	DialectRFC8466 = "rfc8466"
 	DialectOSM     = "osm"
+	// DialectTFS is the osm dialect with TeraFlowSDN's NBI's surface as
+	// well: see "The tfs dialect".
+	DialectTFS = "tfs"
 )
 
 // OSMFeatures are the features enabled when Options.Features is nil in the
@@ -159,8 +183,10 @@ type Options struct {
 	// RejectPUT makes every PUT answer 405, like servers that only create
 	// with POST.
 	RejectPUT bool
-	// Dialect is "rfc8466" (or empty: the strict server) or "osm"
-	// (TeraFlowSDN's NBI, see the package comment).
+	// Dialect is "rfc8466" (or empty: the strict server), "osm"
+	// (TeraFlowSDN's rewrite of OSM's bodies in front of the strict
+	// datastore) or "tfs" (the osm dialect behind TeraFlowSDN's routes and
+	// answers); see the package comment.
 	Dialect string
 }
 
@@ -193,6 +219,7 @@ type Emulator struct {
 	emulator.Recorder
 	opts  Options
 	osm   bool
+	tfs   bool
 	check validator
 
 	mu       sync.Mutex
@@ -205,10 +232,11 @@ type Emulator struct {
 // New returns an emulator holding the sites of opts and no vpn-service. It
 // panics on an unknown Options.Dialect.
 func New(opts Options) *Emulator {
-	if opts.Dialect != "" && opts.Dialect != DialectRFC8466 && opts.Dialect != DialectOSM {
-		panic(fmt.Sprintf("ietfl2vpn emulator: Options.Dialect %q is neither %q nor %q", opts.Dialect, DialectRFC8466, DialectOSM))
+	if !slices.Contains([]string{"", DialectRFC8466, DialectOSM, DialectTFS}, opts.Dialect) {
+		panic(fmt.Sprintf("ietfl2vpn emulator: Options.Dialect %q is not %q, %q or %q", opts.Dialect, DialectRFC8466, DialectOSM, DialectTFS))
 	}
-	osm := opts.Dialect == DialectOSM
+	tfs := opts.Dialect == DialectTFS
+	osm := opts.Dialect == DialectOSM || tfs
 	features := opts.Features
 	switch {
 	case features != nil:
@@ -220,6 +248,7 @@ func New(opts Options) *Emulator {
 	e := &Emulator{
 		opts:     opts,
 		osm:      osm,
+		tfs:      tfs,
 		check:    validator{features: make(map[string]bool, len(features))},
 		services: make(map[string]map[string]any),
 		pending:  make(map[string]int),
@@ -367,6 +396,8 @@ type reply struct {
 	body     any
 	location string
 	err      *rcError
+	// html is a text/html body (Flask's error pages, tfs dialect).
+	html string
 }
 
 const maxBody = 1 << 20
@@ -446,6 +477,12 @@ func write(w http.ResponseWriter, rep reply) {
 	}
 	if rep.location != "" {
 		w.Header().Set("Location", rep.location)
+	}
+	if rep.html != "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.html)
+		return
 	}
 	if body == nil {
 		w.WriteHeader(status)
@@ -537,9 +574,17 @@ var allowed = map[string][]string{
 
 func (e *Emulator) route(r *http.Request, body []byte) reply {
 	res, err := parse(r.URL.EscapedPath())
+	if e.tfs {
+		return e.tfsRoute(r, body, res, err)
+	}
 	if err != nil {
 		return reply{err: err}
 	}
+	return e.serve(r, body, res)
+}
+
+// serve answers a parsed request as the datastore does.
+func (e *Emulator) serve(r *http.Request, body []byte, res resource) reply {
 	methods := allowed[res.kind]
 	if e.opts.RejectPUT {
 		methods = slices.DeleteFunc(slices.Clone(methods), func(m string) bool { return m == http.MethodPut })
@@ -696,6 +741,9 @@ func (e *Emulator) store(r *http.Request, res resource, doc any) reply {
 	}
 	_, exists := table[id]
 	// TeraFlowSDN updates its service with an attachment posted again.
+	if r.Method == http.MethodPost && exists && e.tfs && s == nil {
+		return tfsAlreadyExists(id)
+	}
 	if r.Method == http.MethodPost && exists && !(e.osm && s != nil) {
 		return reply{err: &rcError{status: http.StatusConflict, tag: "data-exists", path: entryPath(listPath, key, id), msg: member + " " + id + " already exists"}}
 	}

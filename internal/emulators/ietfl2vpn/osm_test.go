@@ -255,9 +255,9 @@ func TestOSMReplies(t *testing.T) {
 func TestNewRefusesUnknownDialect(t *testing.T) {
 	t.Parallel()
 	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(string), `"tfs"`) {
-			t.Fatalf("New with Dialect tfs: recovered %v, want a panic naming it", r)
+		if r := recover(); r == nil || !strings.Contains(r.(string), `"teraflow"`) {
+			t.Fatalf("New with Dialect teraflow: recovered %v, want a panic naming it", r)
 		}
 	}()
-	New(Options{Dialect: "tfs"})
+	New(Options{Dialect: "teraflow"})
 }

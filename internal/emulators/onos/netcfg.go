@@ -78,7 +78,10 @@ func (e *Emulator) get(scope []string) (int, any) {
 		return http.StatusOK, maps.Clone(subj)
 	default:
 		v, ok := e.store[scope[0]][scope[1]][scope[2]]
-		if !ok {
+		if !ok || !e.vplsActive() && scope[0] == "apps" && scope[1] == VPLSApp && scope[2] == "vpls" {
+			// The vpls config class is registered by the VPLS
+			// application: while it is not active ONOS keeps a posted
+			// config pending and answers 404 for the key.
 			return notFound(scope)
 		}
 		return http.StatusOK, v

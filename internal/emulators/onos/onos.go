@@ -52,8 +52,15 @@
 // the VPLSs lose the interfaces that no longer resolve and the config is
 // written back. The engine runs inside the request that changed the
 // config, so a client sees its effect on its next read; within one POST the
-// ports are applied before the vpls config. AppVPLSs returns the engine's
-// operational set, which is what a test should assert on.
+// ports are applied before the vpls config. The engine binds each
+// interface to its port and VLAN when it loads the vpls config and keeps
+// that binding when only the ports config changes (a VLAN or port edited
+// under ports alone is not seen until the vpls config changes), as
+// VplsConfigManager, which listens to its own config class only, does.
+// While the application is not active its config class is not registered:
+// a posted vpls config is kept pending and GET of the vpls key answers 404.
+// AppVPLSs returns the engine's operational set, with the attachments it
+// bound, which is what a test should assert on.
 package onos
 
 import (

@@ -502,3 +502,59 @@ func boolString(b bool) string {
 	}
 	return "false"
 }
+
+// TestVPLSReloadRule: the application binds interfaces when its own config
+// changes; a VLAN or port changed under ports alone is not seen, a vpls
+// config posted again (or naming other interfaces) is.
+func TestVPLSReloadRule(t *testing.T) {
+	t.Parallel()
+	const vpls = `{"vplsList":[{"name":"v1","interfaces":["a","b"]}]}`
+	tests := []struct {
+		name string
+		// ports replaces port1's interfaces after the seed.
+		ports      string
+		repostVPLS bool
+		want       Attachment // a's attachment in the app afterwards
+	}{
+		{name: "vlan changed under ports only", ports: ifacesJSON(`{"name":"a","vlan":"20"}`), want: Attachment{Port: port1, VLAN: "10"}},
+		{name: "vlan changed, vpls posted again", ports: ifacesJSON(`{"name":"a","vlan":"20"}`), repostVPLS: true, want: Attachment{Port: port1, VLAN: "20"}},
+		{name: "vlan removed under ports only", ports: ifacesJSON(`{"name":"a"}`), want: Attachment{Port: port1, VLAN: "10"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, Options{})
+			seedVPLS(t, e, vpls)
+			if got := e.AppVPLSs()["v1"].Attachments["a"]; got != (Attachment{Port: port1, VLAN: "10"}) {
+				t.Fatalf("after the seed a is bound to %+v", got)
+			}
+			if r := do(t, e, http.MethodPost, cfgP+"/ports", `{"`+port1+`":`+tt.ports+`}`); r.status != http.StatusOK {
+				t.Fatalf("POST ports = %d %s", r.status, r.body)
+			}
+			if tt.repostVPLS {
+				if r := do(t, e, http.MethodPost, vplsP, vpls); r.status != http.StatusOK {
+					t.Fatalf("POST vpls = %d %s", r.status, r.body)
+				}
+			}
+			if got := e.AppVPLSs()["v1"].Attachments["a"]; got != tt.want {
+				t.Fatalf("a is bound to %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVPLSKeyWhileInactive: the vpls config class belongs to the VPLS
+// application, so its key answers 404 while the application is inactive,
+// though a posted config is kept and loaded on activation.
+func TestVPLSKeyWhileInactive(t *testing.T) {
+	t.Parallel()
+	e := setup(t, Options{VPLSInactive: true})
+	seedVPLS(t, e, `{"vplsList":[{"name":"v1","interfaces":["a","b"]}]}`)
+	if r := do(t, e, http.MethodGet, vplsP, ""); r.status != http.StatusNotFound {
+		t.Fatalf("GET vpls while inactive = %d %s, want 404", r.status, r.body)
+	}
+	e.SetAppState(VPLSApp, StateActive)
+	if r := do(t, e, http.MethodGet, vplsP, ""); r.status != http.StatusOK {
+		t.Fatalf("GET vpls once active = %d %s, want 200", r.status, r.body)
+	}
+}

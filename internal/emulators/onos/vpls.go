@@ -19,6 +19,20 @@ type VPLS struct {
 	Interfaces []string
 	// Encapsulation is NONE, VLAN or MPLS.
 	Encapsulation string
+	// Attachments are, in the application's set, where each resolved
+	// interface was when the application last loaded the VPLS config:
+	// name → port and VLAN. A later change of an interface's port or VLAN
+	// under ports alone is not seen (VplsConfigManager reloads on changes
+	// of its own config only); nil in a configured VPLS.
+	Attachments map[string]Attachment
+}
+
+// Attachment is where the VPLS application binds one interface.
+type Attachment struct {
+	// Port is the port subject, e.g. of:0000000000000001/1.
+	Port string
+	// VLAN is the vlan field's text, "" when absent.
+	VLAN string
 }
 
 // VPLSConfig is the parsed vpls config key of org.onosproject.vpls.
@@ -157,28 +171,37 @@ func parseVLAN(raw json.RawMessage) (text string, ok bool) {
 
 func (e *Emulator) vplsActive() bool { return e.apps[VPLSApp].state == StateActive }
 
-// usableInterfaces returns the names of the interfaces the VPLS
-// application can resolve.
-func (e *Emulator) usableInterfaces() map[string]bool {
-	out := make(map[string]bool)
-	for _, keys := range e.store["ports"] {
+// usableInterfaces returns the interfaces the VPLS application can
+// resolve, by name.
+func (e *Emulator) usableInterfaces() map[string]Attachment {
+	out := make(map[string]Attachment)
+	for port, keys := range e.store["ports"] {
 		for _, it := range parseInterfaces(keys["interfaces"]) {
 			if it.usable {
-				out[it.name] = true
+				out[it.name] = Attachment{Port: port, VLAN: it.vlan}
 			}
 		}
 	}
 	return out
 }
 
-func resolve(names []string, usable map[string]bool) []string {
+func resolve(names []string, usable map[string]Attachment) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if usable[n] && !slices.Contains(out, n) {
+		if _, ok := usable[n]; ok && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// attach binds the resolved names where they are now.
+func attach(names []string, usable map[string]Attachment) map[string]Attachment {
+	out := make(map[string]Attachment, len(names))
+	for _, n := range names {
+		out[n] = usable[n]
+	}
 	return out
 }
 
@@ -198,14 +221,17 @@ func (e *Emulator) reloadVPLS() {
 	cfg, _ := parseVPLSConfig(raw) // validated when stored
 	usable := e.usableInterfaces()
 	for _, v := range cfg.VPLSs {
-		e.vpls[v.Name] = VPLS{Name: v.Name, Interfaces: resolve(v.Interfaces, usable), Encapsulation: v.Encapsulation}
+		names := resolve(v.Interfaces, usable)
+		e.vpls[v.Name] = VPLS{Name: v.Name, Interfaces: names, Encapsulation: v.Encapsulation, Attachments: attach(names, usable)}
 	}
 	e.writeBack()
 }
 
 // interfacesChanged drops from the running VPLSs the interfaces that no
-// longer resolve, writing the config back when something changed. Called
-// with e.mu held.
+// longer resolve, writing the config back when something changed. An
+// interface that still resolves keeps the attachment of the last reload,
+// whatever its port or VLAN is now: the application reloads only when its
+// own config changes. Called with e.mu held.
 func (e *Emulator) interfacesChanged() {
 	if !e.vplsActive() || len(e.vpls) == 0 {
 		return
@@ -215,6 +241,8 @@ func (e *Emulator) interfacesChanged() {
 	for name, v := range e.vpls {
 		if kept := resolve(v.Interfaces, usable); len(kept) != len(v.Interfaces) {
 			v.Interfaces = kept
+			v.Attachments = maps.Clone(v.Attachments)
+			maps.DeleteFunc(v.Attachments, func(n string, _ Attachment) bool { return !slices.Contains(kept, n) })
 			e.vpls[name] = v
 			changed = true
 		}
@@ -246,6 +274,7 @@ func (e *Emulator) AppVPLSs() map[string]VPLS {
 	out := make(map[string]VPLS, len(e.vpls))
 	for name, v := range e.vpls {
 		v.Interfaces = slices.Clone(v.Interfaces)
+		v.Attachments = maps.Clone(v.Attachments)
 		out[name] = v
 	}
 	return out
