@@ -15,7 +15,8 @@ all: build
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
 # (libyang2-tools, for the RFC 8466 body validation) when missing,
 # promtool (Debian's prometheus package: the alerts' and the dashboard's
-# checks), lintian (the package test checks the .deb with it), and the
+# checks), lintian (the package test checks the .deb with it), Chromium
+# (Debian's chromium package: the console's browser tests drive it), and the
 # Consul agent the coordinator tests run (built once from the Go module
 # proxy, about 10 minutes the first time, then cached outside the repo).
 deps:
@@ -24,6 +25,7 @@ deps:
 	@scripts/ensure-systemd-analyze.sh
 	@scripts/ensure-promtool.sh
 	@scripts/ensure-lintian.sh
+	@scripts/ensure-chromium.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:
