@@ -234,7 +234,7 @@ func (b *browser) signIn(t testing.TB, addr, token, view string) {
 // consoleWimd starts wimd with the development connectors and an API
 // token, a fake WIM wan1 reaching dcA and dcB for tenant t0 and t0's
 // account on it; it returns the API client and the fake controller.
-func consoleWimd(t *testing.T, token string, args ...string) (api, *fake.Controller) {
+func consoleWimd(t testing.TB, token string, args ...string) (api, *fake.Controller) {
 	t.Helper()
 	b := setup(t)
 	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)

@@ -32,6 +32,7 @@ const state = {
   owners: null,         // account uuid → member id, from the last /cluster
   moves: [],
   selected: "",
+  filtered: false,      // some rows are hidden by the filter
   timelineOf: "",
   authFailed: false,
   timer: 0,
@@ -134,7 +135,16 @@ async function loadTopology() {
   state.instances = new Map(full.filter(Boolean).map((i) => [i.uuid, i]));
   state.links = new Map();
   for (const inst of state.instances.values()) {
-    for (const l of inst.wan_links || []) state.links.set(l.uuid, { link: l, inst });
+    // The datacenters a link joins are those of its VLD's networks:
+    // grouped once per instance, not searched per link.
+    const byVLD = new Map();
+    for (const n of inst.nets || inst.networks || []) {
+      if (!byVLD.has(n.sce_net_id)) byVLD.set(n.sce_net_id, new Set());
+      byVLD.get(n.sce_net_id).add(dcName(n.datacenter_id));
+    }
+    for (const l of inst.wan_links || []) {
+      state.links.set(l.uuid, { link: l, inst, ends: [...(byVLD.get(l.sce_net_id) || [])].sort() });
+    }
   }
 }
 
@@ -258,10 +268,7 @@ function liveEvent(a, name, data) {
 
 function dcName(id) { const d = state.dcs.get(id); return d ? d.name : short(id); }
 
-function linkEnds(e) {
-  const nets = (e.inst.nets || e.inst.networks || []).filter((n) => n.sce_net_id === e.link.sce_net_id);
-  return [...new Set(nets.map((n) => dcName(n.datacenter_id)))].sort();
-}
+function linkEnds(e) { return e.ends; }
 
 function service(l) {
   const info = l.wim_info || {};
@@ -309,6 +316,8 @@ function renderTopology() {
 
 function applyFilter() {
   const f = $("filter").value.trim().toLowerCase();
+  if (f === "" && !state.filtered) return;
+  state.filtered = f !== "";
   for (const tr of $("links").tBodies[0].rows) tr.hidden = f !== "" && !tr.dataset.text.includes(f);
 }
 
@@ -470,10 +479,13 @@ async function refresh() {
     await loadTenants();
     if (view === "topology" || view === "actions") {
       await loadTopology();
+      performance.mark("wimro-topology-read");
+      // The links first: what an operator opened the page for.
+      if (view === "topology") renderTopology();
+      performance.mark("wimro-topology-shown");
       await loadActions();
       startStreams();
     }
-    if (view === "topology") renderTopology();
     if (view === "actions") renderActions();
     if (view === "accounts") await loadAccounts();
     if (view === "cluster") await loadCluster(true);
