@@ -63,13 +63,15 @@ test-short: deps
 # measured in the same run on a throwaway PostgreSQL (about 20 minutes;
 # ActionThroughput includes River burning down 100,000 jobs as its
 # baseline; the Cluster benchmarks run wimd with the cluster settings of
-# before issue 31 beside the new defaults).
+# before issue 31 beside the new defaults; ConsoleRender times the
+# console in headless Chromium, 1,000 links against 10).
 bench: deps
 	$(GO) test -run '^$$' -bench DeriveWANLinks -benchtime 20x ./engine/
 	$(GO) test -run '^$$' -bench PurgeAndScrape -benchtime 1x -timeout 20m ./persistence/
 	$(GO) test -run '^$$' -bench 'ActionThroughput|QueueStatements|LatencyBound|LatencyBoundScale|ScaleAccounts|FirstClaim|LeaseRenewalCost' -benchtime 1x -timeout 20m ./wimthread/
 	$(GO) test -run '^$$' -bench 'APILatency|IdleEventStreams' -benchtime 1x ./httpapi/
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 60m ./cmd/wimd/
+	$(GO) test -run '^$$' -bench ConsoleRender -benchtime 5x ./cmd/wimd/
 
 # soak runs the soak (internal/soak): three wimd in consul mode, one
 # PostgreSQL, one Consul agent and two controller emulators under a

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/wimro/wimro/internal/browsertest"
 )
 
 // BenchmarkConsoleRender: the console's topology of a tenant with 1,000
@@ -33,14 +35,14 @@ func BenchmarkConsoleRender(b *testing.B) {
 		// runs while the page is timed.
 		a.call("POST", "/openmano/"+name+"/instances", map[string]any{"instance": map[string]any{"name": "ns-" + name, "networks": vldNets(n, "BUILD")}})
 	}
-	br := newBrowser(b)
-	br.signIn(b, a.addr, token, "topology")
-	br.waitText(b, "#status", "Up to date")
+	br := browsertest.New(b)
+	br.SignIn(b, "http://"+a.addr, token, "topology")
+	br.WaitText(b, "#status", "Up to date")
 
 	load, render := map[int][]float64{}, map[int][]float64{}
 	for b.Loop() {
 		for _, n := range sizes {
-			l, r := br.renderTime(b, tenants[n], n)
+			l, r := renderTime(b, br, tenants[n], n)
 			load[n], render[n] = append(load[n], l), append(render[n], r)
 		}
 	}
@@ -55,24 +57,24 @@ func BenchmarkConsoleRender(b *testing.B) {
 	if r := median(render[1000]); r > 1000 {
 		b.Errorf("1,000 links rendered in %.0f ms, target 1,000 ms", r)
 	}
-	br.clean(b)
+	br.Clean(b)
 }
 
 // renderTime reloads the console on tenant's topology and returns, in
 // milliseconds, the time from the navigation's start until the table
 // holds rows rows, and the part of it from the answers read to the rows
 // shown.
-func (br *browser) renderTime(b testing.TB, tenant string, rows int) (load, render float64) {
+func renderTime(b testing.TB, br *browsertest.Browser, tenant string, rows int) (load, render float64) {
 	b.Helper()
 	// A reload, not a navigation to the same address (which would be
 	// the same document): the page, its script and its reads start anew.
-	eval[chromedp.Void](b, br, fmt.Sprintf(`sessionStorage.setItem("wimro.tenant", %q); location.hash = "topology"`, tenant))
-	br.run(b, "reload the console", chromedp.Reload())
+	browsertest.Eval[chromedp.Void](b, br, fmt.Sprintf(`sessionStorage.setItem("wimro.tenant", %q); location.hash = "topology"`, tenant))
+	br.Run(b, "reload the console", chromedp.Reload())
 	js := fmt.Sprintf(`document.querySelectorAll("#links tbody tr").length === %d && performance.getEntriesByName("wimro-topology-shown").length > 0 && performance.now()`, rows)
-	load, err := chromedp.Run(br.ctx, chromedp.Poll[float64](js, chromedp.WithPollingTimeout(60*time.Second)))
+	load, err := chromedp.Run(br.Ctx, chromedp.Poll[float64](js, chromedp.WithPollingTimeout(60*time.Second)))
 	if err != nil {
-		br.fail(b, fmt.Sprintf("%d rows", rows), err)
+		br.Fail(b, fmt.Sprintf("%d rows", rows), err)
 	}
-	render = eval[float64](b, br, `performance.getEntriesByName("wimro-topology-shown")[0].startTime - performance.getEntriesByName("wimro-topology-read")[0].startTime`)
+	render = browsertest.Eval[float64](b, br, `performance.getEntriesByName("wimro-topology-shown")[0].startTime - performance.getEntriesByName("wimro-topology-read")[0].startTime`)
 	return load, render
 }
