@@ -83,6 +83,12 @@ func TestConsoleTopologyGoesLive(t *testing.T) {
 	}
 	br.WaitText(t, row, "ns-console")
 	br.WaitText(t, row, "ELINE")
+	// The graph's edge says its links' statuses in words, not in colour
+	// alone; every field has its label.
+	br.WaitText(t, "#map svg", "1 BUILD")
+	if !browsertest.Eval[bool](t, br, `[...document.querySelectorAll("input, select")].every((e) => e.labels && e.labels.length > 0)`) {
+		t.Fatal("a field of the console has no label")
+	}
 	// The page follows the action's event stream, which waits for the
 	// networks.
 	br.WaitText(t, "#status", "following 1 action stream")
@@ -98,8 +104,14 @@ func TestConsoleTopologyGoesLive(t *testing.T) {
 		t.Fatal("the page reloaded to show the link ACTIVE")
 	}
 	br.WaitText(t, "#links-caption", "1 ACTIVE")
-	br.Run(t, "open the link", chromedp.Click(chromedp.CSS(row+" button")))
+	br.WaitText(t, "#map svg", "1 ACTIVE")
+	// From the keyboard: the link's button, Enter, and the focus moves
+	// to the link's page.
+	br.Run(t, "open the link with the keyboard", chromedp.Focus(chromedp.CSS(row+" button")), chromedp.KeyEvent("\r"))
 	br.WaitText(t, "#link-body", "The controller's last answer")
+	if id := browsertest.Eval[string](t, br, `document.activeElement.id`); id != "link-detail" {
+		t.Fatalf("the focus is on %q after opening the link, want the link's page", id)
+	}
 	br.WaitText(t, "#link-body", "service_key")
 	br.WaitText(t, "#link-body", "CREATE")
 	br.Screenshot(t, "topology")

@@ -292,21 +292,66 @@ function linkRow(e) {
     `<td class="status">${badge(l.status)}</td><td>${esc(service(l))}</td><td>${esc(qos(l))}</td></tr>`;
 }
 
+// SEVERITY orders link statuses for the graph's edges: an edge takes the
+// colour of its worst link.
+const SEVERITY = { ERROR: 5, WIM_ERROR: 5, DOWN: 4, BUILD: 3, SCHEDULED: 3, ACTIVE: 1 };
+
+// graph draws the datacenters on a circle and one edge per pair of
+// datacenters that WAN links join through a WIM, coloured (by class: the page's CSP
+// refuses inline styles) by its worst link and labelled with the counts,
+// so the colour is never the only signal.
+function graph(edges) {
+  const dcs = [...state.dcs.values()].map((d) => d.name).sort();
+  if (!dcs.length) return "";
+  const W = 720, H = dcs.length > 2 ? 300 : 130, R = Math.min(W, H) / 2 - 40;
+  const pos = new Map(dcs.map((n, i) => {
+    if (dcs.length <= 2) return [n, [W / 2 + (i === 0 ? -1 : 1) * (dcs.length === 1 ? 0 : 220), H / 2]];
+    const a = (2 * Math.PI * i) / dcs.length - Math.PI / 2;
+    return [n, [W / 2 + R * 1.8 * Math.cos(a), H / 2 + R * Math.sin(a)]];
+  }));
+  let out = "";
+  for (const [key, c] of edges) {
+    const [x, y, wim] = key.split("\u0000");
+    const p = pos.get(x), q = pos.get(y);
+    if (!p || !q) continue;
+    const worst = Object.keys(c).sort((s, t) => (SEVERITY[t] || 2) - (SEVERITY[s] || 2))[0];
+    const label = Object.entries(c).map(([st, n]) => `${n} ${st}`).join(", ") + " via " + wim;
+    out += `<g class="edge e-${esc(worst.replace(/[^A-Za-z_]/g, ""))}"><title>${esc(x)} to ${esc(y)}: ${esc(label)}</title>` +
+      `<line x1="${p[0]}" y1="${p[1]}" x2="${q[0]}" y2="${q[1]}"></line>` +
+      `<text x="${(p[0] + q[0]) / 2}" y="${(p[1] + q[1]) / 2 - 8}" text-anchor="middle">${esc(label)}</text></g>`;
+  }
+  for (const [n, [x, y]] of pos) {
+    out += `<g class="dc"><circle cx="${x}" cy="${y}" r="26"></circle><text x="${x}" y="${y + 4}" text-anchor="middle">${esc(n)}</text></g>`;
+  }
+  return `<svg class="graph" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-labelledby="graph-title">` +
+    `<title id="graph-title">Datacenters and the WAN links between them</title>${out}</svg>`;
+}
+
 function renderTopology() {
   const counts = {};
   const pairs = new Map();
+  const edges = new Map();
   for (const e of state.links.values()) {
     counts[e.link.status] = (counts[e.link.status] || 0) + 1;
     const key = linkEnds(e).join(" ⇄ ") + " via " + ((state.wims.get(e.link.wim_id) || {}).name || "?");
     const p = pairs.get(key) || {};
     p[e.link.status] = (p[e.link.status] || 0) + 1;
     pairs.set(key, p);
+    const ends = linkEnds(e);
+    for (let i = 0; i < ends.length; i++) {
+      for (let j = i + 1; j < ends.length; j++) {
+        const k = ends[i] + "\u0000" + ends[j] + "\u0000" + ((state.wims.get(e.link.wim_id) || {}).name || "?");
+        const c = edges.get(k) || {};
+        c[e.link.status] = (c[e.link.status] || 0) + 1;
+        edges.set(k, c);
+      }
+    }
   }
   const summary = (c) => Object.entries(c).map(([s, n]) => `${badge(s)} ${n}`).join(" ");
-  $("map").innerHTML =
+  $("map").innerHTML = graph(edges) + `<div class="nodes">` +
     [...state.dcs.values()].map((d) => `<div class="node"><h4>Datacenter ${esc(d.name)}</h4><span class="mono">${esc(d.vim_url || "")}</span></div>`).join("") +
     [...state.wims.values()].map((w) => `<div class="node wim"><h4>WIM ${esc(w.name)}</h4><span class="mono">${esc(w.type)} ${esc(w.wim_url || "")}</span></div>`).join("") +
-    `<div class="node"><h4>WAN links between datacenters</h4>${[...pairs].map(([k, c]) => `<div class="pair">${esc(k)}: ${summary(c)}</div>`).join("") || "none"}</div>`;
+    `<div class="node"><h4>WAN links between datacenters</h4>${[...pairs].map(([k, c]) => `<div class="pair">${esc(k)}: ${summary(c)}</div>`).join("") || "none"}</div></div>`;
   const rows = [...state.links.values()];
   $("links").tBodies[0].innerHTML = rows.map(linkRow).join("");
   $("links-caption").textContent = `WAN links: ${rows.length}` + (rows.length ? " (" + Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") + ")" : "");
