@@ -51,6 +51,15 @@ function when(t) {
   const d = new Date(t);
   return isNaN(d) ? esc(t) : `<time datetime="${esc(t)}">${esc(d.toLocaleString())}</time>`;
 }
+// setHTML replaces el's content only when it changed: a table that
+// re-renders on every event would otherwise take the keyboard focus from
+// its buttons, and move them under the pointer.
+function setHTML(el, html) {
+  if (el.wimroHTML !== html) {
+    el.innerHTML = html;
+    el.wimroHTML = html;
+  }
+}
 function say(text) { $("status").textContent = text; }
 function alertMsg(text) {
   const a = $("alert");
@@ -405,14 +414,14 @@ function renderActions() {
         `<td class="err">${esc(t.error_msg || "")}</td><td>${when(t.run_after)}</td></tr>`);
     }
   }
-  $("inflight").tBodies[0].innerHTML = rows.join("") || `<tr><td colspan="8">No action in flight.</td></tr>`;
+  setHTML($("inflight").tBodies[0], rows.join("") || `<tr><td colspan="8">No action in flight.</td></tr>`);
   const hist = [...state.actions.values()].sort((x, y) => (y.created_at || "").localeCompare(x.created_at || "")).slice(0, 200);
-  $("history").tBodies[0].innerHTML = hist.map((a) => {
+  setHTML($("history").tBodies[0], hist.map((a) => {
     const inst = state.instances.get(a.instance_id);
     return `<tr><td>${esc(inst ? inst.name : short(a.instance_id))}</td><td>${esc(a.description)} <span class="mono">${esc(short(a.uuid))}</span></td>` +
       `<td>${esc(a.number_tasks)}</td><td>${esc(a.number_done)}</td><td>${esc(a.number_failed)}</td><td>${when(a.created_at)}</td>` +
       `<td><button type="button" data-timeline="${esc(a.uuid)}" data-instance="${esc(a.instance_id)}">Timeline</button></td></tr>`;
-  }).join("") || `<tr><td colspan="7">No action.</td></tr>`;
+  }).join("") || `<tr><td colspan="7">No action.</td></tr>`);
 }
 
 function appendTimeline(name, d) {

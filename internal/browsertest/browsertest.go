@@ -241,3 +241,26 @@ func (b *Browser) SignIn(t testing.TB, base, token, view string) {
 		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
 	)
 }
+
+// LinkPage waits for the console's page of a link that was opened (its
+// CREATE and the controller's answer) and saves it as topology.png.
+func (b *Browser) LinkPage(t testing.TB) {
+	t.Helper()
+	b.WaitText(t, "#link-body", "The controller's last answer")
+	b.WaitText(t, "#link-body", "CREATE")
+	b.Screenshot(t, "topology")
+}
+
+// LoneMember opens the console's cluster view of a wimd alone in its
+// cluster with one account, which it leads and owns (saved as
+// cluster.png), then the accounts view, where account is ACTIVE.
+func (b *Browser) LoneMember(t testing.TB, account string) {
+	t.Helper()
+	b.Run(t, "open the cluster view", chromedp.Click(chromedp.CSS("#nav-cluster")))
+	b.WaitText(t, "#members", "leader")
+	b.WaitText(t, "#cluster-summary", "1 account(s) assigned")
+	b.Screenshot(t, "cluster")
+	b.Run(t, "open the accounts view", chromedp.Click(chromedp.CSS("#nav-accounts")))
+	b.WaitText(t, "#accounts", account)
+	b.WaitText(t, "#accounts td.health", "ACTIVE")
+}
