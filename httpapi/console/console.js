@@ -10,7 +10,7 @@
 
 const TOKEN_KEY = "wimro.token";
 const TENANT_KEY = "wimro.tenant";
-// REFRESH is how often the open view reads the API again: the event
+// REFRESH_MS is how often, at most, the open view reads the API again: the event
 // streams carry an action's changes at once, but a link that monitoring
 // finds DOWN after its action settled, a new instance or an account
 // check come only from a new read.
@@ -362,7 +362,7 @@ function renderTopology() {
     [...state.wims.values()].map((w) => `<div class="node wim"><h4>WIM ${esc(w.name)}</h4><span class="mono">${esc(w.type)} ${esc(w.wim_url || "")}</span></div>`).join("") +
     `<div class="node"><h4>WAN links between datacenters</h4>${[...pairs].map(([k, c]) => `<div class="pair">${esc(k)}: ${summary(c)}</div>`).join("") || "none"}</div></div>`;
   const rows = [...state.links.values()];
-  $("links").tBodies[0].innerHTML = rows.map(linkRow).join("");
+  setHTML($("links").tBodies[0], rows.map(linkRow).join(""));
   $("links-caption").textContent = `WAN links: ${rows.length}` + (rows.length ? " (" + Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ") + ")" : "");
   applyFilter();
   if (state.selected) showLink(state.selected, false);
@@ -388,7 +388,7 @@ async function showLink(id, focus) {
     for (const t of a.vim_wim_actions || []) if (t.item_id === id) tasks.push({ a, t });
   }
   $("h-link").textContent = `Link ${l.uuid}`;
-  $("link-body").innerHTML =
+  setHTML($("link-body"),
     `<p>Status ${badge(l.status)} since ${when(l.status_since)}; instance <strong>${esc(e.inst.name)}</strong> <span class="mono">${esc(e.inst.uuid)}</span>; ` +
     `datacenters ${esc(linkEnds(e).join(" ⇄ "))}; service ${esc(service(l))}; QoS ${esc(qos(l))}.</p>` +
     (l.error_msg ? `<p>Error: <span class="mono">${esc(l.error_msg)}</span></p>` : "") +
@@ -396,7 +396,7 @@ async function showLink(id, focus) {
     tasks.map(({ a, t }) => `<tr><td>${esc(t.action)} <span class="mono">${esc(short(a.uuid))}</span></td><td>${esc(t.task_index)}</td><td>${badge(t.status)}</td><td>${esc(t.attempts)}</td>` +
       `<td class="err">${esc(t.error_msg || "")}</td><td>${t.status === "DONE" || t.status === "FAILED" ? "—" : when(t.run_after)}</td>` +
       `<td><button type="button" data-timeline="${esc(a.uuid)}" data-instance="${esc(a.instance_id)}">Timeline</button></td></tr>`).join("") +
-    `</tbody></table><h4>The controller's last answer</h4><pre>${esc(JSON.stringify(l.wim_info, null, 2))}</pre>`;
+    `</tbody></table><h4>The controller's last answer</h4><pre>${esc(JSON.stringify(l.wim_info, null, 2))}</pre>`);
   box.hidden = false;
   if (focus) box.focus();
 }
@@ -527,6 +527,7 @@ let running = false;
 async function refresh() {
   if (running) return schedule(500);
   running = true;
+  const started = performance.now();
   const view = currentView();
   try {
     if (await needsToken()) throw new AuthError(401);
@@ -559,7 +560,9 @@ async function refresh() {
   } finally {
     running = false;
   }
-  schedule(REFRESH_MS);
+  // A large tenant's reads take long: spend at most a tenth of the time
+  // reading (the event streams still bring an action's changes at once).
+  schedule(Math.max(REFRESH_MS, 10 * (performance.now() - started)));
 }
 
 function schedule(ms) {
