@@ -15,7 +15,8 @@ all: build
 # PostgreSQL server binaries (Debian's postgresql package) and yanglint
 # (libyang2-tools, for the RFC 8466 and TAPI body validation) when missing,
 # promtool (Debian's prometheus package: the alerts' and the dashboard's
-# checks), lintian (the package test checks the .deb with it), and the
+# checks), lintian (the package test checks the .deb with it), Chromium
+# (Debian's chromium package: the console's browser tests drive it), and the
 # Consul agent the coordinator tests run (built once from the Go module
 # proxy, about 10 minutes the first time, then cached outside the repo).
 deps:
@@ -24,6 +25,7 @@ deps:
 	@scripts/ensure-systemd-analyze.sh
 	@scripts/ensure-promtool.sh
 	@scripts/ensure-lintian.sh
+	@scripts/ensure-chromium.sh
 	@scripts/ensure-consul.sh >/dev/null
 
 build:
@@ -61,13 +63,15 @@ test-short: deps
 # measured in the same run on a throwaway PostgreSQL (about 20 minutes;
 # ActionThroughput includes River burning down 100,000 jobs as its
 # baseline; the Cluster benchmarks run wimd with the cluster settings of
-# before issue 31 beside the new defaults).
+# before issue 31 beside the new defaults; ConsoleRender times the
+# console in headless Chromium, 1,000 links against 10).
 bench: deps
 	$(GO) test -run '^$$' -bench DeriveWANLinks -benchtime 20x ./engine/
 	$(GO) test -run '^$$' -bench PurgeAndScrape -benchtime 1x -timeout 20m ./persistence/
 	$(GO) test -run '^$$' -bench 'ActionThroughput|QueueStatements|LatencyBound|LatencyBoundScale|ScaleAccounts|FirstClaim|LeaseRenewalCost' -benchtime 1x -timeout 20m ./wimthread/
 	$(GO) test -run '^$$' -bench 'APILatency|IdleEventStreams' -benchtime 1x ./httpapi/
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 60m ./cmd/wimd/
+	$(GO) test -run '^$$' -bench ConsoleRender -benchtime 5x ./cmd/wimd/
 
 # soak runs the soak (internal/soak): three wimd in consul mode, one
 # PostgreSQL, one Consul agent and two controller emulators under a

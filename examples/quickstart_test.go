@@ -38,7 +38,8 @@ const repoRoot = ".."
 // commented "repeat until a line shows: W1 W2 ..." is run again until one
 // line of its output holds every word. Any other line fails the test: the
 // quick start holds nothing untested. At the end the instance's DELETE
-// must have deleted its WAN link.
+// must have deleted its WAN link; before the delete, the console shows
+// the quick start's topology (quickStartConsole).
 func TestQuickStart(t *testing.T) {
 	t.Parallel()
 	steps := quickStart(t, filepath.Join(repoRoot, "README.md"))
@@ -47,7 +48,8 @@ func TestQuickStart(t *testing.T) {
 	dbURL := pgtest.URL(t)
 
 	env := []string{"OPENMANO_HOST=127.0.0.1"}
-	started := false
+	started, consoleSeen := false, false
+	var base string
 	for _, st := range steps {
 		args, err := shellFields(st.command)
 		if err != nil {
@@ -58,12 +60,19 @@ func TestQuickStart(t *testing.T) {
 			addr := wimdtest.Start(t, wimd, []string{"WIMRO_DATABASE_URL=" + dbURL, "WIMRO_DATA_DIR=" + t.TempDir()},
 				append(wimdArgs, "--listen", "127.0.0.1:0")...)
 			env = append(env, "OPENMANO_PORT="+addr[strings.LastIndex(addr, ":")+1:])
+			base = "http://" + addr
 			started = true
 		case len(args) == 2 && args[0] == "export" && strings.Contains(args[1], "="):
 			env = append(env, args[1])
 		case len(args) > 0 && args[0] == "bin/openmano":
 			if !started {
 				t.Fatalf("README line %d runs openmano before make run", st.lineNo)
+			}
+			// Before the delete, with the link ACTIVE: what the console
+			// shows of the quick start (the README's screenshots).
+			if len(args) > 1 && args[1] == "instance-scenario-delete" && !consoleSeen {
+				quickStartConsole(t, base)
+				consoleSeen = true
 			}
 			run := func() (string, error) { return runOpenmano(openmano, env, args[1:]) }
 			if st.until == nil {
@@ -82,6 +91,9 @@ func TestQuickStart(t *testing.T) {
 	}
 	if !started {
 		t.Fatal("the README's quick start never runs make run")
+	}
+	if !consoleSeen {
+		t.Fatal("the README's quick start never deletes its instance: the console was not opened")
 	}
 	// The delete went through: the link's DELETE ran on the controller
 	// and no WAN link is left.

@@ -168,6 +168,10 @@ func NewServer(opts Options, routes ...Route) *Server {
 		}
 		r.Method(rt.Method, rt.Pattern, s.audit(rt, h))
 	}
+	for _, cr := range s.consoleRoutes() {
+		s.extra = append(s.extra, cr)
+		r.Method(cr.Method, cr.Pattern, s.checkParams(cr.Handler))
+	}
 	if opts.Metrics != nil {
 		mr := Route{Method: http.MethodGet, Pattern: "/metrics", Scope: ScopeRead, Handler: opts.Metrics.ServeHTTP}
 		s.extra = append(s.extra, mr)

@@ -45,7 +45,7 @@ type bundle struct {
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	return &bundle{stdout: &syncBuffer{}, stderr: &syncBuffer{}, env: map[string]string{}}
 }
@@ -56,7 +56,7 @@ func (b *bundle) app(ready func(string)) *App {
 
 // serve starts wimd serve and returns its address once it accepts requests,
 // and a function that stops it and returns its exit status.
-func (b *bundle) serve(t *testing.T, args ...string) (string, func() int) {
+func (b *bundle) serve(t testing.TB, args ...string) (string, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
