@@ -182,15 +182,15 @@ func TestMonitorIntervalZeroMakesNoCall(t *testing.T) {
 	on := setup(t, "fake", nil)
 	_, _, onLinks, _ := on.monitored(t, 50*time.Millisecond, 1)
 
-	offBefore, onBefore := len(off.ctrl.Calls()), len(on.ctrl.Calls())
-	waitFor(t, "five reads by the monitoring supervisor", func() (bool, string) {
-		n := 0
-		for _, c := range on.ctrl.Calls()[onBefore:] {
-			if c.Method == fake.MethodGetServiceStatus && c.ID == *onLinks[0].WIMInternalID {
-				n++
-			}
+	offBefore := len(off.ctrl.Calls())
+	reads := &on.sup.TestSignals().LinkRead
+	reads.Init() // from now on
+	n := 0
+	reads.WaitFor(t, 30*time.Second, "five reads by the monitoring supervisor", func(id string) bool {
+		if id == onLinks[0].UUID {
+			n++
 		}
-		return n >= 5, fmt.Sprintf("%d reads", n)
+		return n >= 5
 	})
 	if calls := off.ctrl.Calls()[offBefore:]; len(calls) != 0 {
 		t.Fatalf("calls with MonitorInterval 0: %v (link %s)", calls, offLinks[0].UUID)

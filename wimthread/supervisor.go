@@ -92,6 +92,8 @@ type Supervisor struct {
 
 	life    sync.Mutex // Start and Stop
 	started bool
+
+	signals testSignals
 }
 
 // New returns a stopped supervisor. conns builds the accounts' connectors

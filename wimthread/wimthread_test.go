@@ -46,6 +46,9 @@ type bundle struct {
 	eng  *engine.Engine
 	ctrl *fake.Controller
 	url  string
+	// sup is the supervisor own started last, its test signals
+	// initialised.
+	sup *wimthread.Supervisor
 }
 
 // setup makes a tenant, two datacenters with exit rules, a WIM of wimType
@@ -136,6 +139,8 @@ func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, 
 	}
 	t.Cleanup(func() { stop("listener", l.Stop) })
 	s := wimthread.New(b.db, b.conns(r, logger, opts.Metrics), logger, opts)
+	s.TestSignals().Init()
+	b.sup = s
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
