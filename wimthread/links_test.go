@@ -1,7 +1,6 @@
 package wimthread_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -147,15 +146,26 @@ func TestMonitorLeavesLinksAloneWhenTheControllerDoesNotAnswer(t *testing.T) {
 	b.ctrl.Remove(*l.WIMInternalID)
 	b.ctrl.SetHang(true)
 	since := len(b.ctrl.Calls())
-	waitFor(t, "two status calls timed out", func() (bool, string) {
-		n := 0
-		for _, c := range b.ctrl.Calls()[since:] {
-			if c.Method == fake.MethodGetServiceStatus && c.ID == *l.WIMInternalID && c.Err != nil {
-				n++
-			}
+	// Three reads from now: at most the one in flight when the controller
+	// began to hang was answered, so two timed out.
+	reads := &b.sup.TestSignals().LinkRead
+	reads.Init()
+	n := 0
+	reads.WaitFor(t, 30*time.Second, "three reads of the link", func(id string) bool {
+		if id == l.UUID {
+			n++
 		}
-		return n >= 2, fmt.Sprintf("%d timed out", n)
+		return n >= 3
 	})
+	timedOut := 0
+	for _, c := range b.ctrl.Calls()[since:] {
+		if c.Method == fake.MethodGetServiceStatus && c.ID == *l.WIMInternalID && c.Err != nil {
+			timedOut++
+		}
+	}
+	if timedOut < 2 {
+		t.Fatalf("%d status calls timed out, want at least 2", timedOut)
+	}
 	got, err := b.db.GetWANLink(b.ctx, l.UUID)
 	if err != nil || got.Status != wimro.LinkActive || got.ErrorMsg != nil || !got.StatusSince.Equal(l.StatusSince) {
 		t.Fatalf("after calls that timed out: %s %v since %v (was %v), %v", got.Status, got.ErrorMsg, got.StatusSince, l.StatusSince, err)
