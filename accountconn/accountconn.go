@@ -179,17 +179,13 @@ func (f *Factory) instrument(wimType string, c connectors.Connector) connectors.
 func (f *Factory) CheckType(wimType string) error { return f.cfg.Registry.CheckType(wimType) }
 
 // CheckSettings validates the connector settings of WIM w (type, URL,
-// config) with one account's config, as written: their sealed secrets are
-// opened and the connector is built as for the account (it contacts
-// nothing); the error is what its factory refused. A type no connector
-// handles passes (CheckType refuses it when a WIM is written; one stored
-// by an older wimd may have it).
+// config) with one account's config, their secrets opened (the engine
+// opens what a request writes): the connector is built as for the account
+// (it contacts nothing); the error is what its factory refused. A type no
+// connector handles passes (CheckType refuses it when a WIM is written;
+// one stored by an older wimd may have it).
 func (f *Factory) CheckSettings(w wimro.WIM, accountConfig map[string]any) error {
-	var err error
-	if w.URL, w.Config, accountConfig, err = f.cfg.Box.OpenConnector(w.URL, w.Config, accountConfig); err != nil {
-		return err
-	}
-	_, err = f.buildFor(w, accountConfig)
+	_, err := f.buildFor(w, accountConfig)
 	return err
 }
 
