@@ -40,6 +40,7 @@ type None struct {
 	svc      startstop.Service // follows the account list
 	chores   chores
 	ready    atomic.Bool
+	signals  testSignals
 }
 
 // NewNone returns a stopped None.
@@ -91,6 +92,7 @@ func (n *None) refresh(ctx context.Context) error {
 	n.cfg.Runner.SetAccounts(ids)
 	n.accounts = ids
 	n.ready.Store(true)
+	n.signals.Assigned.Send(ids)
 	return nil
 }
 

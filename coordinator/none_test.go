@@ -2,13 +2,11 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
@@ -43,6 +41,7 @@ func TestNoneFollowsTheAccountList(t *testing.T) {
 	t.Cleanup(func() { l.Stop(context.Background()) })
 	runner, chore := &recorder{}, &testChore{}
 	n := NewNone(NoneConfig{DB: db, AccountList: list, Runner: runner, Chores: []Chore{chore}, InstanceID: "me", Address: "127.0.0.1:9090"})
+	n.signals.Init()
 	if n.Ready() {
 		t.Fatal("ready before Start")
 	}
@@ -56,17 +55,17 @@ func TestNoneFollowsTheAccountList(t *testing.T) {
 	second := create("a1")
 	want := []string{first, second}
 	slices.Sort(want)
-	eventually.Until(t, 10*time.Second, "the new account handed to the runner", func() (bool, string) {
-		got, _ := runner.current()
-		return slices.Equal(got, want), fmt.Sprint(got)
-	})
+	n.signals.Assigned.WaitFor(t, 10*time.Second, "the new account handed to the runner", func(ids []string) bool { return slices.Equal(ids, want) })
+	if got, _ := runner.current(); !slices.Equal(got, want) {
+		t.Fatalf("runner has %v, want %v", got, want)
+	}
 	if _, err := db.Pool().Exec(ctx, `DELETE FROM wim_accounts WHERE uuid = $1`, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually.Until(t, 10*time.Second, "the deleted account taken away", func() (bool, string) {
-		got, _ := runner.current()
-		return slices.Equal(got, []string{second}), fmt.Sprint(got)
-	})
+	n.signals.Assigned.WaitFor(t, 10*time.Second, "the deleted account taken away", func(ids []string) bool { return slices.Equal(ids, []string{second}) })
+	if got, _ := runner.current(); !slices.Equal(got, []string{second}) {
+		t.Fatalf("runner has %v, want %v", got, []string{second})
+	}
 
 	st, err := n.Status(ctx)
 	if err != nil || st.Coordinator != "none" || st.Leader != "me" || len(st.Members) != 1 || st.Members[0].Address != "127.0.0.1:9090" ||

@@ -163,7 +163,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 	// is made, with the settings checked.
 	var checked connectorSettings
 	var checkErr error
-	if e.check != nil {
+	if e.conns != nil {
 		w, err := e.db.GetWIM(ctx, wimRef)
 		if err != nil {
 			return AccountFull{}, err
@@ -194,7 +194,7 @@ func (e *Engine) CreateAccount(ctx context.Context, tenantRef, wimRef string, in
 				return err
 			}
 		} else {
-			if e.check != nil && !checked.equal(e.settingsOf(w, nil)) {
+			if e.conns != nil && !checked.equal(e.settingsOf(w, nil)) {
 				return errChangedWhileChecked("WIM " + w.UUID)
 			}
 			if checkErr != nil {
@@ -306,7 +306,7 @@ func (e *Engine) UpdateAccounts(ctx context.Context, tenantRef, wimRef string, i
 		}
 		return e.settingsOf(w, accts)
 	}
-	check := e.check != nil && len(in.Config) > 0
+	check := e.conns != nil && len(in.Config) > 0
 	var checked connectorSettings
 	if check {
 		w, att, err := e.attachedAccounts(ctx, &e.db.Store, tenantRef, wimRef)

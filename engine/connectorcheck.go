@@ -7,86 +7,89 @@ import (
 	"strings"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 )
 
-// ConnectorCheck validates the connector settings of a WIM (type, URL,
-// config) combined with one account's config, without contacting the
-// controller. wimd builds it from its connector registry, so that a bad
-// timeout_ms or wim_url is refused when the WIM or account is written,
-// with a 400 naming the field, rather than failing every action later. It
-// returns nil for a type no connector handles (the TypeCheck refuses
-// those when a WIM is written; a WIM stored by an older wimd may have one).
-type ConnectorCheck func(w wimro.WIM, accountConfig map[string]any) error
+// Connectors is what the engine asks of the process's connectors: wimd
+// gives it one value (an accountconn.Factory, with wimd's rules for the
+// development types), the one home of turning a WIM and an account into a
+// connector. The checks contact no controller; Account does not either
+// (its connector does, when called).
+type Connectors interface {
+	// CheckType refuses a WIM type no connector handles (the registry is
+	// the one list of WIM types, development types included only when
+	// offered).
+	CheckType(wimType string) error
+	// CheckAddress refuses a WIM whose wim_url the operator's controller
+	// address policy refuses (wimd's --controller-allow): a literal
+	// address, or a host name that resolves to refused addresses only.
+	// It is advice given when the URL is written (DNS may answer
+	// otherwise later); the connectors check every connection, which is
+	// the guard.
+	CheckAddress(ctx context.Context, w wimro.WIM) error
+	// CheckSettings validates the connector settings of a WIM (type, URL,
+	// config; secrets opened) combined with one account's config, so that
+	// a bad timeout_ms or wim_url is refused when the WIM or account is
+	// written, with a 400 naming the field, rather than failing every
+	// action later. A type no connector handles passes (CheckType refuses
+	// those when a WIM is written; a WIM stored by an older wimd may have
+	// one).
+	CheckSettings(w wimro.WIM, accountConfig map[string]any) error
+	// CheckMapping validates one port mapping's wan_service_mapping_info
+	// for the connector of WIM w (the keys the connector needs,
+	// well-formed values); nil when the connector cannot tell.
+	CheckMapping(w wimro.WIM, endpointID string, info map[string]any) error
+	// Account reads account id and builds its connector as the workers
+	// do, for the credentials check and drift reconcile.
+	Account(ctx context.Context, id string) (accountconn.Conn, error)
+}
 
-// SetConnectorCheck installs c; nil (the default) checks nothing. Call it
-// before serving requests.
-func (e *Engine) SetConnectorCheck(c ConnectorCheck) { e.check = c }
+// SetConnectors installs c: the checks of what is written and drift
+// reconcile; with credentials, also the credentials check run after an
+// account is created or edited (waited for at most DefaultCheckWait,
+// bounded by DefaultCheckTimeout). nil (the default) checks nothing,
+// leaves the account status as stored and makes Reconcile unavailable.
+// Call it before serving requests.
+func (e *Engine) SetConnectors(c Connectors, credentials bool) {
+	e.conns, e.checkCredentials = c, credentials && c != nil
+	e.checkWait, e.checkTimeout = DefaultCheckWait, DefaultCheckTimeout
+	e.checkCtx, e.stopChecks = context.WithCancel(context.Background())
+}
 
-// TypeCheck refuses a WIM type no connector handles. wimd builds it from
-// its connector registry, the one list of WIM types (development types
-// included only when it offers them).
-type TypeCheck func(wimType string) error
-
-// SetTypeCheck installs c; nil (the default) accepts any type. Call it
-// before serving requests.
-func (e *Engine) SetTypeCheck(c TypeCheck) { e.typeCheck = c }
-
-// checkType refuses, naming wim.type, a type the TypeCheck refuses.
+// checkType refuses, naming wim.type, a type Connectors refuses.
 func (e *Engine) checkType(wimType string) error {
-	if e.typeCheck == nil {
+	if e.conns == nil {
 		return nil
 	}
-	err := e.typeCheck(wimType)
+	err := e.conns.CheckType(wimType)
 	if err == nil || wimro.ErrorField(err) != "" {
 		return err
 	}
 	return wimro.FieldErrorf("wim.type", "wim.type: %v", err)
 }
 
-// AddressCheck refuses a WIM whose wim_url the operator's controller
-// address policy refuses (wimd's --controller-allow): a literal address,
-// or a host name that resolves to refused addresses only. It is advice
-// given when the URL is written (DNS may answer otherwise later); the
-// connectors check every connection, which is the guard.
-type AddressCheck func(ctx context.Context, w wimro.WIM) error
-
-// SetAddressCheck installs c; nil (the default) checks nothing. Call it
-// before serving requests.
-func (e *Engine) SetAddressCheck(c AddressCheck) { e.addressCheck = c }
-
-// checkAddress refuses, naming wim.wim_url, a URL the AddressCheck
-// refuses.
+// checkAddress refuses, naming wim.wim_url, a URL Connectors refuses.
 func (e *Engine) checkAddress(ctx context.Context, w wimro.WIM) error {
-	if e.addressCheck == nil {
+	if e.conns == nil {
 		return nil
 	}
-	if err := e.addressCheck(ctx, w); err != nil {
+	if err := e.conns.CheckAddress(ctx, w); err != nil {
 		return wimro.FieldErrorf("wim.wim_url", "wim.wim_url: %v", err)
 	}
 	return nil
 }
 
-// MappingCheck validates one port mapping's wan_service_mapping_info for
-// the connector of WIM w, without contacting the controller (the keys the
-// connector needs, well-formed values). It returns nil when the connector
-// cannot tell.
-type MappingCheck func(w wimro.WIM, endpointID string, info map[string]any) error
-
-// SetMappingCheck installs c; nil (the default) checks nothing. Call it
-// before serving requests.
-func (e *Engine) SetMappingCheck(c MappingCheck) { e.mappingCheck = c }
-
 // checkConnector runs the check and turns its refusal into an invalid
 // error on field (or on wim_url when that is what the connector refused).
 func (e *Engine) checkConnector(w wimro.WIM, accountConfig map[string]any, prefix, field string) error {
-	if e.check == nil {
+	if e.conns == nil {
 		return nil
 	}
 	w, accountConfig, err := e.openSecrets(w, accountConfig)
 	if err != nil {
 		return err
 	}
-	err = e.check(w, accountConfig)
+	err = e.conns.CheckSettings(w, accountConfig)
 	if err == nil {
 		return nil
 	}

@@ -14,10 +14,39 @@ import (
 	"github.com/wimro/wimro/persistence"
 )
 
+// checks is the factory's engine.Connectors with the settings or the
+// mapping check replaced by the test's (when set), to count, hold or
+// watch the calls.
+type checks struct {
+	engine.Connectors
+	settings func(w wimro.WIM, accountConfig map[string]any) error
+	mapping  func(w wimro.WIM, endpointID string, info map[string]any) error
+}
+
+func (c checks) CheckSettings(w wimro.WIM, accountConfig map[string]any) error {
+	if c.settings == nil {
+		return c.Connectors.CheckSettings(w, accountConfig)
+	}
+	return c.settings(w, accountConfig)
+}
+
+func (c checks) CheckMapping(w wimro.WIM, endpointID string, info map[string]any) error {
+	if c.mapping == nil {
+		return c.Connectors.CheckMapping(w, endpointID, info)
+	}
+	return c.mapping(w, endpointID, info)
+}
+
+// withSettingsCheck makes e check settings with check, the rest as the
+// factory's connectors.
+func withSettingsCheck(e *engine.Engine, f *testfactory.Factory, check func(w wimro.WIM, accountConfig map[string]any) error) {
+	e.SetConnectors(checks{Connectors: f.Conns, settings: check}, false)
+}
+
 // refuseSlow is a connector check that, like the real connectors, refuses
 // a non-positive timeout_ms (account config first, then WIM config) and a
 // URL without a scheme.
-func refuseSlow(calls *int) engine.ConnectorCheck {
+func refuseSlow(calls *int) func(w wimro.WIM, accountConfig map[string]any) error {
 	return func(w wimro.WIM, acct map[string]any) error {
 		*calls++
 		if w.URL == "no-scheme" {
@@ -38,7 +67,7 @@ func TestConnectorCheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	calls := 0
-	b.eng.SetConnectorCheck(refuseSlow(&calls))
+	withSettingsCheck(b.eng, b.Factory, refuseSlow(&calls))
 	tn := b.Tenant(t, "t0")
 
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("bad"), Type: ptr("fake"), URL: ptr("http://x"), Config: map[string]any{"timeout_ms": -1.0}})
@@ -85,12 +114,12 @@ func TestMappingCheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.Datacenter(t, "dcA")
-	b.eng.SetMappingCheck(func(w wimro.WIM, endpointID string, info map[string]any) error {
+	b.eng.SetConnectors(checks{Connectors: b.Conns, mapping: func(w wimro.WIM, endpointID string, info map[string]any) error {
 		if _, ok := info["wan_switch_port"]; !ok {
 			return fmt.Errorf("service endpoint %q: no wan_switch_port", endpointID)
 		}
 		return nil
-	})
+	}}, false)
 	bad := testfactory.Mapping("dcA", 1)
 	delete(bad.PopWANMappings[0].WANServiceMappingInfo, "wan_switch_port")
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("wan1"), Type: ptr("fake"), URL: ptr("http://x"),
@@ -139,7 +168,7 @@ func TestConnectorCheckOutsideTransaction(t *testing.T) {
 				}
 				entered, release := make(chan struct{}), make(chan struct{})
 				var once sync.Once
-				b.eng.SetConnectorCheck(func(wimro.WIM, map[string]any) error {
+				withSettingsCheck(b.eng, b.Factory, func(wimro.WIM, map[string]any) error {
 					once.Do(func() { close(entered); <-release })
 					return nil
 				})

@@ -30,23 +30,19 @@ type Engine struct {
 	db     *persistence.DB
 	box    *secret.Box
 	logger *slog.Logger
-	check  ConnectorCheck
-	// typeCheck refuses WIM types without a connector.
-	typeCheck TypeCheck
-	// mappingCheck validates port mappings for the WIM's connector.
-	mappingCheck MappingCheck
-	// addressCheck refuses a wim_url outside the controller address policy.
-	addressCheck AddressCheck
+	// conns turns WIMs and accounts into connectors: the checks of what
+	// is written, the credentials check and drift reconcile; nil: no
+	// checks and no reconcile.
+	conns Connectors
+	// checkCredentials runs the credentials check after an account is
+	// written.
+	checkCredentials bool
 	// qosSupport tells the QoS keys a WIM type's connector honours.
-	qosSupport QoSSupport
-	// credCheck checks an account's credentials after it is written.
-	credCheck               CredentialsCheck
+	qosSupport              QoSSupport
 	checkWait, checkTimeout time.Duration
 	checks                  sync.WaitGroup // checks running in the background
 	checkCtx                context.Context
 	stopChecks              context.CancelFunc
-	// build makes connectors for drift reconcile.
-	build ConnectorBuilder
 	// events wakes event feeds; nil: they are not woken.
 	events *EventHub
 }

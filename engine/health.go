@@ -9,13 +9,6 @@ import (
 	"github.com/wimro/wimro"
 )
 
-// CredentialsCheck runs the connector's CheckCredentials for account a of
-// WIM w, their secrets opened (password in clear), with the WIM's port
-// mappings (some connectors check that the sites they name exist). wimd builds it from its
-// connector registry. It contacts the controller, so the engine calls it
-// only after the write transaction committed.
-type CredentialsCheck func(ctx context.Context, w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) error
-
 // Default bounds of the credentials check of a written account.
 const (
 	// DefaultCheckWait is how long a create or edit waits for the check
@@ -25,21 +18,6 @@ const (
 	// DefaultCheckTimeout bounds the check itself.
 	DefaultCheckTimeout = 30 * time.Second
 )
-
-// SetCredentialsCheck installs c, run after an account is created or
-// edited; nil (the default) checks nothing and the status stays as
-// stored. wait and timeout <= 0 take DefaultCheckWait and
-// DefaultCheckTimeout. Call it before serving requests.
-func (e *Engine) SetCredentialsCheck(c CredentialsCheck, wait, timeout time.Duration) {
-	if wait <= 0 {
-		wait = DefaultCheckWait
-	}
-	if timeout <= 0 {
-		timeout = DefaultCheckTimeout
-	}
-	e.credCheck, e.checkWait, e.checkTimeout = c, wait, timeout
-	e.checkCtx, e.stopChecks = context.WithCancel(context.Background())
-}
 
 // StopChecks cancels the credentials checks still running in the
 // background (their result is not recorded: the next check will be) and
@@ -66,7 +44,7 @@ func (e *Engine) StopChecks(ctx context.Context) error {
 // its result.
 func (e *Engine) checkAccounts(ctx context.Context, ids ...string) map[string]AccountStatus {
 	out := make(map[string]AccountStatus, len(ids))
-	if e.credCheck != nil {
+	if e.checkCredentials {
 		var wg sync.WaitGroup
 		for _, id := range ids {
 			wg.Add(1)
@@ -107,24 +85,19 @@ func (e *Engine) checkAccount(ctx context.Context, id string) {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.checkTimeout)
 	defer cancel()
-	a, err := e.db.GetAccount(ctx, id)
+	c, err := e.conns.Account(ctx, id)
 	if err != nil {
-		return // deleted meanwhile: nothing to record
-	}
-	w, err := e.db.GetWIM(ctx, a.WIMID)
-	if err != nil {
+		// Deleted meanwhile: nothing to record; the database away: the
+		// periodic check records later.
 		return
 	}
-	log := e.logger.With(slog.String("account_id", id), slog.String("connector", w.Type))
-	in, err := e.openConnectorInputs(ctx, w, a)
-	if err != nil && ctx.Err() == nil && wimro.ErrorCode(err) == wimro.EUNAVAILABLE {
-		return // the database is away: the periodic check records later
-	}
+	log := e.logger.With(slog.String("account_id", id), slog.String("connector", c.WIM.Type))
+	err = c.Err
 	if err == nil {
-		err = e.credCheck(ctx, in.wim, in.account, in.password, in.mappings)
+		err = c.Connector.CheckCredentials(ctx)
 	}
 	if e.checkCtx.Err() != nil {
 		return // stopped, not a result
 	}
-	e.db.RecordAccountCheck(ctx, log, id, started, a.ModifiedAt, err)
+	e.db.RecordAccountCheck(ctx, log, id, started, c.Account.ModifiedAt, err)
 }

@@ -178,8 +178,8 @@ func (e *Engine) createMappings(ctx context.Context, s *persistence.Store, field
 				}
 				g.PopWANMappings[j].WANServiceEndpointID = endpoint
 			}
-			if e.mappingCheck != nil {
-				if err := e.mappingCheck(w, endpoint, info); err != nil {
+			if e.conns != nil {
+				if err := e.conns.CheckMapping(w, endpoint, info); err != nil {
 					return nil, wimro.FieldErrorf(mf+".wan_service_mapping_info", "%s: the %s connector cannot use this mapping: %v", mf, w.Type, err)
 				}
 			}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,6 +27,21 @@ func qosNets(vld string, bw, lat [2]string) []engine.NetworkInput {
 	return nets
 }
 
+// mappingFor is testfactory.Mapping with the keys the WIM type's
+// connector reads besides (the engine checks a mapping with the WIM's
+// connector).
+func mappingFor(wimType, dc string, port int) engine.PortMappingInput {
+	m := testfactory.Mapping(dc, port)
+	info := m.PopWANMappings[0].WANServiceMappingInfo
+	switch wimType {
+	case "onos":
+		info["switch_dpid"], info["switch_port"] = "of:00000000000000bb", port
+	case "ietfl2vpn":
+		info["site-id"], info["device-id"], info["bearer"] = "site-"+dc, "pe-"+dc, map[string]any{"bearer-reference": fmt.Sprintf("R1:1/%d", port)}
+	}
+	return m
+}
+
 func TestInstanceQoS(t *testing.T) {
 	t.Parallel()
 	sc := newScenario(t)
@@ -40,7 +56,7 @@ func TestInstanceQoS(t *testing.T) {
 		if w.dialect != "" {
 			in.Config = map[string]any{"dialect": w.dialect}
 		}
-		sc.bundle.WIMOf(t, in, testfactory.Mapping("dcA", 3+2*i), testfactory.Mapping("dcB", 4+2*i))
+		sc.bundle.WIMOf(t, in, mappingFor(w.typ, "dcA", 3+2*i), mappingFor(w.typ, "dcB", 4+2*i))
 		sc.bundle.Account(t, "tenantT", w.name, engine.AccountInput{})
 	}
 	cases := []struct {
@@ -154,7 +170,7 @@ func TestInstanceQoSChoosesAWIMThatHonoursIt(t *testing.T) {
 	b.Datacenter(t, "dcA", tn)
 	b.Datacenter(t, "dcB", tn)
 	for i, typ := range []string{"onos", "dynpac", "fake"} { // oldest first
-		b.WIMOf(t, engine.WIMInput{Name: ptr("w-" + typ), Type: ptr(typ)}, testfactory.Mapping("dcA", 1+2*i), testfactory.Mapping("dcB", 2+2*i))
+		b.WIMOf(t, engine.WIMInput{Name: ptr("w-" + typ), Type: ptr(typ)}, mappingFor(typ, "dcA", 1+2*i), mappingFor(typ, "dcB", 2+2*i))
 		b.Account(t, "t", "w-"+typ, engine.AccountInput{})
 	}
 	cases := []struct {

@@ -241,15 +241,6 @@ func sorted(s []string) []string {
 	return s
 }
 
-// ConnectorBuilder builds the connector of account a of WIM w, their
-// secrets opened, with the WIM's port mappings, as the workers build
-// theirs. wimd makes it from its connector registry.
-type ConnectorBuilder func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error)
-
-// SetConnectorBuilder installs what Reconcile builds connectors with.
-// Call it before serving requests.
-func (e *Engine) SetConnectorBuilder(b ConnectorBuilder) { e.build = b }
-
 // ReconcileOptions choose what Reconcile does.
 type ReconcileOptions struct {
 	// Account is an account's uuid or name; "" reconciles every account.
@@ -270,7 +261,7 @@ type ReconcileOptions struct {
 // error, as is naming one that does not exist.
 func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport, error) {
 	rep := DriftReport{Fix: o.Fix, Accounts: []AccountDrift{}}
-	if e.build == nil {
+	if e.conns == nil {
 		return rep, wimro.Errorf(wimro.EUNAVAILABLE, "reconcile is not available in this process (no connectors)")
 	}
 	accounts, err := e.db.ListAccounts(ctx)
@@ -311,23 +302,22 @@ func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport
 
 func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o ReconcileOptions) (AccountDrift, error) {
 	ad := AccountDrift{AccountID: a.UUID, AccountName: accountName(a), WIMID: a.WIMID, Drift: []Drift{}}
-	w, err := e.db.GetWIM(ctx, a.WIMID)
+	// The connector the workers would build: the orphans it deletes are
+	// deleted under the shared mutation lock, and counted with the
+	// actions' calls.
+	conn, err := e.conns.Account(ctx, a.UUID)
 	if err != nil {
 		return ad, err
 	}
+	w := conn.WIM
 	ad.WIMName, ad.WIMType = w.Name, w.Type
-	in, err := e.openConnectorInputs(ctx, w, a)
-	if err != nil {
-		return ad, err
+	if conn.Err != nil {
+		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, conn.Err)
 	}
-	w, a, mappings := in.wim, in.account, in.mappings
-	c, err := e.build(w, a, in.password, mappings)
-	if err != nil {
-		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, err)
-	}
-	if pl, ok := c.(connectors.PartialLister); ok {
+	c, mappings := conn.Connector, conn.Mappings
+	if conn.PartialListing != "" {
 		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
-			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, pl.PartialListing())}
+			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, conn.PartialListing)}
 	}
 	// The database first, the controller second: a service listed is then
 	// either in the snapshot or made after it, and only the latter (a link

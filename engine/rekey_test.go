@@ -58,7 +58,7 @@ func TestResealDuringConnectorCheck(t *testing.T) {
 			var once sync.Once
 			var resealed map[string]int
 			var resealErr error
-			editor.SetConnectorCheck(func(wimro.WIM, map[string]any) error {
+			withSettingsCheck(editor, f, func(wimro.WIM, map[string]any) error {
 				once.Do(func() { resealed, resealErr = rekeyer.Reseal(f.Ctx, 1, nil) })
 				return nil
 			})

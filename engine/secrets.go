@@ -9,14 +9,14 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/internal/secret"
-	"github.com/wimro/wimro/persistence"
 )
 
 // Secrets besides account passwords: the password in a wim_url's user
 // info and the connector settings of secret.ConfigKeys (bearer_token), in
 // WIM and account configs. They are sealed with the engine's box when
 // written, shown as Masked in every answer, and opened only for the
-// connector check and by the workers. A value sent back as Masked keeps
+// settings check and by accountconn (for the workers, the credentials
+// check and reconcile). A value sent back as Masked keeps
 // the stored one. Values stored in clear by an older wimd are used as is
 // and sealed on the next write of their row.
 
@@ -60,39 +60,12 @@ func (e *Engine) sealWIM(w *wimro.WIM) error {
 }
 
 // openSecrets returns w and accountConfig with their secrets opened, for
-// the connector check.
+// the settings check of what is written (accountconn opens those of
+// stored accounts).
 func (e *Engine) openSecrets(w wimro.WIM, accountConfig map[string]any) (wimro.WIM, map[string]any, error) {
 	var err error
 	w.URL, w.Config, accountConfig, err = e.box.OpenConnector(w.URL, w.Config, accountConfig)
 	return w, accountConfig, err
-}
-
-// connectorInputs is what an account's connector is built from: its WIM
-// and the account with their sealed settings opened, the password, and the
-// WIM's port mappings.
-type connectorInputs struct {
-	wim      wimro.WIM
-	account  wimro.WIMAccount
-	password string
-	mappings []wimro.PortMapping
-}
-
-// openConnectorInputs opens the secrets of account a of WIM w (as stored)
-// and reads the WIM's port mappings, for the credentials check and drift
-// reconcile: both build the account's connector as the workers do.
-func (e *Engine) openConnectorInputs(ctx context.Context, w wimro.WIM, a wimro.WIMAccount) (connectorInputs, error) {
-	password, err := e.AccountPassword(a)
-	if err != nil {
-		return connectorInputs{}, err
-	}
-	if w, a.Config, err = e.openSecrets(w, a.Config); err != nil {
-		return connectorInputs{}, err
-	}
-	mappings, err := e.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}})
-	if err != nil {
-		return connectorInputs{}, err
-	}
-	return connectorInputs{wim: w, account: a, password: password, mappings: mappings}, nil
 }
 
 // ErrSecretKeyMismatch means the secret key does not open the secrets the

@@ -28,7 +28,7 @@ func TestSecretsSealed(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			var seen []wimro.WIMAccount
-			b.eng.SetConnectorCheck(func(w wimro.WIM, acct map[string]any) error {
+			withSettingsCheck(b.eng, b.Factory, func(w wimro.WIM, acct map[string]any) error {
 				// The check sees the clear values.
 				if !strings.Contains(w.URL, "pw-1a2b") {
 					t.Errorf("the check got wim_url %q", w.URL)

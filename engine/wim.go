@@ -233,7 +233,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		}
 		// Secrets sent back masked, as they were shown, stay as stored.
 		w.URL, w.Config = secret.KeepURL(w.URL, stored.URL), secret.KeepConfig(w.Config, stored.Config)
-		if e.check == nil {
+		if e.conns == nil {
 			return w, nil, nil
 		}
 		accts, err := s.ListAccountsOfWIM(ctx, w.UUID)
@@ -254,7 +254,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 	// connector may read files (ca_file), and no file I/O may hold the
 	// WIM's row lock. The transaction makes sure it writes what was checked.
 	var checked connectorSettings
-	if e.check != nil {
+	if e.conns != nil {
 		w, accts, err := edit(&e.db.Store, false)
 		if err != nil {
 			return WIMView{}, err
@@ -270,7 +270,7 @@ func (e *Engine) UpdateWIM(ctx context.Context, wimRef string, in WIMInput) (WIM
 		if err != nil {
 			return err
 		}
-		if e.check != nil && !checked.equal(e.settingsOf(w, accts)) {
+		if e.conns != nil && !checked.equal(e.settingsOf(w, accts)) {
 			return errChangedWhileChecked("WIM " + w.UUID)
 		}
 		if err := e.sealWIM(&w); err != nil {

@@ -97,7 +97,10 @@ func (a *api) actionEvents(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, err)
 		return
 	}
-	defer release()
+	defer func() {
+		release()
+		a.srv.signals.StreamClosed.Send(struct{}{})
+	}()
 	feed, err := a.eng.ActionEvents(ctx, param(r, "tenant_id"), param(r, "instance_id"), param(r, "action_id"))
 	if err != nil {
 		a.srv.Error(w, r, err)

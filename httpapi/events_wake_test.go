@@ -24,7 +24,6 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/openapitest"
 	"github.com/wimro/wimro/persistence"
 )
@@ -51,10 +50,19 @@ func (b *bundle) wakeups() {
 // against the OpenAPI document.
 func (b *bundle) serveWith(opts httpapi.Options) string {
 	b.t.Helper()
+	_, url := b.serveAPI(opts)
+	return url
+}
+
+// serveAPI is serveWith returning the server too, its test signals
+// initialised.
+func (b *bundle) serveAPI(opts httpapi.Options) (*httpapi.Server, string) {
+	b.t.Helper()
 	api := httpapi.New(b.f.Eng, opts)
+	api.TestSignals().Init()
 	srv := httptest.NewServer(openapitest.MustLoad(b.t, api.OpenAPI()).Handler(b.t, api.Handler()))
 	b.t.Cleanup(srv.Close)
-	return srv.URL
+	return api, srv.URL
 }
 
 // openStream is one event stream read in the background: its events
@@ -236,7 +244,8 @@ func TestEventStreamCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := b.serveWith(httpapi.Options{TokenFile: tf, MaxEventStreams: 3, MaxEventStreamsPerToken: 2, RequestMetrics: metrics}) + eventsPath(ids)
+	api, base := b.serveAPI(httpapi.Options{TokenFile: tf, MaxEventStreams: 3, MaxEventStreamsPerToken: 2, RequestMetrics: metrics})
+	url := base + eventsPath(ids)
 
 	refused := func(token, limit string) {
 		t.Helper()
@@ -278,14 +287,8 @@ func TestEventStreamCaps(t *testing.T) {
 	// The first stream of token-a ends: its slot frees (once its handler
 	// has seen the client go).
 	a1.close()
-	var s *openStream
-	eventually.Until(t, 10*time.Second, "token-a's freed slot", func() (bool, string) {
-		var status int
-		var body string
-		s, status, _, body = open(t, url, "token-a")
-		return status == 200, fmt.Sprintf("%d %s", status, body)
-	})
-	s.next(t, 10*time.Second)
+	api.TestSignals().StreamClosed.Wait(t, 10*time.Second, "token-a's first stream to end")
+	opened("token-a") // the freed slot: 200 and its events at once
 }
 
 // One LISTEN connection per process, however many streams; and a stream

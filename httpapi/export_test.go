@@ -9,3 +9,9 @@ func ScopeTableKeys() []string {
 	}
 	return keys
 }
+
+// TestSignals are the server's test signals (signals.go).
+type TestSignals = testSignals
+
+// TestSignals returns s's test signals, for a test to Init and wait on.
+func (s *Server) TestSignals() *TestSignals { return &s.signals }

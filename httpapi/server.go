@@ -111,6 +111,7 @@ type Server struct {
 	streams      *streamSlots
 	// health and ready remember the probes' last answers, for their log.
 	health, ready *probe
+	signals       testSignals
 }
 
 // NewServer builds the router from the built-in routes plus routes.

@@ -8,10 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
-	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/connectors/failing"
-	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -65,15 +63,13 @@ func (a *account) current() bool {
 	return a.built
 }
 
-// targets builds the accounts' connectors (actions.Target) from the
-// database, for the claimer's actions and the monitors' calls.
+// targets keeps the accounts' connectors (actions.Target), built from the
+// database by the process's accountconn.Factory, for the claimer's actions
+// and the monitors' calls.
 type targets struct {
-	db        *persistence.DB
-	box       *secret.Box
-	registry  *connectors.Registry
-	logger    *slog.Logger
-	userAgent string
-	metrics   *Metrics
+	conns   *accountconn.Factory
+	logger  *slog.Logger
+	metrics *Metrics
 }
 
 // connector returns the account's Target, building it first if it is
@@ -84,26 +80,14 @@ func (g *targets) connector(a *account) (actions.Target, error) {
 	if a.current() {
 		return a.target, nil
 	}
-	t, err := g.buildTarget(a)
+	c, err := g.conns.Account(a.ctx, a.id)
 	if err != nil {
 		a.stale.Store(false)
 		return actions.Target{}, err
 	}
+	t := g.targetFrom(a, c)
 	a.target, a.built = t, true
 	return t, nil
-}
-
-// buildTarget builds the connector of the account from the database.
-func (g *targets) buildTarget(w *account) (actions.Target, error) {
-	in, err := g.db.ConnectorInputs(w.ctx, []string{w.id})
-	if err != nil {
-		return actions.Target{}, err
-	}
-	i, ok := in[w.id]
-	if !ok {
-		return actions.Target{}, wimro.Errorf(wimro.ENOTFOUND, "WIM account %s not found", w.id)
-	}
-	return g.targetFrom(w, i), nil
 }
 
 // buildTargets builds, from one read, the connectors of the accounts that
@@ -125,7 +109,7 @@ func (g *targets) buildTargets(ctx context.Context, list []*account) {
 	if len(need) == 0 {
 		return
 	}
-	in, err := g.db.ConnectorInputs(ctx, ids)
+	in, err := g.conns.Load(ctx, ids)
 	if err != nil {
 		g.logger.Debug("read the connectors of the accounts claimed for; each builds its own", slog.Int("accounts", len(ids)), slog.Any("error", err))
 		return
@@ -147,41 +131,20 @@ func (g *targets) buildTargets(ctx context.Context, list []*account) {
 	}
 }
 
-// targetFrom builds the account's Target from what was read. A connector
-// that cannot be built is replaced by one that fails every action with the
-// reason, as OSM's FailingConnector did.
-func (g *targets) targetFrom(w *account, in persistence.ConnectorInput) actions.Target {
-	a, wim, mappings := in.Account, in.WIM, in.Mappings
-	t := actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: wim.Type, Mappings: mappings}
-	password := ""
-	if len(a.Password) > 0 {
-		b, err := g.box.Open(a.Password)
-		if err != nil {
-			t.Connector = g.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
-			return t
-		}
-		password = string(b)
+// targetFrom makes the account's Target of its connector. One that could
+// not be built is accountconn's stand-in, which fails every action with
+// the reason.
+func (g *targets) targetFrom(w *account, c accountconn.Conn) actions.Target {
+	a := c.Account
+	if c.Err != nil {
+		w.log.Error("connector unavailable", slog.String("connector", c.WIM.Type), slog.Any("error", c.Err))
 	}
-	// The other secrets (wim_url's password, bearer_token) are sealed at
-	// rest too; a value stored in clear by an older wimd is used as is.
-	var err error
-	if wim.URL, wim.Config, a.Config, err = g.box.OpenConnector(wim.URL, wim.Config, a.Config); err != nil {
-		t.Connector = g.instrument(w, wim.Type, failing.New(fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), connectors.KindPermanent))
-		return t
-	}
-	cfg := connectors.ConfigOf(wim, a, password, mappings)
-	cfg.Logger, cfg.UserAgent = w.log, g.userAgent
-	// Connectors that read-modify-write shared controller state serialise
-	// with the other wimd processes through the database.
-	cfg.Locker = g.db
-	conn, err := g.registry.New(cfg)
-	if err != nil {
-		reason := fmt.Sprintf("Error when loading WIM connector for WIM (%s): %v\nAny task targeting WIM account %s (%s) will fail.", wim.Type, err, a.UUID, deref(a.Name))
-		w.log.Error("connector unavailable", slog.String("connector", wim.Type), slog.Any("error", err))
-		conn = failing.New(reason, connectors.KindPermanent)
-	}
-	t.Connector = g.instrument(w, wim.Type, conn)
-	return t
+	return actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: c.WIM.Type, Mappings: c.Mappings,
+		Connector: g.instrument(w, c.WIM.Type, c.Connector)}
+}
+
+func (a *account) actionLog(act wimro.Action) *slog.Logger {
+	return a.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", act.InstanceActionID, act.TaskIndex)), slog.String("wan_link_id", act.ItemID))
 }
 
 func deref(s *string) string {
@@ -189,8 +152,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func (a *account) actionLog(act wimro.Action) *slog.Logger {
-	return a.log.With(slog.String("action_id", fmt.Sprintf("%s[%d]", act.InstanceActionID, act.TaskIndex)), slog.String("wan_link_id", act.ItemID))
 }

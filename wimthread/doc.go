@@ -66,8 +66,9 @@
 // What they share is passed to each explicitly: the table of accounts
 // (table.go: the accounts wanted, the leases held with their bounds, the
 // accounts driven, the links busy, under one mutex), the record of claims
-// (claims.go), the connector builder (targets, account.go) and the wake-up
-// channels of the claimer and the keeper. Start starts the keeper, the
+// (claims.go), the connector cache (targets, account.go: the connectors
+// themselves are built by accountconn, as the engine's credentials check
+// and reconcile build theirs) and the wake-up channels of the claimer and the keeper. Start starts the keeper, the
 // completer, the claimer and the monitors, in that order. Stop stops every
 // account (no new claim, running actions cancelled), then the claimer, the
 // monitors and the keeper's rounds, waits for the running actions, lets

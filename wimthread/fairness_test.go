@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -90,23 +89,13 @@ func TestSlowControllerDoesNotHoldBackAnothersChecks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", map[string]any{"latency_ms": 600_000})
 	b.wan(t, "wan2", "fake", b.url, nil, "dcC", "dcD")
-	b.start(t, registry(), wimthread.Options{MonitorInterval: 100 * time.Millisecond})
-	seen := map[string]map[time.Time]bool{} // account -> the checked_at values seen
-	eventually.Until(t, 10*time.Second, "an account checked three times while the other's controller holds its check", func() (bool, string) {
-		most := 0
-		for _, id := range b.accounts(t) {
-			a, err := b.db.GetAccount(b.ctx, id)
-			if err != nil {
-				return false, err.Error()
-			}
-			if seen[id] == nil {
-				seen[id] = map[time.Time]bool{}
-			}
-			if a.CheckedAt != nil {
-				seen[id][*a.CheckedAt] = true
-			}
-			most = max(most, len(seen[id]))
-		}
-		return most >= 3, fmt.Sprintf("at most %d checks of one account", most)
+	s := b.start(t, registry(), wimthread.Options{MonitorInterval: 100 * time.Millisecond})
+	checks := map[string]int{} // account -> checks recorded
+	id := s.TestSignals().CredentialsChecked.WaitFor(t, 10*time.Second, "an account checked three times while the other's controller holds its check", func(id string) bool {
+		checks[id]++
+		return checks[id] >= 3
 	})
+	if a, err := b.db.GetAccount(b.ctx, id); err != nil || a.CheckedAt == nil {
+		t.Fatalf("account %s checked three times, but no check recorded: %v", id, err)
+	}
 }

@@ -19,7 +19,7 @@ func TestLeasePastItsLocalBoundIsNotOwned(t *testing.T) {
 	b := setup(t, "fake", nil)
 	ids := b.accounts(t)
 	const lease = time.Second
-	s := wimthread.New(b.db, b.box, registry(), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond, Lease: lease})
+	s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond, Lease: lease})
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,7 @@ func (s *Supervisor) checkCredentials(id string) {
 		return // the account stopped here: its new owner checks it
 	}
 	s.db.RecordAccountCheck(ctx, a.log.With("connector", t.Type), id, started, t.AccountModifiedAt, err)
+	s.signals.CredentialsChecked.Send(id)
 }
 
 // StatusCounter counts the accounts by status (persistence.DB).

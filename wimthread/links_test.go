@@ -1,7 +1,6 @@
 package wimthread_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -147,15 +146,26 @@ func TestMonitorLeavesLinksAloneWhenTheControllerDoesNotAnswer(t *testing.T) {
 	b.ctrl.Remove(*l.WIMInternalID)
 	b.ctrl.SetHang(true)
 	since := len(b.ctrl.Calls())
-	waitFor(t, "two status calls timed out", func() (bool, string) {
-		n := 0
-		for _, c := range b.ctrl.Calls()[since:] {
-			if c.Method == fake.MethodGetServiceStatus && c.ID == *l.WIMInternalID && c.Err != nil {
-				n++
-			}
+	// Three reads from now: at most the one in flight when the controller
+	// began to hang was answered, so two timed out.
+	reads := &b.sup.TestSignals().LinkRead
+	reads.Init()
+	n := 0
+	reads.WaitFor(t, 30*time.Second, "three reads of the link", func(id string) bool {
+		if id == l.UUID {
+			n++
 		}
-		return n >= 2, fmt.Sprintf("%d timed out", n)
+		return n >= 3
 	})
+	timedOut := 0
+	for _, c := range b.ctrl.Calls()[since:] {
+		if c.Method == fake.MethodGetServiceStatus && c.ID == *l.WIMInternalID && c.Err != nil {
+			timedOut++
+		}
+	}
+	if timedOut < 2 {
+		t.Fatalf("%d status calls timed out, want at least 2", timedOut)
+	}
 	got, err := b.db.GetWANLink(b.ctx, l.UUID)
 	if err != nil || got.Status != wimro.LinkActive || got.ErrorMsg != nil || !got.StatusSince.Equal(l.StatusSince) {
 		t.Fatalf("after calls that timed out: %s %v since %v (was %v), %v", got.Status, got.ErrorMsg, got.StatusSince, l.StatusSince, err)
@@ -182,15 +192,15 @@ func TestMonitorIntervalZeroMakesNoCall(t *testing.T) {
 	on := setup(t, "fake", nil)
 	_, _, onLinks, _ := on.monitored(t, 50*time.Millisecond, 1)
 
-	offBefore, onBefore := len(off.ctrl.Calls()), len(on.ctrl.Calls())
-	waitFor(t, "five reads by the monitoring supervisor", func() (bool, string) {
-		n := 0
-		for _, c := range on.ctrl.Calls()[onBefore:] {
-			if c.Method == fake.MethodGetServiceStatus && c.ID == *onLinks[0].WIMInternalID {
-				n++
-			}
+	offBefore := len(off.ctrl.Calls())
+	reads := &on.sup.TestSignals().LinkRead
+	reads.Init() // from now on
+	n := 0
+	reads.WaitFor(t, 30*time.Second, "five reads by the monitoring supervisor", func(id string) bool {
+		if id == onLinks[0].UUID {
+			n++
 		}
-		return n >= 5, fmt.Sprintf("%d reads", n)
+		return n >= 5
 	})
 	if calls := off.ctrl.Calls()[offBefore:]; len(calls) != 0 {
 		t.Fatalf("calls with MonitorInterval 0: %v (link %s)", calls, offLinks[0].UUID)

@@ -234,9 +234,9 @@ func (c *instrumented) ClearAll(ctx context.Context) error {
 	return err
 }
 
-// instrument wraps an account's connector (Options.Metrics) and its
-// fence (fence.go), and records its name for
-// wimro_actions_finished_total.
+// instrument wraps an account's connector (already timed by
+// accountconn's Instrument, Metrics.Instrument in wimd) in its fence
+// (fence.go), and records its name for wimro_actions_finished_total.
 func (g *targets) instrument(a *account, name string, c connectors.Connector) connectors.Connector {
 	a.connName.Store(&name)
 	if g.metrics != nil {
@@ -244,7 +244,7 @@ func (g *targets) instrument(a *account, name string, c connectors.Connector) co
 		// alert on its increase sees the first retry past the maximum.
 		g.metrics.pastMax.WithLabelValues(name)
 	}
-	return fenced{g.metrics.Instrument(name, c)}
+	return fenced{c}
 }
 
 // countFinished counts the outcomes of batch that were written (errs are

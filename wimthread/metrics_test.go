@@ -453,7 +453,7 @@ func TestLeaseLossesCounted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := wimthread.New(b.db, b.box, registry(), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond,
+			s := wimthread.New(b.db, b.conns(registry(), nil, m), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond,
 				Lease: time.Second, Metrics: m})
 			if err := s.Start(b.ctx); err != nil {
 				t.Fatal(err)

@@ -11,9 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
-	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/internal/startstop"
 	"github.com/wimro/wimro/persistence"
 )
@@ -26,9 +25,6 @@ type Options struct {
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
 	SweepEvery time.Duration // lease and claim renewal interval; default Lease/3
 	Policy     actions.Policy
-	// UserAgent is sent with every connector request ("wimro/<version>
-	// (<instance id>)"), so a controller's log shows which process called.
-	UserAgent string
 	// Notifications follows persistence.ChannelAccounts: wake-ups and
 	// reloads of the accounts' workers. Nil: the poll alone finds work.
 	Notifications *persistence.Subscription
@@ -96,10 +92,13 @@ type Supervisor struct {
 
 	life    sync.Mutex // Start and Stop
 	started bool
+
+	signals testSignals
 }
 
-// New returns a stopped supervisor.
-func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, logger *slog.Logger, opts Options) *Supervisor {
+// New returns a stopped supervisor. conns builds the accounts' connectors
+// (with the process's User-Agent, Locker and call instrumentation).
+func New(db *persistence.DB, conns *accountconn.Factory, logger *slog.Logger, opts Options) *Supervisor {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,7 +109,7 @@ func New(db *persistence.DB, box *secret.Box, registry *connectors.Registry, log
 	wakeClaim := make(chan struct{}, 1)
 	kick := make(chan struct{}, 1)
 	renewal := &claimRenewal{}
-	targets := &targets{db: db, box: box, registry: registry, logger: logger, userAgent: opts.UserAgent, metrics: opts.Metrics}
+	targets := &targets{conns: conns, logger: logger, metrics: opts.Metrics}
 	c := &claimer{
 		db: db, logger: logger, owner: opts.Owner, lease: opts.Lease, parallel: opts.Parallel, metrics: opts.Metrics,
 		runner: runner, t: t, claims: cl, targets: targets, renewal: renewal, wake: wakeClaim,

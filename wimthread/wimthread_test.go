@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/failing"
@@ -45,6 +46,9 @@ type bundle struct {
 	eng  *engine.Engine
 	ctrl *fake.Controller
 	url  string
+	// sup is the supervisor own started last, its test signals
+	// initialised.
+	sup *wimthread.Supervisor
 }
 
 // setup makes a tenant, two datacenters with exit rules, a WIM of wimType
@@ -83,6 +87,12 @@ func registry() *connectors.Registry {
 	fake.Register(r)
 	failing.Register(r)
 	return r
+}
+
+// conns builds the workers' connectors from r as wimd does, timing their
+// calls in m (nil: untimed).
+func (b *bundle) conns(r *connectors.Registry, logger *slog.Logger, m *wimthread.Metrics) *accountconn.Factory {
+	return accountconn.New(accountconn.Config{Registry: r, Box: b.box, DB: b.db, Logger: logger, UserAgent: testfactory.UserAgent, Instrument: m.Instrument})
 }
 
 // start runs a supervisor owning every account until the test ends.
@@ -128,7 +138,9 @@ func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop("listener", l.Stop) })
-	s := wimthread.New(b.db, b.box, r, logger, opts)
+	s := wimthread.New(b.db, b.conns(r, logger, opts.Metrics), logger, opts)
+	s.TestSignals().Init()
+	b.sup = s
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +648,7 @@ func TestSetAccountsTakesAndReleasesLeases(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)
 	ids := b.accounts(t)
-	s := wimthread.New(b.db, b.box, registry(), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond})
+	s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond})
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}

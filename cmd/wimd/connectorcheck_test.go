@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 )
 
 // TestConnectorCheck checks that wimd refuses, at write time, the settings
@@ -15,7 +16,7 @@ import (
 // for.
 func TestConnectorCheck(t *testing.T) {
 	t.Parallel()
-	check := connectorCheck(newRegistry(true, t.TempDir()))
+	check := newConnectors(accountconn.Config{Registry: newRegistry(true, t.TempDir())}).CheckSettings
 	tests := []struct {
 		name    string
 		wim     wimro.WIM
@@ -65,7 +66,7 @@ func TestTypeCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := typeCheck(newRegistry(tt.dev, t.TempDir()))(tt.typ)
+			err := newConnectors(accountconn.Config{Registry: newRegistry(tt.dev, t.TempDir())}).CheckType(tt.typ)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -81,7 +82,7 @@ func TestTypeCheck(t *testing.T) {
 func TestMappingCheck(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	check := mappingCheck(newRegistry(true, dir))
+	check := newConnectors(accountconn.Config{Registry: newRegistry(true, dir)}).CheckMapping
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pglocal"
@@ -36,32 +37,33 @@ var errDrift = errors.New("drift found")
 // offlineEngine is an engine over the database of c with the keys wimd
 // serve uses, for the commands that run beside it (reconcile, rekey). The
 // keys are read, never generated: a new key would open nothing stored.
-// closeDB closes the database (and the local server it attached).
-func (a *App) offlineEngine(ctx context.Context, c *dbConfig, logger *slog.Logger, keyFile string) (eng *engine.Engine, db *persistence.DB, closeDB func(), err error) {
+// closeDB closes the database (and the local server it attached); box
+// holds the keys.
+func (a *App) offlineEngine(ctx context.Context, c *dbConfig, logger *slog.Logger, keyFile string) (eng *engine.Engine, db *persistence.DB, box *secret.Box, closeDB func(), err error) {
 	env := a.Getenv("WIMRO_SECRET_KEY")
 	if env == "" {
 		if _, err := os.Stat(keyFile); err != nil {
-			return nil, nil, nil, fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key wimd serve uses", keyFile, err)
+			return nil, nil, nil, nil, fmt.Errorf("no secret key: WIMRO_SECRET_KEY is empty and %s cannot be read (%v); give the key wimd serve uses", keyFile, err)
 		}
 	}
 	keys, _, err := secret.LoadKeys(env, keyFile)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	box, err := secret.NewRing(keys...)
+	box, err = secret.NewRing(keys...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	url, stop, err := a.database(ctx, c, logger, localDB{})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	db, err = persistence.Open(ctx, url, logger, persistence.WithMaxConns(4))
 	if err != nil {
 		stop()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return engine.New(db, box, logger), db, func() { db.Close(); stop() }, nil
+	return engine.New(db, box, logger), db, box, func() { db.Close(); stop() }, nil
 }
 
 func (a *App) reconcile(ctx context.Context, args []string) error {
@@ -117,7 +119,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	if keyFile == "" {
 		keyFile = filepath.Join(c.dataDir, "secret.key")
 	}
-	eng, db, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
+	eng, db, box, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
 	if err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	}
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(addresses)
-	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version), db))
+	eng.SetConnectors(newConnectors(accountconn.Config{Registry: registry, Box: box, DB: db, Logger: logger, UserAgent: userAgent("wimd reconcile")}), false)
 	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix, DeleteAbandoned: deleteAbandoned})
 	if err != nil {
 		return err

@@ -130,7 +130,7 @@ func (a *App) rekey(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, db, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
+	eng, db, _, closeDB, err := a.offlineEngine(ctx, c, logger, keyFile)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/coordinator/chores"
@@ -29,7 +32,8 @@ import (
 )
 
 // serve runs wimd serve: the database (migrated and checked), the
-// workers, the coordinator and the HTTP API, until ctx ends.
+// workers, the coordinator and the HTTP API, until ctx ends. Each step
+// starts one part; the parts stop in the reverse order (server.stop).
 func (a *App) serve(ctx context.Context, args []string) (err error) {
 	c, err := a.parseServe(args)
 	if err != nil {
@@ -46,245 +50,370 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 	// Deferred first, so written last: after every part, the local
 	// PostgreSQL included, has stopped, the log says the process is done.
 	started := time.Now()
-	defer func() {
-		attrs := []any{slog.Duration("uptime", time.Since(started).Round(time.Millisecond))}
-		if err != nil {
-			logger.Error("wimd stopped", append(attrs, slog.Any("error", err))...)
-			return
-		}
-		logger.Info("wimd stopped", attrs...)
-	}()
-	var tokenFile *httpapi.TokenFile
-	if c.apiTokenFile != "" {
-		if tokenFile, err = httpapi.OpenTokenFile(c.apiTokenFile, logger); err != nil {
-			return fmt.Errorf("--api-token-file: %w", err)
+	defer func() { logStopped(logger, started, err) }()
+	s := &server{app: a, c: c, logger: logger}
+	defer s.stop()
+	for _, step := range []func(context.Context) error{
+		s.openTokenFile,
+		s.openDatabase,
+		s.openSecrets,
+		s.listen,
+		s.holdKeys,
+		s.startListener,
+		s.wireEngine,
+		s.startWorkers,
+		s.startCoordinator,
+	} {
+		if err := step(ctx); err != nil {
+			return err
 		}
 	}
-	// Counted from the start; registered once the registry exists.
-	restarts := newRestartsCounter()
-	url, stopDB, err := a.database(ctx, c.db, logger, localDB{serve: true, restarts: restarts})
-	if err != nil {
-		return err
-	}
-	defer stopDB()
+	return s.serveHTTP(ctx, tlsConf)
+}
 
-	// The schema guard: migrate when asked, then refuse to serve a schema
-	// this binary does not know (or one still behind it).
-	sqlDB, err := sql.Open("pgx", url)
+// logStopped says the process is done, with its uptime and the error it
+// stops with.
+func logStopped(logger *slog.Logger, started time.Time, err error) {
+	attrs := []any{slog.Duration("uptime", time.Since(started).Round(time.Millisecond))}
+	if err != nil {
+		logger.Error("wimd stopped", append(attrs, slog.Any("error", err))...)
+		return
+	}
+	logger.Info("wimd stopped", attrs...)
+}
+
+// server holds the parts of wimd serve as its steps start them.
+type server struct {
+	app    *App
+	c      *serveConfig
+	logger *slog.Logger
+	// stops undo the steps, run last first (stop).
+	stops []func()
+
+	tokenFile *httpapi.TokenFile
+	restarts  prometheus.Counter
+	db        *persistence.DB
+	box       *secret.Box
+	keyFile   string
+	eng       *engine.Engine
+	conns     wimdConnectors
+	ln        net.Listener
+	boot      string
+	listener  *persistence.Listener
+	// Subscriptions of the one LISTEN connection: the workers follow
+	// account changes, the coordinator the account list and, on its
+	// leader, released leases (to hand their accounts over at once).
+	accountNotes, accountList, leaseReleases *persistence.Subscription
+	metrics                                  *serveMetrics
+	sup                                      *wimthread.Supervisor
+	workers                                  atomic.Bool // started, for /readyz
+	coord                                    coordinator.Coordinator
+}
+
+// onStop adds f to what stop runs.
+func (s *server) onStop(f func()) { s.stops = append(s.stops, f) }
+
+// stopPart adds the stop of a long-lived part (stopPart, 30 s).
+func (s *server) stopPart(what string, stop func(context.Context) error) {
+	s.onStop(func() { stopPart(s.logger, what, stop) })
+}
+
+// stop stops what the steps started, last started first, as deferred
+// calls would.
+func (s *server) stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+// openTokenFile reads --api-token-file, re-read as it changes.
+func (s *server) openTokenFile(context.Context) (err error) {
+	if s.c.apiTokenFile == "" {
+		return nil
+	}
+	if s.tokenFile, err = httpapi.OpenTokenFile(s.c.apiTokenFile, s.logger); err != nil {
+		return fmt.Errorf("--api-token-file: %w", err)
+	}
+	return nil
+}
+
+// openDatabase reaches the database (the local PostgreSQL, started here,
+// unless a URL is given), guards its schema and opens the pool.
+func (s *server) openDatabase(ctx context.Context) error {
+	c := s.c
+	// Counted from the start; registered once the registry exists.
+	s.restarts = newRestartsCounter()
+	url, stopDB, err := s.app.database(ctx, c.db, s.logger, localDB{serve: true, restarts: s.restarts})
 	if err != nil {
 		return err
 	}
-	if c.autoMigrate {
-		err = migrations.Up(ctx, sqlDB, logger)
-	}
-	if err == nil {
-		err = migrations.Check(ctx, sqlDB)
-	}
-	sqlDB.Close()
-	if err != nil {
+	s.onStop(stopDB)
+	if err := checkSchema(ctx, url, c.autoMigrate, s.logger); err != nil {
 		return err
 	}
 	if c.dbMaxConns <= 0 {
 		c.dbMaxConns = wimthread.PoolSize(c.parallel)
 	}
-	db, err := persistence.Open(ctx, url, logger, persistence.WithMaxConns(c.dbMaxConns))
-	if err != nil {
+	if s.db, err = persistence.Open(ctx, url, s.logger, persistence.WithMaxConns(c.dbMaxConns)); err != nil {
 		return err
 	}
-	defer db.Close()
+	s.onStop(s.db.Close)
 	if c.coordinator == "consul" && c.db.url != "" {
-		warnEmbeddedDatabase(ctx, db, logger)
+		warnEmbeddedDatabase(ctx, s.db, s.logger)
 	}
+	return nil
+}
 
-	keyFile := c.secretKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(c.db.dataDir, "secret.key")
-	}
-	keys, source, err := secret.LoadKeys(a.Getenv("WIMRO_SECRET_KEY"), keyFile)
+// checkSchema is the schema guard: migrate when asked, then refuse to
+// serve a schema this binary does not know (or one still behind it).
+func checkSchema(ctx context.Context, url string, autoMigrate bool, logger *slog.Logger) error {
+	sqlDB, err := sql.Open("pgx", url)
 	if err != nil {
 		return err
 	}
-	box, err := secret.NewRing(keys...)
-	if err != nil {
-		return err
-	}
-	logger.Info("secret key loaded", slog.String("source", source), slog.String("sealing_key_id", box.KeyID()), slog.Any("key_ids", box.KeyIDs()))
-	eng := engine.New(db, box, logger)
-	if err := eng.CheckSecretKey(ctx); err != nil {
-		if errors.Is(err, engine.ErrSecretKeyMismatch) {
-			if source == "generated" {
-				// No key was found, so one was made; it can open nothing
-				// stored. Leave the folder as it was, for the right key.
-				if rmErr := os.Remove(keyFile); rmErr != nil {
-					logger.Warn("remove the key generated at start", slog.String("file", keyFile), slog.Any("error", rmErr))
-				}
-				return fmt.Errorf("%w: no key was found at %s (nor in WIMRO_SECRET_KEY), but the database holds secrets sealed with one; "+
-					"put back the secret.key of this database (it is backed up with it, see docs/operations.md, Backup and restore) or set WIMRO_SECRET_KEY", err, keyFile)
-			}
-			return fmt.Errorf("%w: the key from %s is not the one this database was written with; "+
-				"use the secret.key backed up with this database (see docs/operations.md, Backup and restore)", err, keySource(source, keyFile))
+	defer sqlDB.Close()
+	if autoMigrate {
+		if err := migrations.Up(ctx, sqlDB, logger); err != nil {
+			return err
 		}
-		return fmt.Errorf("check the secret key: %w", err)
 	}
-	// Listen before anything runs: the instance id defaults to the port.
-	ln, err := net.Listen("tcp", c.listen)
+	return migrations.Check(ctx, sqlDB)
+}
+
+// openSecrets loads the secret keys (generating one at first start) and
+// checks that they open what the database holds; the engine is made with
+// them.
+func (s *server) openSecrets(ctx context.Context) error {
+	s.keyFile = s.c.secretKeyFile
+	if s.keyFile == "" {
+		s.keyFile = filepath.Join(s.c.db.dataDir, "secret.key")
+	}
+	keys, source, err := secret.LoadKeys(s.app.Getenv("WIMRO_SECRET_KEY"), s.keyFile)
 	if err != nil {
+		return err
+	}
+	if s.box, err = secret.NewRing(keys...); err != nil {
+		return err
+	}
+	s.logger.Info("secret key loaded", slog.String("source", source), slog.String("sealing_key_id", s.box.KeyID()), slog.Any("key_ids", s.box.KeyIDs()))
+	s.eng = engine.New(s.db, s.box, s.logger)
+	err = s.eng.CheckSecretKey(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, engine.ErrSecretKeyMismatch):
+		return fmt.Errorf("check the secret key: %w", err)
+	case source == "generated":
+		// No key was found, so one was made; it can open nothing stored.
+		// Leave the folder as it was, for the right key.
+		if rmErr := os.Remove(s.keyFile); rmErr != nil {
+			s.logger.Warn("remove the key generated at start", slog.String("file", s.keyFile), slog.Any("error", rmErr))
+		}
+		return fmt.Errorf("%w: no key was found at %s (nor in WIMRO_SECRET_KEY), but the database holds secrets sealed with one; "+
+			"put back the secret.key of this database (it is backed up with it, see docs/operations.md, Backup and restore) or set WIMRO_SECRET_KEY", err, s.keyFile)
+	default:
+		return fmt.Errorf("%w: the key from %s is not the one this database was written with; "+
+			"use the secret.key backed up with this database (see docs/operations.md, Backup and restore)", err, keySource(source, s.keyFile))
+	}
+}
+
+// listen opens the API's socket before anything runs: the instance id
+// defaults to its port.
+func (s *server) listen(context.Context) (err error) {
+	c := s.c
+	if s.ln, err = net.Listen("tcp", c.listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close()
-	if c.apiToken == "" && tokenFile == nil && !isLoopback(ln.Addr()) {
-		logger.Warn("serving without an API token on a non-loopback address: whoever reaches it can use the API; set WIMRO_API_TOKEN_FILE or WIMRO_API_TOKEN",
-			slog.String("addr", ln.Addr().String()))
+	s.onStop(func() { s.ln.Close() })
+	if c.apiToken == "" && s.tokenFile == nil && !isLoopback(s.ln.Addr()) {
+		s.logger.Warn("serving without an API token on a non-loopback address: whoever reaches it can use the API; set WIMRO_API_TOKEN_FILE or WIMRO_API_TOKEN",
+			slog.String("addr", s.ln.Addr().String()))
 	}
 	if c.instanceID == "" {
 		host, _ := os.Hostname()
-		c.instanceID = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		c.instanceID = net.JoinHostPort(host, strconv.Itoa(s.ln.Addr().(*net.TCPAddr).Port))
 		if err := coordinator.CheckInstanceID(c.instanceID); err != nil {
 			return fmt.Errorf("the default instance id (<hostname>:<port>): %w; set --instance-id", err)
 		}
 	}
-	// Leases and claims are taken under the instance id and a nonce of
-	// this start: two processes given one id never share a lease.
-	boot := coordinator.NewBoot()
-	// wimd rekey checks every live process's keys before each step.
-	holder := newKeyHolder(db, c.instanceID, box, logger)
+	return nil
+}
+
+// holdKeys records this process's key ids (wimd rekey checks every live
+// process's keys before each step). Leases and claims are taken under the
+// instance id and a nonce of this start: two processes given one id
+// never share a lease.
+func (s *server) holdKeys(ctx context.Context) error {
+	s.boot = coordinator.NewBoot()
+	holder := newKeyHolder(s.db, s.c.instanceID, s.box, s.logger)
 	if err := holder.Start(ctx); err != nil {
 		return fmt.Errorf("record the secret key ids: %w", err)
 	}
-	defer stopPart(logger, "secret key holder", holder.Stop)
-	logger.Info("leases and claims taken under this start's owner", slog.String("instance_id", c.instanceID), slog.String("lease_owner", coordinator.LeaseOwner(c.instanceID, boot)))
-	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
-	registry.SetAddressPolicy(c.addresses)
-	logger.Info("controller address policy", slog.String("controller_allow", c.addresses.String()))
-	eng.SetTypeCheck(typeCheck(registry))
-	eng.SetAddressCheck(addressCheck(registry))
-	eng.SetQoSSupport(registry.HonouredQoSOf)
-	eng.SetConnectorCheck(connectorCheck(registry))
-	eng.SetMappingCheck(mappingCheck(registry))
-	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)
-	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID), db))
-	defer stopPart(logger, "account checks", eng.StopChecks)
-	// One LISTEN connection for the process: the workers follow account
-	// changes, the coordinator the account list, the event streams their
-	// instance actions' events (through one hub).
-	listener := persistence.NewListener(db, logger)
-	accountNotes := listener.Subscribe(persistence.ChannelAccounts)
-	accountList := listener.Subscribe(persistence.ChannelAccountList)
-	// The coordinator's leader hears of released leases on the same
-	// channel: it hands their accounts over at once.
-	leaseReleases := listener.Subscribe(persistence.ChannelAccounts)
-	events := engine.NewEventHub(db, listener.Subscribe(persistence.ChannelEvents), logger, 0)
-	if err := listener.Start(ctx); err != nil {
+	s.stopPart("secret key holder", holder.Stop)
+	s.logger.Info("leases and claims taken under this start's owner", slog.String("instance_id", s.c.instanceID), slog.String("lease_owner", s.owner()))
+	return nil
+}
+
+// owner is the name this process takes leases and claims under.
+func (s *server) owner() string { return coordinator.LeaseOwner(s.c.instanceID, s.boot) }
+
+// startListener starts the process's one LISTEN connection and the event
+// hub that wakes the event streams from it.
+func (s *server) startListener(ctx context.Context) error {
+	s.listener = persistence.NewListener(s.db, s.logger)
+	s.accountNotes = s.listener.Subscribe(persistence.ChannelAccounts)
+	s.accountList = s.listener.Subscribe(persistence.ChannelAccountList)
+	s.leaseReleases = s.listener.Subscribe(persistence.ChannelAccounts)
+	events := engine.NewEventHub(s.db, s.listener.Subscribe(persistence.ChannelEvents), s.logger, 0)
+	if err := s.listener.Start(ctx); err != nil {
 		return fmt.Errorf("start notification listener: %w", err)
 	}
-	defer stopPart(logger, "notification listener", listener.Stop)
+	s.stopPart("notification listener", s.listener.Stop)
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); events.Run(hubCtx) }()
-	defer func() { stopHub(); <-hubDone }()
-	eng.SetEventHub(events)
-	metrics, err := newMetrics(db)
-	if err != nil {
+	s.onStop(func() { stopHub(); <-hubDone })
+	s.eng.SetEventHub(events)
+	return nil
+}
+
+// wireEngine gives the engine the process's connectors (the one home of
+// turning an account into a connector, which the workers share) and
+// makes the metrics registry their calls are timed on.
+func (s *server) wireEngine(context.Context) (err error) {
+	c := s.c
+	if s.metrics, err = newMetrics(s.db); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if c.db.url == "" {
-		if err := metrics.reg.Register(restarts); err != nil {
+		if err := s.metrics.reg.Register(s.restarts); err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
 	}
-	sup := wimthread.New(db, box, registry, logger, wimthread.Options{Owner: coordinator.LeaseOwner(c.instanceID, boot), Parallel: c.parallel, Lease: c.claimLease,
-		Policy: actions.Policy{Refresh: c.refresh}, MonitorInterval: c.monitor, Notifications: accountNotes, Metrics: metrics.workers,
-		UserAgent: fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)})
-	if err := sup.Start(ctx); err != nil {
+	registry := newRegistry(c.devConnectors, c.db.dataDir, filepath.Join(c.db.dataDir, localDir), filepath.Join(c.db.dataDir, localDir+pglocal.OwnerSuffix), s.keyFile)
+	registry.SetAddressPolicy(c.addresses)
+	s.logger.Info("controller address policy", slog.String("controller_allow", c.addresses.String()))
+	s.conns = newConnectors(accountconn.Config{Registry: registry, Box: s.box, DB: s.db, Logger: s.logger,
+		UserAgent: userAgent(c.instanceID), Instrument: s.metrics.workers.Instrument})
+	s.eng.SetConnectors(s.conns, true)
+	s.eng.SetQoSSupport(registry.HonouredQoSOf)
+	s.stopPart("account checks", s.eng.StopChecks)
+	return nil
+}
+
+// startWorkers starts the supervisor, which runs the actions of the
+// accounts the coordinator gives this process.
+func (s *server) startWorkers(ctx context.Context) error {
+	c := s.c
+	s.sup = wimthread.New(s.db, s.conns.Factory, s.logger, wimthread.Options{Owner: s.owner(), Parallel: c.parallel, Lease: c.claimLease,
+		Policy: actions.Policy{Refresh: c.refresh}, MonitorInterval: c.monitor, Notifications: s.accountNotes, Metrics: s.metrics.workers})
+	if err := s.sup.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
-	var workers atomic.Bool // started, for /readyz
-	workers.Store(true)
-	defer stopPart(logger, "workers", func(ctx context.Context) error { workers.Store(false); return sup.Stop(ctx) })
-	if err := metrics.reg.Register(wimthread.NewSupervisorCollector(sup)); err != nil {
+	s.workers.Store(true)
+	s.stopPart("workers", func(ctx context.Context) error { s.workers.Store(false); return s.sup.Stop(ctx) })
+	if err := s.metrics.reg.Register(wimthread.NewSupervisorCollector(s.sup)); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	reconciler, err := newReconcileChore(eng, logger, c.reconcile, metrics.reg)
+	return nil
+}
+
+// startCoordinator starts the coordinator (none or consul), which tells
+// the workers their accounts and runs the leader's chores. Stopped first:
+// no assignment is applied after it, and the others take this process's
+// accounts as the supervisor releases them (coordinator/doc.go,
+// "Stopping").
+func (s *server) startCoordinator(ctx context.Context) (err error) {
+	c := s.c
+	reconciler, err := newReconcileChore(s.eng, s.logger, c.reconcile, s.metrics.reg)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	leaderChores := []coordinator.Chore{
-		chores.NewRescuer(db, logger, c.claimLease/3),
-		chores.NewRetention(db, logger, chores.RetentionOptions{Retention: c.retention, AuditRetention: c.auditRetention}),
+		chores.NewRescuer(s.db, s.logger, c.claimLease/3),
+		chores.NewRetention(s.db, s.logger, chores.RetentionOptions{Retention: c.retention, AuditRetention: c.auditRetention}),
 		reconciler,
 	}
-	var coord coordinator.Coordinator
 	switch c.coordinator {
 	case "consul":
 		checkTTL := c.consul.checkTTL
 		if checkTTL == 0 {
 			checkTTL = -1 // no service, no check: the session's TTL alone
 		}
-		coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
-			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Boot: boot, Prefix: c.consul.prefix,
+		s.coord, err = coordinator.NewConsul(coordinator.ConsulConfig{
+			Addr: c.consul.addr, Token: c.consul.token, InstanceID: c.instanceID, Boot: s.boot, Prefix: c.consul.prefix,
 			SessionTTL: c.consul.sessionTTL, CheckTTL: checkTTL, Service: c.consul.service, LockDelay: c.consul.lockDelay,
 			LeaderSoak: c.consul.leaderSoak, AssignmentSoak: c.consul.assignmentSoak,
-			APIAddress: ln.Addr().String(), Version: version, DB: db, AccountList: accountList, LeaseReleases: leaseReleases,
-			Runner: sup, Chores: leaderChores, Health: sup.LeaseHealth, Logger: logger})
+			APIAddress: s.ln.Addr().String(), Version: version, DB: s.db, AccountList: s.accountList, LeaseReleases: s.leaseReleases,
+			Runner: s.sup, Chores: leaderChores, Health: s.sup.LeaseHealth, Logger: s.logger})
 		if err != nil {
 			return err
 		}
 	default:
 		// Without a cluster this process owns every account and runs every chore.
-		coord = coordinator.NewNone(coordinator.NoneConfig{DB: db, AccountList: accountList, Runner: sup, Chores: leaderChores,
-			InstanceID: c.instanceID, Address: ln.Addr().String(), Version: version, Logger: logger})
+		s.coord = coordinator.NewNone(coordinator.NoneConfig{DB: s.db, AccountList: s.accountList, Runner: s.sup, Chores: leaderChores,
+			InstanceID: c.instanceID, Address: s.ln.Addr().String(), Version: version, Logger: s.logger})
 	}
-	if err := registerClusterMetrics(metrics.reg, coord); err != nil {
+	if err := registerClusterMetrics(s.metrics.reg, s.coord); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	if err := coord.Start(ctx); err != nil {
+	if err := s.coord.Start(ctx); err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
 	}
-	// Deferred last, stopped first: no assignment is applied after it, and
-	// the others take this process's accounts as the supervisor releases
-	// them (coordinator/doc.go, "Stopping").
-	defer stopPart(logger, "coordinator", coord.Stop)
+	s.stopPart("coordinator", s.coord.Stop)
+	return nil
+}
+
+// serveHTTP serves the API until ctx ends or the coordinator finds this
+// process must not run (another live process has its instance id): serve
+// then stops, with that error.
+func (s *server) serveHTTP(ctx context.Context, tlsConf *tls.Config) error {
 	// database/sql over the pool, for the schema check of /readyz (goose
 	// reads through it); it holds no connection of its own.
-	schemaDB := stdlib.OpenDBFromPool(db.Pool())
+	schemaDB := stdlib.OpenDBFromPool(s.db.Pool())
 	defer schemaDB.Close()
-	api := httpapi.New(eng, httpapi.Options{
-		Logger:                  logger,
-		Token:                   c.apiToken,
-		TokenFile:               tokenFile,
-		MaxBodyBytes:            c.maxBodyBytes,
-		MaxEventStreams:         c.maxStreams,
-		MaxEventStreamsPerToken: c.maxStreamsPerToken,
-		Health:                  db.Ping,
-		Ready:                   readiness(db, schemaDB, listener, workers.Load, sup.LeaseHealth, coord),
-		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
-			st, err := coord.Status(ctx)
-			if err != nil {
-				return st, wimro.Errorf(wimro.EUNAVAILABLE, "the cluster status is unavailable: %v", err)
-			}
-			st.Owned = nonNil(sup.Owned())
-			return st, nil
-		},
-		Version:        version,
-		Metrics:        metrics.handler(logger),
-		RequestMetrics: metrics.http,
-	})
-	// The coordinator may find this process must not run (another live
-	// process has its instance id): serve then stops, with that error.
+	api := httpapi.New(s.eng, s.apiOptions(schemaDB))
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	go func() {
 		select {
-		case err := <-coord.Failed():
+		case err := <-s.coord.Failed():
 			stopRun(err)
 		case <-runCtx.Done():
 		}
 	}()
-	err = a.runHTTP(runCtx, ln, api.Handler(), api.CloseStreams, tlsConf, logger, slog.String("instance_id", c.instanceID))
+	err := s.app.runHTTP(runCtx, s.ln, api.Handler(), api.CloseStreams, tlsConf, s.logger, slog.String("instance_id", s.c.instanceID))
 	if cause := context.Cause(runCtx); err == nil && ctx.Err() == nil && cause != nil {
 		return cause
 	}
 	return err
+}
+
+// apiOptions are the HTTP API's: auth, limits, health and readiness, the
+// cluster's status and the metrics.
+func (s *server) apiOptions(schemaDB *sql.DB) httpapi.Options {
+	c := s.c
+	return httpapi.Options{
+		Logger:                  s.logger,
+		Token:                   c.apiToken,
+		TokenFile:               s.tokenFile,
+		MaxBodyBytes:            c.maxBodyBytes,
+		MaxEventStreams:         c.maxStreams,
+		MaxEventStreamsPerToken: c.maxStreamsPerToken,
+		Health:                  s.db.Ping,
+		Ready:                   readiness(s.db, schemaDB, s.listener, s.workers.Load, s.sup.LeaseHealth, s.coord),
+		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
+			st, err := s.coord.Status(ctx)
+			if err != nil {
+				return st, wimro.Errorf(wimro.EUNAVAILABLE, "the cluster status is unavailable: %v", err)
+			}
+			st.Owned = nonNil(s.sup.Owned())
+			return st, nil
+		},
+		Version:        version,
+		Metrics:        s.metrics.handler(s.logger),
+		RequestMetrics: s.metrics.http,
+	}
 }
 
 // readiness is /readyz: the workers keep their account leases (a process

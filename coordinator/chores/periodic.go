@@ -19,7 +19,8 @@ type Periodic struct {
 	// of at once (for a chore that should let the workers settle first).
 	WaitFirst bool
 
-	svc startstop.Service
+	svc     startstop.Service
+	signals testSignals
 }
 
 // Start begins the runs; ctx only bounds the start, Stop ends them.
@@ -41,6 +42,7 @@ func (p *Periodic) run(ctx context.Context) {
 	for first := true; ; first = false {
 		if !first || !p.WaitFirst {
 			p.Job(ctx)
+			p.signals.Ran.Send(struct{}{})
 		}
 		select {
 		case <-ctx.Done():

@@ -7,7 +7,6 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/coordinator/chores"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
@@ -29,6 +28,7 @@ func TestRetentionPurgesAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := chores.NewRetention(db, nil, chores.RetentionOptions{AuditRetention: 24 * time.Hour, Batch: 1})
+	r.TestSignals().Init()
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +39,15 @@ func TestRetentionPurgesAudit(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	eventually.Until(t, 10*time.Second, "the old audit entries purged", func() (bool, string) {
-		left, err := db.ListAudit(ctx, wimro.AuditFilter{Limit: 10})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(left) == 1 && left[0].Route == "/new", "entries left: " + routes(left)
-	})
+	// One run purges every batch (Batch 1: one entry each).
+	r.TestSignals().Ran.Wait(t, 10*time.Second, "a retention run")
+	left, err := db.ListAudit(ctx, wimro.AuditFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Route != "/new" {
+		t.Fatalf("after a retention run, entries left: %s; want /new alone", routes(left))
+	}
 }
 
 func routes(list []wimro.AuditEntry) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/builtin"
 	"github.com/wimro/wimro/connectors/failing"
@@ -45,7 +46,14 @@ type Factory struct {
 	// Registry holds every connector, fake and failing included; the
 	// engine checks WIM types against it, as wimd does.
 	Registry *connectors.Registry
+	// Conns builds the accounts' connectors from Registry, as wimd's do:
+	// the engine's (checks, credentials check, reconcile) and the
+	// workers' of a test that starts them.
+	Conns *accountconn.Factory
 }
+
+// UserAgent is what the factory's connectors send.
+const UserAgent = "wimro/test"
 
 // New returns a factory over a fresh migrated database.
 func New(t testing.TB) *Factory {
@@ -67,14 +75,11 @@ func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	fake.Register(r)
 	failing.Register(r)
 	builtin.Register(r)
+	conns := accountconn.New(accountconn.Config{Registry: r, Box: box, DB: db, UserAgent: UserAgent})
 	eng := engine.New(db, box, nil)
-	eng.SetTypeCheck(r.CheckType)
+	eng.SetConnectors(conns, false)
 	eng.SetQoSSupport(r.HonouredQoSOf)
-	// Drift reconcile builds connectors as wimd does.
-	eng.SetConnectorBuilder(func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error) {
-		return r.New(connectors.ConfigOf(w, a, password, mappings))
-	})
-	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r}
+	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r, Conns: conns}
 }
 
 // Tenant creates a tenant.

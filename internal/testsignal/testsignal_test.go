@@ -1,0 +1,57 @@
+package testsignal
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// fatal records a wait's failure instead of ending the test.
+type fatal struct{ msg string }
+
+func (f *fatal) Helper() {}
+func (f *fatal) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(f)
+}
+
+// failure runs wait and returns the message it failed with ("" for none).
+func failure(wait func(tb TB)) (msg string) {
+	f := &fatal{}
+	defer func() {
+		if r := recover(); r != nil {
+			if r != f {
+				panic(r)
+			}
+			msg = f.msg
+		}
+	}()
+	wait(f)
+	return ""
+}
+
+func TestSignal(t *testing.T) {
+	t.Parallel()
+	var s Signal[int]
+	s.Send(1) // before Init: nowhere, and no block
+	if msg := failure(func(tb TB) { s.Wait(tb, time.Millisecond, "one") }); msg == "" {
+		t.Fatal("a wait on a signal never initialised returned")
+	}
+	s.Init()
+	for i := range 2 * buffer { // past the buffer: dropped, never blocks
+		s.Send(i)
+	}
+	if got := s.Wait(t, time.Second, "the first value"); got != 0 {
+		t.Fatalf("first value %d, want 0 (the one sent before Init is not delivered)", got)
+	}
+	if got := s.WaitFor(t, time.Second, "an even value above 10", func(v int) bool { return v > 10 && v%2 == 0 }); got != 12 {
+		t.Fatalf("WaitFor = %d, want 12", got)
+	}
+	msg := failure(func(tb TB) {
+		s.WaitFor(tb, 20*time.Millisecond, "a value past the buffer", func(v int) bool { return v >= buffer })
+	})
+	if msg == "" {
+		t.Fatal("a value dropped for a full buffer was delivered")
+	}
+	t.Log(msg)
+}

@@ -1,0 +1,7 @@
+package wimthread
+
+// TestSignals are the supervisor's test signals (signals.go).
+type TestSignals = testSignals
+
+// TestSignals returns s's test signals, for a test to Init and wait on.
+func (s *Supervisor) TestSignals() *TestSignals { return &s.signals }
