@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
+	"github.com/wimro/wimro/connectors/accountconn"
 )
 
 // Connectors is what the engine asks of the process's connectors: wimd

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/internal/startstop"
 	"github.com/wimro/wimro/persistence"
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/coordinator"

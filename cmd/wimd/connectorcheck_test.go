@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
+	"github.com/wimro/wimro/connectors/accountconn"
 )
 
 // TestConnectorCheck checks that wimd refuses, at write time, the settings

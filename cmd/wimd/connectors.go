@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/connectors/builtin"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"

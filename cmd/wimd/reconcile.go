@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/wimro/wimro/accountconn"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/pglocal"

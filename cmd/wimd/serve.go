@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/coordinator"
 	"github.com/wimro/wimro/coordinator/chores"
 	"github.com/wimro/wimro/engine"

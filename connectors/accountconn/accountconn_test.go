@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/accountconn"
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/accountconn"
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
