@@ -105,6 +105,21 @@ func (c *cluster) nonLeaders(leader string) []string {
 	return out
 }
 
+// threeMembers starts w1, w2 and w3 with args over the cluster's idle
+// accounts (w1 first, alone, then the two others) and returns the leader
+// once they are spread.
+func (c *cluster) threeMembers(args ...string) string {
+	c.t.Helper()
+	c.startArgs("w1", nil, args...)
+	c.idleAccounts(clusterAccounts)
+	c.settled("w1 alone", time.Minute)
+	for _, id := range []string{"w2", "w3"} {
+		c.startArgs(id, nil, args...)
+	}
+	_, leader := c.settled("30 accounts spread over w1, w2, w3", time.Minute)
+	return leader
+}
+
 // Issue 31, failover in seconds, with real wimd processes on a real
 // Consul: every wimd is in the catalog with a passing check and its
 // session is bound to it. A SIGSTOPped member (alive, but passing
@@ -117,14 +132,7 @@ func (c *cluster) nonLeaders(leader string) []string {
 func TestClusterHealthCheckFailover(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	slow := []string{"--session-ttl", "30s", "--check-ttl", "1s"}
-	c.startArgs("w1", nil, slow...)
-	c.idleAccounts(clusterAccounts)
-	c.settled("w1 alone", time.Minute)
-	for _, id := range []string{"w2", "w3"} {
-		c.startArgs(id, nil, slow...)
-	}
-	_, leader := c.settled("30 accounts spread over w1, w2, w3", time.Minute)
+	leader := c.threeMembers("--session-ttl", "30s", "--check-ttl", "1s")
 	eventually.Until(t, time.Minute, "w1, w2 and w3 passing in the catalog", func() (bool, string) {
 		entries, err := c.catalog()
 		if err != nil {
@@ -341,13 +349,7 @@ func TestClusterMemberRestartedAtOnce(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	defaults := []string{"--session-ttl", coordinator.DefaultSessionTTL.String(), "--check-ttl", coordinator.DefaultCheckTTL.String()}
-	c.startArgs("w1", nil, defaults...)
-	c.idleAccounts(clusterAccounts)
-	c.settled("w1 alone", time.Minute)
-	for _, id := range []string{"w2", "w3"} {
-		c.startArgs(id, nil, defaults...)
-	}
-	_, leader := c.settled("30 accounts spread over w1, w2, w3", time.Minute)
+	leader := c.threeMembers(defaults...)
 	victim := c.nonLeaders(leader)[0]
 	old, err := c.sessionOf(victim)
 	if err != nil || old == "" {
