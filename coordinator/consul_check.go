@@ -256,10 +256,16 @@ func (s *serviceCheck) lapse() time.Time {
 	return s.lastPass.Add(s.ttl - s.ttl/4)
 }
 
-// deregister removes the service from the agent (Stop: a clean leave).
+// deregister removes the service from the agent (Stop: a clean leave),
+// if this process registered it: a process refused, or stopped while it
+// waited for a predecessor's check, must not remove the registration of
+// the live process under its id (that would end its session).
 func (s *serviceCheck) deregister(ctx context.Context, timeout time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.registered {
+		return nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := s.api.Agent().ServiceDeregisterOpts(s.reg.ID, (&api.QueryOptions{}).WithContext(cctx)); err != nil {

@@ -65,7 +65,9 @@
 // keeps passing longer than one TTL (plus the timeout of a pass) belongs
 // to a live process given the same instance id: this process is refused
 // (Failed), as when it finds its membership key held by another live
-// process's session.
+// process's session. A refused process (or one stopped while it waited)
+// deregisters nothing on leaving: the registration is the live one's,
+// and removing it would end that process's session.
 //
 // # Timings (defaults)
 //
