@@ -115,7 +115,7 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 	if err != nil || info == nil {
 		t.Fatalf("session %s: %+v, %v", sess, info, err)
 	}
-	wantCheck := api.ServiceCheck{ID: DefaultService + "-" + victim.id + ":ttl"}
+	wantCheck := api.ServiceCheck{ID: DefaultService + "-" + victim.id + ":ttl:" + victim.coord.cfg.Boot}
 	if !slices.Contains(info.NodeChecks, "serfHealth") || !slices.Contains(info.ServiceChecks, wantCheck) {
 		t.Fatalf("session bound to node checks %v and service checks %v, want serfHealth and %v", info.NodeChecks, info.ServiceChecks, wantCheck)
 	}

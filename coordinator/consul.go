@@ -208,17 +208,16 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 	logger := cfg.Logger.With(slog.String("instance_id", cfg.InstanceID))
 	timeout := max(cfg.SessionTTL/3, time.Second)
 	healthy := newFlag(true)
-	var check *serviceCheck
-	if cfg.CheckTTL > 0 {
-		check = newServiceCheck(client, cfg, healthy, logger)
-	}
-	return &Consul{
+	c := &Consul{
 		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, logger: logger, timeout: timeout,
-		sessions: newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, check, logger),
-		check:    check,
-		chores:   chores{list: cfg.Chores, logger: logger},
-		healthy:  healthy, member: newFlag(false), failed: make(chan error, 1), released: make(chan struct{}, 1),
-	}, nil
+		chores:  chores{list: cfg.Chores, logger: logger},
+		healthy: healthy, member: newFlag(false), failed: make(chan error, 1), released: make(chan struct{}, 1),
+	}
+	if cfg.CheckTTL > 0 {
+		c.check = newServiceCheck(client, cfg, healthy, c.fail, logger)
+	}
+	c.sessions = newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, c.check, logger)
+	return c, nil
 }
 
 // Start begins the work and returns at once: it does not wait for Consul,

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -35,10 +36,19 @@ type serviceCheck struct {
 	ttl     time.Duration
 	healthy *flag
 	logger  *slog.Logger
+	// refuse is called once another live process holds this service
+	// (Consul.fail): this one must not run.
+	refuse func(error)
 
 	mu         sync.Mutex
 	registered bool
-	lastPass   time.Time // when Consul last accepted a pass
+	// other is the registration of another boot under this service id,
+	// seen with a passing check, and since when (predecessorGone).
+	other struct {
+		boot  string
+		since time.Time
+	}
+	lastPass time.Time // when Consul last accepted a pass
 	// passing is on while the last update Consul accepted said passing:
 	// a session can be created only then.
 	passing *flag
@@ -48,7 +58,7 @@ type serviceCheck struct {
 // service name on an agent.
 func serviceID(service, instanceID string) string { return service + "-" + instanceID }
 
-func newServiceCheck(client *api.Client, cfg ConsulConfig, healthy *flag, logger *slog.Logger) *serviceCheck {
+func newServiceCheck(client *api.Client, cfg ConsulConfig, healthy *flag, refuse func(error), logger *slog.Logger) *serviceCheck {
 	id := serviceID(cfg.Service, cfg.InstanceID)
 	reg := &api.AgentServiceRegistration{
 		ID:   id,
@@ -56,7 +66,12 @@ func newServiceCheck(client *api.Client, cfg ConsulConfig, healthy *flag, logger
 		Tags: []string{"wimro"},
 		Meta: map[string]string{"instance_id": cfg.InstanceID, "boot": cfg.Boot, "version": cfg.Version, "consul_prefix": cfg.Prefix},
 		Check: &api.AgentServiceCheck{
-			CheckID: id + ":ttl", Name: "wimro account leases kept",
+			// One check id per boot: registering it replaces (removes) the
+			// check of a dead predecessor under the same instance id, and
+			// Consul invalidates the session bound to that check at once.
+			// Under one id for every boot, a restart took the old check
+			// over and its dead session lived on for up to two session TTLs.
+			CheckID: id + ":ttl:" + cfg.Boot, Name: "wimro account leases kept",
 			TTL: cfg.CheckTTL.String(), Status: api.HealthCritical,
 			DeregisterCriticalServiceAfter: deregisterCriticalAfter.String(),
 		},
@@ -70,7 +85,7 @@ func newServiceCheck(client *api.Client, cfg ConsulConfig, healthy *flag, logger
 		reg.Port, _ = strconv.Atoi(port)
 	}
 	return &serviceCheck{api: client, reg: reg, checkID: reg.Check.CheckID, ttl: cfg.CheckTTL, healthy: healthy,
-		logger: logger, passing: newFlag(false)}
+		refuse: refuse, logger: logger, passing: newFlag(false)}
 }
 
 // timeout bounds one call to the agent: a pass that takes longer than a
@@ -85,8 +100,16 @@ func (s *serviceCheck) run(ctx context.Context) {
 		_, changed := s.healthy.get()
 		next := s.ttl / 3
 		if err := s.update(ctx); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, errRefused) {
 				return
+			}
+			if errors.Is(err, errPredecessorPassing) {
+				// Look again soon: the predecessor's check goes critical
+				// one TTL after its last pass at the latest.
+				if !sleep(ctx, nil, max(s.ttl/20, 50*time.Millisecond)) {
+					return
+				}
+				continue
 			}
 			logFailure(s.logger, &b, "update the consul health check", err)
 			next = min(next, b.next())
@@ -116,7 +139,11 @@ func (s *serviceCheck) update(ctx context.Context) error {
 	defer cancel()
 	if !s.registered {
 		// An agent restarted empty (or one that reaped the service of a
-		// process paused for long) has forgotten it: register again.
+		// process paused for long) has forgotten it: register again. But
+		// never over a live process's registration.
+		if err := s.predecessorGone(cctx); err != nil {
+			return err
+		}
 		if err := s.api.Agent().ServiceRegisterOpts(s.reg, api.ServiceRegisterOpts{ReplaceExistingChecks: true}.WithContext(cctx)); err != nil {
 			return err
 		}
@@ -138,6 +165,72 @@ func (s *serviceCheck) update(ctx context.Context) error {
 	}
 	s.passing.set(healthy, nil)
 	return nil
+}
+
+var (
+	// errPredecessorPassing says the agent holds this service id for
+	// another boot whose check still passes: wait and look again.
+	errPredecessorPassing = errors.New("the service is registered by another boot whose check passes")
+	// errRefused says another live process holds this service id.
+	errRefused = errors.New("refused")
+)
+
+// predecessorGone tells whether this process may register its service,
+// replacing whatever the agent holds under the same id. Another boot's
+// registration is either a previous run of this instance id that died
+// (killed and restarted at once) or another live process given the same
+// id. The former's check stops passing within one TTL of its last pass;
+// the latter's keeps passing. So: absent, ours, or critical → go ahead
+// (the replacement removes the dead run's check, and Consul invalidates
+// its session); passing → errPredecessorPassing, for up to one TTL (and
+// the timeout of a pass) since first seen; passing longer → refuse.
+// Called with s.mu held.
+func (s *serviceCheck) predecessorGone(ctx context.Context) error {
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	svc, _, err := s.api.Agent().Service(s.reg.ID, q)
+	if notFound(err) || (err == nil && (svc == nil || svc.Meta["boot"] == s.reg.Meta["boot"])) {
+		s.other.boot = ""
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	checks, err := s.api.Agent().ChecksWithFilterOpts(fmt.Sprintf("ServiceID == %q", s.reg.ID), q)
+	if err != nil {
+		return err
+	}
+	boot := svc.Meta["boot"]
+	passing := false
+	for _, c := range checks {
+		passing = passing || c.Status == api.HealthPassing
+	}
+	if !passing {
+		s.logger.Info("replacing the registration of a previous run of this instance id: its check is not passing",
+			slog.String("service_id", s.reg.ID), slog.String("previous_boot", boot))
+		s.other.boot = ""
+		return nil
+	}
+	if s.other.boot != boot {
+		s.other.boot, s.other.since = boot, time.Now()
+		s.logger.Warn("service registered by another boot of this instance id with a passing check; waiting one check TTL for it to lapse",
+			slog.String("service_id", s.reg.ID), slog.String("previous_boot", boot), slog.Duration("check_ttl", s.ttl))
+	}
+	held := time.Since(s.other.since)
+	if held < s.ttl+s.timeout() {
+		return errPredecessorPassing
+	}
+	err = fmt.Errorf("instance id %q is in use by another live process (boot %s, API address %s:%d): "+
+		"its service %s in Consul's catalog has kept passing its check for %s, longer than a dead process's check can; "+
+		"give every wimd its own --instance-id", s.reg.Meta["instance_id"], boot, svc.Address, svc.Port, s.reg.ID, held.Round(time.Millisecond))
+	s.logger.Error("refusing to run", slog.Any("error", err))
+	s.refuse(err)
+	return fmt.Errorf("%w: %w", errRefused, err)
+}
+
+// notFound says whether the agent answered 404.
+func notFound(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.Code == 404
 }
 
 // unknownCheck says whether the agent answered that it has no such check
@@ -163,10 +256,16 @@ func (s *serviceCheck) lapse() time.Time {
 	return s.lastPass.Add(s.ttl - s.ttl/4)
 }
 
-// deregister removes the service from the agent (Stop: a clean leave).
+// deregister removes the service from the agent (Stop: a clean leave),
+// if this process registered it: a process refused, or stopped while it
+// waited for a predecessor's check, must not remove the registration of
+// the live process under its id (that would end its session).
 func (s *serviceCheck) deregister(ctx context.Context, timeout time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.registered {
+		return nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := s.api.Agent().ServiceDeregisterOpts(s.reg.ID, (&api.QueryOptions{}).WithContext(cctx)); err != nil {

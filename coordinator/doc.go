@@ -37,7 +37,7 @@
 // Every process registers in the local agent's catalog a service named
 // Service ("wimro"), id "<Service>-<instance id>", with its API address and
 // the meta instance_id, boot, version and consul_prefix, and a TTL check
-// "<service id>:ttl" (CheckTTL). It passes the check every CheckTTL/3
+// "<service id>:ttl:<boot>" (CheckTTL). It passes the check every CheckTTL/3
 // while Health is nil and marks it critical at once, with the reason as
 // output, when Health fails. Consul invalidates a session whose check
 // goes critical, so the keys of a process that died, hangs, is paused or
@@ -49,6 +49,25 @@
 // stays critical for 10 minutes; one that comes back (or finds the agent
 // restarted empty) registers again. CheckTTL < 0 registers nothing: the
 // session is bound to serfHealth alone, as before.
+//
+// A process restarted at once under the same instance id (killed, then
+// started again by systemd or the soak) finds its dead predecessor's
+// registration, another boot, in the agent. Its check still passes for
+// up to one TTL after the predecessor's last pass, so the new process
+// waits, looking every TTL/20: once that check is critical (or gone) it
+// registers, replacing the service and removing the old check (the check
+// id names the boot), and Consul invalidates the predecessor's session at
+// once: its membership key is free within about one check TTL of the
+// kill. Were the check id the same for every boot, the re-registration
+// would take the dead session's check over and keep that session alive
+// until its own TTL lapsed (up to 2 x SessionTTL: the restarted member
+// waited 20 s for its key). A registration of another boot whose check
+// keeps passing longer than one TTL (plus the timeout of a pass) belongs
+// to a live process given the same instance id: this process is refused
+// (Failed), as when it finds its membership key held by another live
+// process's session. A refused process (or one stopped while it waited)
+// deregisters nothing on leaving: the registration is the live one's,
+// and removing it would end that process's session.
 //
 // # Timings (defaults)
 //

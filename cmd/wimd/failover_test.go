@@ -105,6 +105,21 @@ func (c *cluster) nonLeaders(leader string) []string {
 	return out
 }
 
+// threeMembers starts w1, w2 and w3 with args over the cluster's idle
+// accounts (w1 first, alone, then the two others) and returns the leader
+// once they are spread.
+func (c *cluster) threeMembers(args ...string) string {
+	c.t.Helper()
+	c.startArgs("w1", nil, args...)
+	c.idleAccounts(clusterAccounts)
+	c.settled("w1 alone", time.Minute)
+	for _, id := range []string{"w2", "w3"} {
+		c.startArgs(id, nil, args...)
+	}
+	_, leader := c.settled("30 accounts spread over w1, w2, w3", time.Minute)
+	return leader
+}
+
 // Issue 31, failover in seconds, with real wimd processes on a real
 // Consul: every wimd is in the catalog with a passing check and its
 // session is bound to it. A SIGSTOPped member (alive, but passing
@@ -117,14 +132,7 @@ func (c *cluster) nonLeaders(leader string) []string {
 func TestClusterHealthCheckFailover(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	slow := []string{"--session-ttl", "30s", "--check-ttl", "1s"}
-	c.startArgs("w1", nil, slow...)
-	c.idleAccounts(clusterAccounts)
-	c.settled("w1 alone", time.Minute)
-	for _, id := range []string{"w2", "w3"} {
-		c.startArgs(id, nil, slow...)
-	}
-	_, leader := c.settled("30 accounts spread over w1, w2, w3", time.Minute)
+	leader := c.threeMembers("--session-ttl", "30s", "--check-ttl", "1s")
 	eventually.Until(t, time.Minute, "w1, w2 and w3 passing in the catalog", func() (bool, string) {
 		entries, err := c.catalog()
 		if err != nil {
@@ -326,4 +334,52 @@ func TestClusterMemberCutFromConsulKeepsItsAccounts(t *testing.T) {
 	proxy.Restore()
 	after, _ := c.settled("w3 back in the cluster", 2*time.Minute)
 	moved(t, before, after) // nobody left: no account may have moved
+}
+
+// Issue 31: a member SIGKILLed and restarted at once under the same
+// instance id (systemd's Restart=always, the soak's kill) holds its
+// membership key and owns accounts again within about one check TTL (its
+// dead run's check lapses) plus the claim lease and the soaks, with the
+// default session and check TTLs. Its registration replaces the dead
+// run's, whose check id names the other boot: Consul drops that check and
+// invalidates the dead session at once. (Before, the restart took the
+// dead run's check over and kept its session alive: the new process
+// waited up to two session TTLs, 20 s, for its key.)
+func TestClusterMemberRestartedAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	defaults := []string{"--session-ttl", coordinator.DefaultSessionTTL.String(), "--check-ttl", coordinator.DefaultCheckTTL.String()}
+	leader := c.threeMembers(defaults...)
+	victim := c.nonLeaders(leader)[0]
+	old, err := c.sessionOf(victim)
+	if err != nil || old == "" {
+		t.Fatalf("session of %s: %q, %v", victim, old, err)
+	}
+	key := coordinator.DefaultConsulPrefix + "/members/" + victim
+	c.members[victim].kill9(t)
+	killed := time.Now()
+	p := c.startArgs(victim, nil, defaults...)
+	// Well under the session TTL, which the dead session used to outlive.
+	const within = 9 * time.Second
+	eventually.Until(t, within-time.Since(killed), victim+" restarted to hold its membership key under a new session and own accounts", func() (bool, string) {
+		pair, _, err := c.consul.Client().KV().Get(key, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		holder := "nobody"
+		if pair != nil && pair.Session != "" {
+			holder = pair.Session
+		}
+		st, ok := clusterOf(p)
+		owned := 0
+		if ok {
+			owned = len(st.Owned)
+		}
+		return holder != "nobody" && holder != old && owned > 0, fmt.Sprintf("key held by %s (the dead run's: %s), %d accounts owned", holder, old, owned)
+	})
+	t.Logf("%s restarted at once: membership key and accounts back %v after the SIGKILL", victim, time.Since(killed).Round(time.Millisecond))
+	if !logged(p, "replacing the registration of a previous run of this instance id: its check is not passing", "service_id=wimro-"+victim) {
+		t.Errorf("%s did not log replacing its dead run's registration", victim)
+	}
+	c.settled("every account owned by w1, w2, w3 again", time.Minute)
 }

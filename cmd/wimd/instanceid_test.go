@@ -37,6 +37,13 @@ func TestSameInstanceIDTwice(t *testing.T) {
 				return ok && len(st.Owned) == c.n, fmt.Sprintf("%d of %d", len(st.Owned), c.n)
 			})
 
+			var firstSession string
+			if tc.refused {
+				var err error
+				if firstSession, err = c.sessionOf("w1"); err != nil || firstSession == "" {
+					t.Fatalf("session of the first w1: %q, %v", firstSession, err)
+				}
+			}
 			twin := c.spawn("w1", tc.coordinator)
 			var shared []string // accounts both held at one time
 			look := func() {
@@ -66,6 +73,11 @@ func TestSameInstanceIDTwice(t *testing.T) {
 				const want = `instance id \"w1\" is in use by another live process`
 				if twin.err == nil || !strings.Contains(twin.log.String(), want) {
 					t.Fatalf("second w1 exited with %v, log without %q:\n%s", twin.err, want, lastLines(twin.log.String(), 20))
+				}
+				// Waiting to be refused, the second never registered over
+				// the first: the first kept its session throughout.
+				if now, err := c.sessionOf("w1"); err != nil || now != firstSession {
+					t.Fatalf("the first w1's session is %q (%v), was %q: the second replaced it", now, err, firstSession)
 				}
 			} else {
 				// Both run: watch them over a few claim leases.
