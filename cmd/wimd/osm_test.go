@@ -260,6 +260,20 @@ func TestOSMClients(t *testing.T) {
 		t.Fatalf("wim-port-mapping-list: %v", pm)
 	}
 
+	// vnf-create FILE (v0.1): the VNF the scenario names, sent as JSON;
+	// vnf-list and vnf-list cirros read these fields.
+	vnf := one(t, "vnf-create", c.ok("vnf-create", "POST", "/openmano/"+c.tenant+"/vnfs", cliJSON,
+		`{"vnf": {"name": "cirros", "VNFC": [{"name": "vm", "description": "the VM"}], "external-connections": [{"name": "eth0", "VNFC": "vm", "local_iface_name": "eth0"}]}}`), "vnf")
+	vnfID := str(t, "vnf-create", vnf, "uuid")
+	c.itemUUID("vnf-list", "/openmano/"+c.tenant+"/vnfs", "vnfs", "cirros")
+	vnf = one(t, "vnf-list cirros", c.ok("vnf-list cirros", "GET", "/openmano/"+c.tenant+"/vnfs/"+vnfID, cliGet, ""), "vnf")
+	for _, k := range []string{"uuid", "name", "osm_id", "created_at"} {
+		str(t, "vnf-list cirros", vnf, k)
+	}
+	for _, k := range []string{"external_name", "vm_name", "internal_name"} {
+		str(t, "vnf-list cirros (external-connections)", vnf["external-connections"].([]any)[0].(map[string]any), k)
+	}
+
 	// scenario-create FILE (v0.2): the file re-dumped as block YAML.
 	scenario := "---\nscenario:\n    description: two sites\n    name: sc1\n    networks:\n        wan:\n            external: false\n" +
 		"            interfaces:\n            -   vnf1: eth0\n            -   vnf2: eth0\n            type: bridge\n" +
@@ -362,6 +376,7 @@ func TestOSMClients(t *testing.T) {
 	// scenario-delete sc1 -f, wim-account-delete, wim-delete, datacenter-detach, datacenter-delete, tenant-delete: each reads result.
 	for _, step := range []struct{ command, path string }{
 		{"scenario-delete", "/openmano/" + c.tenant + "/scenarios/" + scID},
+		{"vnf-delete", "/openmano/" + c.tenant + "/vnfs/" + vnfID},
 		{"wim-account-delete", "/openmano/" + c.tenant + "/wims/" + wim},
 		{"wim-delete", "/openmano/wims/" + wim},
 		{"datacenter-detach", "/openmano/" + c.tenant + "/datacenters/" + dcs["dcA"]},
