@@ -44,6 +44,7 @@ type SDNController struct {
 // port or MAC it is wired to, on the switch of the controller the
 // datacenter's config.sdn-controller names.
 type SDNPortMapping struct {
+	UUID         string  `json:"uuid" db:"uuid"`
 	DatacenterID string  `json:"datacenter_id" db:"datacenter_id"`
 	ControllerID string  `json:"ofc_id" db:"controller_id"`
 	ComputeNode  string  `json:"compute_node" db:"compute_node"`

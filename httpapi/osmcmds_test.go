@@ -263,7 +263,7 @@ func TestSDNControllers(t *testing.T) {
 	wantError(t, b.osmJSON("GET", "/openmano/tenant0/datacenters/dcA/sdn_mapping", ""), 400, "SDN controller is not defined")
 	b.call("PUT", "/openmano/datacenters/dcA", map[string]any{"datacenter": map[string]any{"config": map[string]any{"sdn-controller": id}}}, 200)
 	r = b.osmJSON("POST", "/openmano/tenant0/datacenters/dcA/sdn_mapping", mapping)
-	if r.status != 200 || len(get(r.json, "sdn_port_mapping").([]any)) != 2 || r.str("sdn_port_mapping", 0, "switch_dpid") != "00:00:00:00:00:00:00:01" {
+	if r.status != 200 || len(get(r.json, "sdn_port_mapping").([]any)) != 2 || r.str("sdn_port_mapping", 0, "switch_dpid") != "00:00:00:00:00:00:00:01" || r.str("sdn_port_mapping", 1, "uuid") == "" {
 		t.Fatalf("datacenter-sdn-port-mapping-set = %d %s", r.status, r.body)
 	}
 	r = b.osmJSON("GET", "/openmano/tenant0/datacenters/dcA/sdn_mapping", "")

@@ -48,6 +48,7 @@ type sdnPortMappingBody struct {
 
 // sdnPortMappingRow is one port of a mapping as openmano answers a set.
 type sdnPortMappingRow struct {
+	UUID        string  `json:"uuid"`
 	OfcID       string  `json:"ofc_id"`
 	Region      string  `json:"region"`
 	ComputeNode string  `json:"compute_node"`
@@ -197,7 +198,7 @@ func (a *api) setSDNPortMapping(w http.ResponseWriter, r *http.Request) {
 	}
 	out := sdnPortMappingSetResponse{SDNPortMapping: []sdnPortMappingRow{}}
 	for _, m := range v.Rows() {
-		out.SDNPortMapping = append(out.SDNPortMapping, sdnPortMappingRow{OfcID: m.ControllerID, Region: m.DatacenterID, ComputeNode: m.ComputeNode,
+		out.SDNPortMapping = append(out.SDNPortMapping, sdnPortMappingRow{UUID: m.UUID, OfcID: m.ControllerID, Region: m.DatacenterID, ComputeNode: m.ComputeNode,
 			PCI: m.PCI, SwitchDPID: v.DPID, SwitchPort: m.SwitchPort, SwitchMAC: m.SwitchMAC})
 	}
 	respondWarned(w, r, http.StatusOK, out, warnings)

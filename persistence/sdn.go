@@ -53,7 +53,7 @@ func (s *Store) DeleteSDNController(ctx context.Context, id string) error {
 	return nil
 }
 
-const sdnPortMappingCols = `m.datacenter_id, m.controller_id, m.compute_node, m.pci, m.switch_port, m.switch_mac`
+const sdnPortMappingCols = `m.uuid, m.datacenter_id, m.controller_id, m.compute_node, m.pci, m.switch_port, m.switch_mac`
 
 // SetSDNPortMappings replaces a datacenter's SDN port mapping.
 func (s *Store) SetSDNPortMappings(ctx context.Context, datacenterID string, maps []wimro.SDNPortMapping) ([]wimro.SDNPortMapping, error) {
@@ -61,10 +61,10 @@ func (s *Store) SetSDNPortMappings(ctx context.Context, datacenterID string, map
 		return []wimro.SDNPortMapping{}, err
 	}
 	return batchOne[wimro.SDNPortMapping](ctx, s, "sdn_port_mappings", maps,
-		`INSERT INTO sdn_port_mappings AS m (datacenter_id, controller_id, compute_node, pci, switch_port, switch_mac)
-		 VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+sdnPortMappingCols,
+		`INSERT INTO sdn_port_mappings AS m (uuid, datacenter_id, controller_id, compute_node, pci, switch_port, switch_mac)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+sdnPortMappingCols,
 		func(m wimro.SDNPortMapping) []any {
-			return []any{datacenterID, m.ControllerID, m.ComputeNode, m.PCI, m.SwitchPort, m.SwitchMAC}
+			return []any{newUUID(m.UUID), datacenterID, m.ControllerID, m.ComputeNode, m.PCI, m.SwitchPort, m.SwitchMAC}
 		})
 }
 

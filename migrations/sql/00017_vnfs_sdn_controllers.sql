@@ -52,6 +52,7 @@ CREATE TRIGGER sdn_controllers_modified_at BEFORE UPDATE ON sdn_controllers
     FOR EACH ROW EXECUTE FUNCTION wimro_touch_modified_at();
 
 CREATE TABLE sdn_port_mappings (
+    uuid          uuid NOT NULL UNIQUE,
     datacenter_id uuid NOT NULL REFERENCES datacenters (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
     controller_id uuid NOT NULL REFERENCES sdn_controllers (uuid) ON DELETE CASCADE ON UPDATE CASCADE,
     compute_node  text NOT NULL,
