@@ -62,6 +62,12 @@ func (a *api) vimRoutes() []Route {
 // noVIM answers a request openmano would send to the datacenter's VIM.
 func (a *api) noVIM(what string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The datacenter first, as openmano: an unknown one is a 404
+		// whatever the item.
+		if _, err := a.eng.GetDatacenter(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id")); err != nil {
+			a.srv.Error(w, r, err)
+			return
+		}
 		if item := param(r, "item"); item != "" && !vimItems[item] {
 			a.srv.Error(w, r, wimro.FieldErrorf("item", "item %q: a VIM's items are networks, tenants and images", item))
 			return
