@@ -87,19 +87,8 @@ func (a *api) listVNFs(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, out)
 }
 
-func decodeVNFDescriptor(r *http.Request) (map[string]any, error) {
-	var doc vnfDescriptor
-	if err := Decode(r, &doc, false); err != nil {
-		return nil, err
-	}
-	if doc == nil {
-		return nil, wimro.FieldErrorf("(body)", "the body must be an object: a VNF descriptor")
-	}
-	return doc, nil
-}
-
 func (a *api) createVNF(w http.ResponseWriter, r *http.Request) {
-	doc, err := decodeVNFDescriptor(r)
+	doc, err := decodeDescriptor(r, "a VNF descriptor")
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
@@ -113,7 +102,7 @@ func (a *api) createVNF(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) createVNFDs(w http.ResponseWriter, r *http.Request) {
-	doc, err := decodeVNFDescriptor(r)
+	doc, err := decodeDescriptor(r, "a VNF descriptor")
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
