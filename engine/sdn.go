@@ -342,3 +342,27 @@ func (e *Engine) NoVIM(ctx context.Context, tenantRef, dcRef, what string) error
 	return wimro.Errorf(wimro.EINVALID, "Not possible to %s: datacenter %s (%s) has no VIM connector in wimro, a WAN Infrastructure Manager that keeps no VIM; ask the VIM at %s directly",
 		what, d.Name, d.UUID, d.VimURL)
 }
+
+// RefuseScenarioAction answers openmano's scenario actions (deploy,
+// reserve, verify), which start the scenario's VNFs at the VIMs: the
+// scenario is looked up (404 when the tenant does not see it), then the
+// action is refused with 400 saying why and what to do instead.
+func (e *Engine) RefuseScenarioAction(ctx context.Context, tenantRef, ref string) error {
+	v, err := e.GetScenario(ctx, tenantRef, ref)
+	if err != nil {
+		return err
+	}
+	return wimro.Errorf(wimro.EINVALID, "scenario %s (%s): deploy, reserve and verify start its VNFs at the VIMs, and wimro deploys no VNF (it has no VIM connector); create an instance of it for its WAN links", v.Name, v.UUID)
+}
+
+// RefuseInstanceAction answers openmano's instance actions (start,
+// reboot, console, add or remove VDUs, ...), which act on the VMs of the
+// instance's VNFs at the VIM: the instance is looked up (404 when the
+// tenant has no such instance), then the action is refused with 400.
+func (e *Engine) RefuseInstanceAction(ctx context.Context, tenantRef, ref string) error {
+	v, err := e.GetInstance(ctx, tenantRef, ref)
+	if err != nil {
+		return err
+	}
+	return wimro.Errorf(wimro.EINVALID, "instance %s (%s): instance actions act on the VMs of its VNFs at the VIM, and wimro deploys no VNF (it has no VIM connector)", v.Name, v.UUID)
+}

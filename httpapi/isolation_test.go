@@ -51,6 +51,7 @@ func TestTenantIsolation(t *testing.T) {
 		"sdn_mapping": `{"sdn_port_mapping": []}`,
 		"netmaps":     `{"netmap": {"vim_name": "x"}}`,
 		"upload":      `{}`,
+		"action":      `{"start": null}`,
 		"attach":      `{"port": "1"}`,
 		// POST /vim/{datacenter_id}/{item}: what vim-net-create sends.
 		"{datacenter_id}": `{"network": {"name": "x"}}`,

@@ -177,11 +177,12 @@ func TestVNFDescriptorErrors(t *testing.T) {
 // proxies to the datacenter's VIM is a 400 naming why (the datacenter has
 // no VIM connector in wimro), in openmano's error body that OSM's client
 // prints; an unknown datacenter stays a 404; netmaps, made from the VIM's
-// networks, are an empty list.
+// networks, are an empty list. scenario-verify and instance-scenario-action,
+// which act on VNFs at the VIMs, are refused the same way.
 func TestVIMCommandsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.fixture()
+	ids := b.liveFixture()
 	tests := []struct{ name, method, path, ctype, body string }{
 		{"vim-net-list", "GET", "/openmano/tenant0/vim/dcA/networks", "", ""},
 		{"vim-net-list NAME", "GET", "/openmano/tenant0/vim/dcA/networks/net1", "", ""},
@@ -218,6 +219,15 @@ func TestVIMCommandsRefused(t *testing.T) {
 	}
 	wantError(t, b.do("GET", "/openmano/tenant0/datacenters/dcA/netmaps/n1", "", ""), 404, "No netmap found")
 	wantError(t, b.do("PUT", "/openmano/tenant0/datacenters/dcA/netmaps/n1", "", `{"netmap": {"name": "n2"}}`), 404, "No netmap found")
+
+	// scenario-verify and instance-scenario-action (JSON, content-type
+	// only): they act on VNFs at the VIMs, which wimro never deploys.
+	b.call("POST", "/openmano/tenant0/scenarios", map[string]any{"scenario": map[string]any{"name": "sc0", "networks": map[string]any{}}}, 200)
+	wantError(t, b.doHeaders("POST", "/openmano/tenant0/scenarios/sc0/action", `{"verify": {"instance_name": "scen-verify-return5"}}`,
+		map[string]string{"content-type": "application/json"}), 400, "wimro deploys no VNF")
+	wantError(t, b.doHeaders("POST", "/openmano/tenant0/instances/"+ids["instance_id"]+"/action", `{"reboot": null, "vms": ["vm1"]}`,
+		map[string]string{"content-type": "application/json"}), 400, "wimro deploys no VNF")
+	wantError(t, b.do("POST", "/openmano/tenant0/scenarios/nosuch/action", "", `{"verify": {}}`), 404, "nosuch")
 }
 
 // TestSDNControllers (issue 32 remaining, point 3): sdn-controller-create,

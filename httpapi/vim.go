@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/wimro/wimro"
@@ -10,7 +11,9 @@ import (
 // vim-image-*, vim-net-sdn-*, and netmaps, which are read from the VIM's
 // networks) is refused with 400 naming why: wimro keeps no VIM connector.
 // The datacenter is looked up first, so an unknown one stays a 404.
-// Netmaps are kept records in openmano; as none can be made without a VIM,
+// So are the scenario actions (deploy, reserve, verify) and the instance
+// actions (start, reboot, console, ...): they act on VNFs at the VIMs, and
+// wimro deploys none. Netmaps are kept records in openmano; as none can be made without a VIM,
 // wimro's list of them is empty and reads and deletes answer so.
 
 type netmapListResponse struct {
@@ -41,6 +44,11 @@ func (a *api) vimRoutes() []Route {
 			Response: result{}, Errors: bad, Handler: refuse("detach the SDN ports of the VIM network")},
 		{Method: "DELETE", Pattern: vim + "/network/{network_id}/detach/{port_id}", Summary: "Detach an SDN port of a VIM network: refused, wimro has no VIM connector", Tags: tags, Scope: ScopeWrite,
 			Response: result{}, Errors: bad, Handler: refuse("detach the SDN port of the VIM network")},
+
+		{Method: "POST", Pattern: "/openmano/{tenant_id}/scenarios/{scenario_id}/action", Summary: "Deploy, reserve or verify a scenario at the VIMs: refused, wimro deploys no VNF", Tags: tags, Scope: ScopeWrite,
+			Request: map[string]any{}, Response: result{}, Errors: bad, Handler: a.refuse(a.eng.RefuseScenarioAction, "scenario_id")},
+		{Method: "POST", Pattern: "/openmano/{tenant_id}/instances/{instance_id}/action", Summary: "Act on an instance's VMs (start, reboot, console, ...): refused, wimro deploys no VNF", Tags: tags, Scope: ScopeWrite,
+			Request: map[string]any{}, Response: result{}, Errors: bad, Handler: a.refuse(a.eng.RefuseInstanceAction, "instance_id")},
 
 		{Method: "GET", Pattern: netmaps, Summary: "List a datacenter's netmaps: always empty (netmaps are made from the VIM's networks)", Tags: tags, Scope: ScopeRead,
 			Response: netmapListResponse{}, Handler: a.listNetmaps},
@@ -73,6 +81,19 @@ func (a *api) noVIM(what string) http.HandlerFunc {
 			return
 		}
 		a.srv.Error(w, r, a.eng.NoVIM(r.Context(), param(r, "tenant_id"), param(r, "datacenter_id"), what))
+	}
+}
+
+// refuse answers with the refusal of an action on the scenario or
+// instance the path parameter names.
+func (a *api) refuse(refusal func(ctx context.Context, tenantRef, ref string) error, name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := Decode(r, &body, false); err != nil {
+			a.srv.Error(w, r, err)
+			return
+		}
+		a.srv.Error(w, r, refusal(r.Context(), param(r, "tenant_id"), param(r, name)))
 	}
 }
 
