@@ -366,7 +366,14 @@ func TestOSMClients(t *testing.T) {
 	if n := inst["networks"].([]any)[0].(map[string]any); n["encapsulation_id"] != 3000 {
 		t.Fatalf("VLAN of the next instance %v, want 3000 (freed)", n["encapsulation_id"])
 	}
-	c.ok("instance-scenario-delete", "DELETE", "/openmano/"+c.tenant+"/instances/"+str(t, "instance-scenario-create", inst, "uuid"), cliGet, "")
+	res = str(t, "instance-scenario-delete", c.ok("instance-scenario-delete", "DELETE", "/openmano/"+c.tenant+"/instances/"+str(t, "instance-scenario-create", inst, "uuid"), cliGet, ""), "result")
+	_, after, _ = strings.Cut(res, "action_id=")
+	delAct, _, _ = strings.Cut(after, " ")
+	// The account is deleted below only once no DELETE of it is pending.
+	eventually.Until(t, 60*time.Second, "ns2's WAN link deleted", func() (bool, string) {
+		act := c.ok("action-list --id", "GET", "/openmano/"+c.tenant+"/instances/any/action/"+delAct, cliGet, "")["actions"].([]any)[0].(map[string]any)
+		return act["number_done"] == 1, fmt.Sprint(act)
+	})
 
 	// An instance naming a scenario that is not there: 404 naming it.
 	if status, raw, _, _ := c.send("POST", "/openmano/"+c.tenant+"/instances", cliYAML,
