@@ -1,9 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -47,26 +44,6 @@ func (b *bundle) osmYAML(method, path, body string) response {
 	if r.status == 200 && (strings.HasPrefix(strings.TrimSpace(r.body), "{") || !strings.Contains(r.header.Get("Content-Type"), "yaml")) {
 		b.t.Fatalf("%s %s: a YAML client got %s: %s", method, path, r.header.Get("Content-Type"), r.body)
 	}
-	return r
-}
-
-func (b *bundle) doHeaders(method, path, body string, headers map[string]string) response {
-	b.t.Helper()
-	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, body: string(raw), header: resp.Header}
-	json.Unmarshal(raw, &r.json)
 	return r
 }
 
