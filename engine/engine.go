@@ -4,8 +4,11 @@
 // picks the WIM and account of each, and records the CREATE and DELETE
 // actions the workers run; the NFVO's network reports and the action
 // views go through it too. A scenario catalogue holds the networks of
-// openmano scenario descriptors; an instance of a scenario places each
-// network in datacenters. A datacenter whose networks nobody reports
+// openmano scenario descriptors, naming their VNFs from a VNF catalogue
+// (kept, never deployed); an instance of a scenario places each network
+// in datacenters. SDN controllers and datacenters' SDN port mappings are
+// kept as openmano's records; what openmano would ask a VIM is refused
+// (wimro has none). A datacenter whose networks nobody reports
 // (config.network_status_source none) gets them ACTIVE at creation, with
 // VLANs wimro allocates from its range; every VLAN of such a datacenter is
 // recorded, and stays taken until no WAN link on the controller can use it

@@ -452,6 +452,7 @@ func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID
 			d.Fixed = true
 			log.Info("reconcile deleted an abandoned service, as asked", slog.String("service_id", d.ServiceID), slog.String("wan_link_id", d.WANLinkID),
 				slog.Int64("override_id", d.Abandoned.ID))
+			e.releaseVLANs(ctx, log, d.WANLinkID)
 		case DriftOrphan:
 			if err := c.DeleteService(ctx, d.ServiceID, nil); err != nil && !connectors.IsNotFound(err) {
 				d.FixError = err.Error()
@@ -459,6 +460,7 @@ func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID
 			}
 			d.Fixed = true
 			log.Info("reconcile deleted an orphan service", slog.String("service_id", d.ServiceID), slog.String("wan_link_id", d.WANLinkID))
+			e.releaseVLANs(ctx, log, d.WANLinkID)
 		case DriftMissing:
 			missing = append(missing, d.WANLinkID)
 		}
@@ -481,6 +483,25 @@ func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID
 			d.Fixed, d.ActionID = true, id
 			log.Info("reconcile re-queued a missing link", slog.String("wan_link_id", d.WANLinkID), slog.String("action_id", id))
 		}
+	}
+}
+
+// releaseVLANs frees the VLANs a deleted link's networks kept taken
+// (network_status_source none) once reconcile has deleted its service:
+// a FAILED or ABANDONED DELETE keeps them while the service may be on
+// the controller, and nothing else would ever free them. A failure is
+// logged: the service is gone, only the VLANs stay taken.
+func (e *Engine) releaseVLANs(ctx context.Context, log *slog.Logger, linkID string) {
+	if _, ok := wimro.ParseUUID(linkID); !ok {
+		return // not a link's key: no VLAN of wimro's
+	}
+	n, err := e.db.ReleaseLinkVLANs(ctx, linkID)
+	if err != nil {
+		log.Warn("reconcile could not free the VLANs of a deleted service", slog.String("wan_link_id", linkID), slog.Any("error", err))
+		return
+	}
+	if n > 0 {
+		log.Info("reconcile freed the VLANs of a deleted service", slog.String("wan_link_id", linkID), slog.Int64("vlans", n))
 	}
 }
 

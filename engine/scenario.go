@@ -23,7 +23,10 @@ type scenarioDesc struct {
 	osmID       *string
 	public      bool
 	vnfs        []map[string]any
-	nets        []wimro.SceNet
+	// vnfRefs says, entry by entry of vnfs, which VNF of the catalogue
+	// it names (linkVNFs resolves them).
+	vnfRefs []vnfRef
+	nets    []wimro.SceNet
 }
 
 // parseScenario reads an openmano scenario descriptor: version 0.2 or 0.3
@@ -49,7 +52,11 @@ func parseScenario(doc map[string]any) (scenarioDesc, error) {
 		}
 		for _, name := range sortedNames(vnfs) {
 			v, _ := vnfs[name].(map[string]any)
-			d.vnfs = append(d.vnfs, keptVNF(name, v))
+			r, err := vnfRefOf(v, "scenario.vnfs."+name, "vnf_name")
+			if err != nil {
+				return d, err
+			}
+			d.vnfs, d.vnfRefs = append(d.vnfs, keptVNF(name, v)), append(d.vnfRefs, r)
 		}
 		nets, err := objectOf(sc, "networks", "scenario.networks")
 		if err != nil {
@@ -93,7 +100,11 @@ func parseScenario(doc map[string]any) (scenarioDesc, error) {
 		}
 		switch typ, _ := n["type"].(string); typ {
 		case "VNF":
-			d.vnfs = append(d.vnfs, keptVNF(name, n))
+			r, err := vnfRefOf(n, field, "VNF model")
+			if err != nil {
+				return d, err
+			}
+			d.vnfs, d.vnfRefs = append(d.vnfs, keptVNF(name, n)), append(d.vnfRefs, r)
 		case "network", "other_network", "external_network":
 			isNet[name] = true
 			if err := d.addNet(field, name, "bridge", typ == "external_network", optString(n["description"]), nil); err != nil {
@@ -179,6 +190,7 @@ func parseNSDs(doc map[string]any) ([]scenarioDesc, error) {
 			m, _ := c.(map[string]any)
 			ref, _ := m["vnfd-id-ref"].(string)
 			d.vnfs = append(d.vnfs, map[string]any{"name": ref, "vnf_id": "", "member_vnf_index": fmt.Sprint(m["member-vnf-index"]), "description": nil})
+			d.vnfRefs = append(d.vnfRefs, vnfRef{field: fmt.Sprintf("%s.constituent-vnfd[%d].vnfd-id-ref", field, len(d.vnfRefs)), col: "osm_id", value: ref, ownOnly: true})
 		}
 		vlds, _ := nsd["vld"].([]any)
 		for j, v := range vlds {
@@ -291,6 +303,19 @@ func (d *scenarioDesc) addNet(field, name, typ string, external bool, descriptio
 	return nil
 }
 
+// vnfRefOf reads how a descriptor's VNF entry names its VNF of the
+// catalogue: vnf_id (its uuid) or the name under nameKey, as openmano
+// requires one of them.
+func vnfRefOf(v map[string]any, field, nameKey string) (vnfRef, error) {
+	if id, _ := v["vnf_id"].(string); id != "" {
+		return vnfRef{field: field, col: "uuid", value: id}, nil
+	}
+	if name, _ := v[nameKey].(string); name != "" {
+		return vnfRef{field: field, col: "name", value: name}, nil
+	}
+	return vnfRef{}, wimro.FieldErrorf(field, "%s must name its VNF of the catalogue with vnf_id or %s", field, nameKey)
+}
+
 // keptVNF is a VNF of a descriptor as the scenario keeps it: the keys
 // openmano's clients print (name, vnf_id, member_vnf_index, description)
 // are always there.
@@ -390,6 +415,9 @@ func createScenarios(ctx context.Context, s *persistence.Store, tenantRef string
 	}
 	var out []ScenarioView
 	for _, d := range ds {
+		if err := linkVNFs(ctx, s, t.UUID, &d); err != nil {
+			return nil, err
+		}
 		sc, nets, err := s.CreateScenario(ctx, wimro.Scenario{TenantID: t.UUID, Name: d.name, Description: d.description,
 			OsmID: d.osmID, Public: d.public, VNFs: d.vnfs}, d.nets)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/testfactory"
 )
@@ -208,5 +209,60 @@ func TestVLANNotChangedBehindTheAllocation(t *testing.T) {
 	}
 	if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "nsb", netIn(b, sc.dcB.UUID), engine.NetworkUpdate{EncapsulationID: ptr(302)}); err != nil {
 		t.Errorf("a VLAN change in dcB, whose NFVO reports its networks: %v", err)
+	}
+}
+
+// TestVLANFreedWhenReconcileDeletesTheService (issue 32 remaining, point
+// 4): a VLAN kept taken by a link whose DELETE ended FAILED or ABANDONED
+// (the service may still be on the controller) is freed when reconcile
+// --fix deletes that service: --delete-abandoned for an abandoned one,
+// --fix alone for the leftover of a FAILED DELETE (an orphan). Until then
+// an instance on that VLAN is refused.
+func TestVLANFreedWhenReconcileDeletesTheService(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		end  string // how the DELETE ended
+		opts engine.ReconcileOptions
+		kind string
+	}{
+		{"ABANDONED", engine.ReconcileOptions{Account: "acct1", Fix: true, DeleteAbandoned: true}, engine.DriftAbandoned},
+		{"FAILED", engine.ReconcileOptions{Account: "acct1", Fix: true}, engine.DriftOrphan},
+	} {
+		t.Run(tc.end, func(t *testing.T) {
+			t.Parallel()
+			o := setupOverride(t)
+			if _, err := o.eng.UpdateDatacenter(o.ctx, "dcA", engine.DatacenterInput{Config: map[string]any{"network_status_source": engine.NetSourceNone}}); err != nil {
+				t.Fatal(err)
+			}
+			inst, _, link := o.instance(t) // dcA's network on VLAN 301, recorded
+			o.made(t, link)
+			ia, _, err := o.eng.DeleteInstance(o.ctx, "t0", inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.end == "ABANDONED" {
+				if _, err := o.eng.AbandonActions(o.ctx, "t0", inst, ia.UUID, "", engine.OverrideInput{Reason: "controller away", Force: true}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				o.exec(t, `UPDATE vim_wim_actions SET status = 'FAILED' WHERE action = 'DELETE' AND item_id = $1`, link)
+			}
+			again := func() error {
+				_, err := o.eng.CreateInstance(o.ctx, "t0", engine.InstanceInput{Name: "ns-again",
+					Networks: testfactory.Nets("ACTIVE", testfactory.VLDs(1), "dcA", "dcB")})
+				return err
+			}
+			wantCode(t, again(), wimro.ECONFLICT)
+			rep, err := o.eng.Reconcile(o.ctx, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := rep.Accounts[0].Drift; len(d) != 1 || d[0].Kind != tc.kind || !d[0].Fixed || fake.ControllerFor(o.url).Count() != 0 {
+				t.Fatalf("reconcile: drift %+v, want the %s service deleted", d, tc.kind)
+			}
+			if err := again(); err != nil {
+				t.Fatalf("VLAN 301 of dcA after reconcile deleted the service: %v, want it free", err)
+			}
+		})
 	}
 }

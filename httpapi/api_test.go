@@ -63,16 +63,27 @@ type response struct {
 // body, "-" sends no Content-Type.
 func (b *bundle) do(method, path, contentType, body string) response {
 	b.t.Helper()
+	headers := map[string]string{}
+	switch {
+	case contentType == "-": // no Content-Type at all
+	case contentType != "":
+		headers["Content-Type"] = contentType
+	case body != "":
+		headers["Content-Type"] = "application/json"
+	}
+	return b.doHeaders(method, path, body, headers)
+}
+
+// doHeaders sends body with exactly these headers (and the bundle's
+// token).
+func (b *bundle) doHeaders(method, path, body string, headers map[string]string) response {
+	b.t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	switch {
-	case contentType == "-": // no Content-Type at all
-	case contentType != "":
-		req.Header.Set("Content-Type", contentType)
-	case body != "":
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	if b.tok != "" {
 		req.Header.Set("Authorization", "Bearer "+b.tok)

@@ -19,6 +19,14 @@ func TestTenantIsolation(t *testing.T) {
 	inst, action, net := ids["instance_id"], ids["action_id"], ids["net_id"]
 	ids["scenario_id"] = b.call("POST", "/openmano/tenant0/scenarios", map[string]any{"schema_version": 2, "scenario": map[string]any{
 		"name": "sc0", "networks": map[string]any{"net0": map[string]any{"interfaces": []any{}}}}}, 200).str("scenario", "uuid")
+	ids["vnf_id"] = b.call("POST", "/openmano/tenant0/vnfs", map[string]any{"vnf": map[string]any{
+		"name": "vnf0", "VNFC": []any{map[string]any{"name": "vm0"}}}}, 200).str("vnf", "uuid")
+	// What the vim routes name at the VIM (wimro has none: every one is
+	// refused, after the datacenter lookup that makes them 404 here).
+	for _, k := range []string{"name", "network_id", "port_id", "netmap_id"} {
+		ids[k] = "x0"
+	}
+	ids["item"] = "networks"
 	b.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "tenant1"}}, 200)
 	ids["tenant_id"] = "tenant1" // tenant1 asks for tenant0's things
 	// Routes that create tenant1's own link to a shared thing (a WIM or a
@@ -26,18 +34,30 @@ func TestTenantIsolation(t *testing.T) {
 	own := map[string]bool{
 		"POST /openmano/{tenant_id}/wims/{wim_id}":               true,
 		"POST /openmano/{tenant_id}/datacenters/{datacenter_id}": true,
+		// SDN controllers are global records (openmano keeps one list, as
+		// it does WIMs and datacenters): no tenant's thing.
+		"GET /openmano/{tenant_id}/sdn_controllers/{controller_id}":    true,
+		"PUT /openmano/{tenant_id}/sdn_controllers/{controller_id}":    true,
+		"DELETE /openmano/{tenant_id}/sdn_controllers/{controller_id}": true,
 	}
 	bodies := map[string]string{
-		"instances":    `{"instance": {"name": "x", "networks": []}}`,
-		"networks":     `{"network": {"status": "ACTIVE"}}`,
-		"cancel":       `{"cancel": {"reason": "x"}}`,
-		"abandon":      `{"abandon": {"reason": "x", "force": true}}`,
-		"wims":         `{"wim_account": {"name": "x"}}`,
-		"datacenters":  `{"datacenter": {"vim_username": "x"}}`,
-		"scenarios":    `{"scenario": {"name": "x"}}`,
-		"port_mapping": `{"wim_port_mapping": [{"datacenter_name": "dcA", "pop_wan_mappings": [{"pop_switch_dpid": "00:00:00:00:00:00:00:0d", "pop_switch_port": 7, "wan_service_endpoint_id": "x"}]}]}`,
+		"instances":   `{"instance": {"name": "x", "networks": []}}`,
+		"networks":    `{"network": {"status": "ACTIVE"}}`,
+		"cancel":      `{"cancel": {"reason": "x"}}`,
+		"abandon":     `{"abandon": {"reason": "x", "force": true}}`,
+		"wims":        `{"wim_account": {"name": "x"}}`,
+		"datacenters": `{"datacenter": {"vim_username": "x"}}`,
+		"scenarios":   `{"scenario": {"name": "x"}}`,
+		"sdn_mapping": `{"sdn_port_mapping": []}`,
+		"netmaps":     `{"netmap": {"vim_name": "x"}}`,
+		"upload":      `{}`,
+		"action":      `{"start": null}`,
+		"attach":      `{"port": "1"}`,
+		// POST /vim/{datacenter_id}/{item}: what vim-net-create sends.
+		"{datacenter_id}": `{"network": {"name": "x"}}`,
+		"port_mapping":    `{"wim_port_mapping": [{"datacenter_name": "dcA", "pop_wan_mappings": [{"pop_switch_dpid": "00:00:00:00:00:00:00:0d", "pop_switch_port": 7, "wan_service_endpoint_id": "x"}]}]}`,
 	}
-	leaks := []string{inst, action, net, "ns1", "wim0", "dcA", "acc0", ids["scenario_id"], "sc0"}
+	leaks := []string{inst, action, net, "ns1", "wim0", "dcA", "acc0", ids["scenario_id"], "sc0", ids["vnf_id"], "vnf0"}
 	paths, _ := b.call("GET", "/openapi.json", nil, 200).json["paths"].(map[string]any)
 	walked := 0
 	for pattern, item := range paths {

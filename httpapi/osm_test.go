@@ -8,14 +8,15 @@ import (
 )
 
 // scenarioFixture is fixture plus tenant0's account on wim0, dcA and dcB
-// set to network_status_source none (dcA's VLANs 100-101), and the
-// scenario sc1 of one network, wan, in openmano's v0.2 descriptor.
+// set to network_status_source none (dcA's VLANs 100-101), the VNF x,
+// and the scenario sc1 of one network, wan, in openmano's v0.2 descriptor.
 func (b *bundle) scenarioFixture() string {
 	b.t.Helper()
 	b.fixture()
 	b.call("POST", "/openmano/tenant0/wims/wim0", map[string]any{"wim_account": map[string]any{}}, 200)
 	b.call("PUT", "/openmano/datacenters/dcA", map[string]any{"datacenter": map[string]any{"config": map[string]any{"network_status_source": "none", "vlan_range": "100-101"}}}, 200)
 	b.call("PUT", "/openmano/datacenters/dcB", map[string]any{"datacenter": map[string]any{"config": map[string]any{"network_status_source": "none"}}}, 200)
+	b.call("POST", "/openmano/tenant0/vnfs", map[string]any{"vnf": map[string]any{"name": "x", "VNFC": []any{map[string]any{"name": "vm"}}}}, 200)
 	r := b.do("POST", "/openmano/tenant0/scenarios", "application/yaml",
 		"schema_version: 2\nscenario:\n  name: sc1\n  vnfs: {v1: {vnf_name: x}}\n  networks:\n    wan: {type: bridge, interfaces: [{v1: eth0}]}\n")
 	if r.status != 200 || r.str("scenario", "nets", 0, "name") != "wan" || r.str("scenario", "vnfs", 0, "name") != "v1" {

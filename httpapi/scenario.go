@@ -104,19 +104,21 @@ func (a *api) listScenarios(w http.ResponseWriter, r *http.Request) {
 	Respond(w, r, http.StatusOK, out)
 }
 
-func decodeDescriptor(r *http.Request) (map[string]any, error) {
-	var doc scenarioDescriptor
+// decodeDescriptor reads a descriptor body (what names it, for the
+// error of a body that is no object).
+func decodeDescriptor(r *http.Request, what string) (map[string]any, error) {
+	var doc map[string]any
 	if err := Decode(r, &doc, false); err != nil {
 		return nil, err
 	}
 	if doc == nil {
-		return nil, wimro.FieldErrorf("(body)", "the body must be an object: a scenario descriptor")
+		return nil, wimro.FieldErrorf("(body)", "the body must be an object: %s", what)
 	}
 	return doc, nil
 }
 
 func (a *api) createScenario(w http.ResponseWriter, r *http.Request) {
-	doc, err := decodeDescriptor(r)
+	doc, err := decodeDescriptor(r, "a scenario descriptor")
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
@@ -130,7 +132,7 @@ func (a *api) createScenario(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) createNSDs(w http.ResponseWriter, r *http.Request) {
-	doc, err := decodeDescriptor(r)
+	doc, err := decodeDescriptor(r, "a scenario descriptor")
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return

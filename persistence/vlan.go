@@ -18,7 +18,8 @@ import (
 // last DELETE is DONE or CANCELLED (CANCELLED: no CREATE reached the
 // controller). A DELETE still SCHEDULED, FAILED or ABANDONED keeps the VLAN
 // taken: handing it out again could put two services on one VLAN of the
-// datacenter.
+// datacenter. Reconcile frees those of a FAILED or ABANDONED DELETE once
+// it has deleted the service (ReleaseLinkVLANs).
 func (s *Store) LockVLANs(ctx context.Context, datacenterID string) error {
 	if _, err := s.q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('wimro vlans ' || $1, 0))`, datacenterID); err != nil {
 		return mapError(err)
@@ -29,6 +30,14 @@ func (s *Store) LockVLANs(ctx context.Context, datacenterID string) error {
 			WHERE a.item = 'instance_wim_nets' AND a.item_id = v.link_id AND a.action = 'DELETE'
 			ORDER BY a.seq DESC LIMIT 1), 'DONE') IN ('DONE', 'CANCELLED'))`, datacenterID)
 	return err
+}
+
+// ReleaseLinkVLANs drops the allocations a WAN link kept after its
+// networks were gone, once its service is known gone from the controller
+// (reconcile deleted it): a FAILED or ABANDONED DELETE keeps them until
+// then. It returns how many were dropped.
+func (s *Store) ReleaseLinkVLANs(ctx context.Context, linkID string) (int64, error) {
+	return s.exec(ctx, "vlan_allocations", `DELETE FROM vlan_allocations WHERE link_id = $1 AND instance_net_id IS NULL`, linkID)
 }
 
 // FreeVLANs returns the n lowest VLANs of [lo, hi] not allocated in the

@@ -89,7 +89,7 @@ func (c *CLI) newTree() *tree {
 	t.root = root
 	for _, group := range [][]spec{
 		tenantCommands(), datacenterCommands(), wimCommands(), accountCommands(), portMappingCommands(),
-		instanceCommands(), actionCommands(), clusterCommands(), reconcileCommands(), auditCommands(), t.clientCommands(),
+		instanceCommands(), catalogueCommands(), actionCommands(), clusterCommands(), reconcileCommands(), auditCommands(), t.clientCommands(),
 	} {
 		for _, s := range group {
 			cmd := t.command(s)

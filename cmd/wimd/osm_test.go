@@ -260,6 +260,20 @@ func TestOSMClients(t *testing.T) {
 		t.Fatalf("wim-port-mapping-list: %v", pm)
 	}
 
+	// vnf-create FILE (v0.1): the VNF the scenario names, sent as JSON;
+	// vnf-list and vnf-list cirros read these fields.
+	vnf := one(t, "vnf-create", c.ok("vnf-create", "POST", "/openmano/"+c.tenant+"/vnfs", cliJSON,
+		`{"vnf": {"name": "cirros", "VNFC": [{"name": "vm", "description": "the VM"}], "external-connections": [{"name": "eth0", "VNFC": "vm", "local_iface_name": "eth0"}]}}`), "vnf")
+	vnfID := str(t, "vnf-create", vnf, "uuid")
+	c.itemUUID("vnf-list", "/openmano/"+c.tenant+"/vnfs", "vnfs", "cirros")
+	vnf = one(t, "vnf-list cirros", c.ok("vnf-list cirros", "GET", "/openmano/"+c.tenant+"/vnfs/"+vnfID, cliGet, ""), "vnf")
+	for _, k := range []string{"uuid", "name", "osm_id", "created_at"} {
+		str(t, "vnf-list cirros", vnf, k)
+	}
+	for _, k := range []string{"external_name", "vm_name", "internal_name"} {
+		str(t, "vnf-list cirros (external-connections)", vnf["external-connections"].([]any)[0].(map[string]any), k)
+	}
+
 	// scenario-create FILE (v0.2): the file re-dumped as block YAML.
 	scenario := "---\nscenario:\n    description: two sites\n    name: sc1\n    networks:\n        wan:\n            external: false\n" +
 		"            interfaces:\n            -   vnf1: eth0\n            -   vnf2: eth0\n            type: bridge\n" +
@@ -352,7 +366,14 @@ func TestOSMClients(t *testing.T) {
 	if n := inst["networks"].([]any)[0].(map[string]any); n["encapsulation_id"] != 3000 {
 		t.Fatalf("VLAN of the next instance %v, want 3000 (freed)", n["encapsulation_id"])
 	}
-	c.ok("instance-scenario-delete", "DELETE", "/openmano/"+c.tenant+"/instances/"+str(t, "instance-scenario-create", inst, "uuid"), cliGet, "")
+	res = str(t, "instance-scenario-delete", c.ok("instance-scenario-delete", "DELETE", "/openmano/"+c.tenant+"/instances/"+str(t, "instance-scenario-create", inst, "uuid"), cliGet, ""), "result")
+	_, after, _ = strings.Cut(res, "action_id=")
+	delAct, _, _ = strings.Cut(after, " ")
+	// The account is deleted below only once no DELETE of it is pending.
+	eventually.Until(t, 60*time.Second, "ns2's WAN link deleted", func() (bool, string) {
+		act := c.ok("action-list --id", "GET", "/openmano/"+c.tenant+"/instances/any/action/"+delAct, cliGet, "")["actions"].([]any)[0].(map[string]any)
+		return act["number_done"] == 1, fmt.Sprint(act)
+	})
 
 	// An instance naming a scenario that is not there: 404 naming it.
 	if status, raw, _, _ := c.send("POST", "/openmano/"+c.tenant+"/instances", cliYAML,
@@ -362,6 +383,7 @@ func TestOSMClients(t *testing.T) {
 	// scenario-delete sc1 -f, wim-account-delete, wim-delete, datacenter-detach, datacenter-delete, tenant-delete: each reads result.
 	for _, step := range []struct{ command, path string }{
 		{"scenario-delete", "/openmano/" + c.tenant + "/scenarios/" + scID},
+		{"vnf-delete", "/openmano/" + c.tenant + "/vnfs/" + vnfID},
 		{"wim-account-delete", "/openmano/" + c.tenant + "/wims/" + wim},
 		{"wim-delete", "/openmano/wims/" + wim},
 		{"datacenter-detach", "/openmano/" + c.tenant + "/datacenters/" + dcs["dcA"]},
