@@ -178,6 +178,14 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{15, func(t *testing.T) {
+			var tables int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'
+				AND table_name IN ('l2sm_vpn_services', 'l2sm_accesses')`).Scan(&tables)
+			if tables != 0 {
+				t.Errorf("version 15: %d of the tables of version 18 left, want none", tables)
+			}
+		}},
 		{14, func(t *testing.T) {
 			var tables int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'

@@ -255,6 +255,7 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 		MaxBodyBytes:            c.maxBodyBytes,
 		MaxEventStreams:         c.maxStreams,
 		MaxEventStreamsPerToken: c.maxStreamsPerToken,
+		L2SMWait:                c.l2smWait,
 		Health:                  db.Ping,
 		Ready:                   readiness(db, schemaDB, listener, workers.Load, sup.LeaseHealth, coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
