@@ -8,6 +8,9 @@
 // own clients read (openmano v6's flat instance, the version text),
 // warnings travel in Warning headers, and every POST takes an
 // Idempotency-Key (a key is its client's: keys are held per API token).
+// Besides openmano's API it serves the IETF L2VPN (RFC 8466) RESTCONF
+// northbound OSM NG-RO's ietfl2vpn plugin drives (l2sm.go): Basic auth
+// naming the tenant, RFC 8040 bodies and errors, on the same router.
 package httpapi
 
 import (

@@ -85,6 +85,12 @@ func (p osmPlugin) send(method, path string, body any) (int, []byte, http.Header
 	if err := doc.Check(checked, resp.StatusCode, resp.Header, raw); err != nil {
 		p.t.Errorf("%s %s: the answer does not follow the OpenAPI document: %v\nbody: %.2000s", method, path, err, raw)
 	}
+	// The exchange in the test's log: the session as OSM would see it.
+	var sent []byte
+	if body != nil {
+		sent, _ = json.Marshal(body)
+	}
+	p.t.Logf("%s %s%s %s\n  -> %d %s %s", method, l2sm, path, sent, resp.StatusCode, resp.Header.Get("Location"), strings.Join(strings.Fields(string(raw)), " "))
 	if resp.StatusCode >= 400 && !strings.Contains(string(raw), `"ietf-restconf:errors"`) {
 		p.t.Errorf("%s %s = %d with %s, want an ietf-restconf:errors body", method, path, resp.StatusCode, raw)
 	}
@@ -189,12 +195,13 @@ func onosServices(e *onosemu.Emulator) []string {
 // l2smSetup starts a wimd with an API token in front of an ONOS emulator:
 // tenants t0 and t1, dcA and dcB attached to t0 (endpoints ep-0 and ep-1
 // of WIM wan1), and t0's account on wan1.
-func l2smSetup(t *testing.T) (api, *onosemu.Emulator, []string) {
+func l2smSetup(t *testing.T, extraEnv ...string) (api, *onosemu.Emulator, []string) {
 	bins := wimdtest.Build(t, "wimd", "openmano")
 	onos := onosemu.New(onosemu.Options{User: "onos", Password: "rocks"})
 	srv := httptest.NewServer(onos)
 	t.Cleanup(srv.Close)
 	env := []string{"WIMRO_DATABASE_URL=" + pgtest.URL(t), "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_DATA_DIR=" + t.TempDir(), "WIMRO_API_TOKEN=tok-1"}
+	env = append(env, extraEnv...)
 	addr := wimdtest.Start(t, bins[0], env, "serve", "--listen", "127.0.0.1:0", "--status-refresh", "100ms", "--l2sm-wait", "20s")
 	a := api{t: t, addr: addr, token: "tok-1"}
 	for _, tn := range []string{"t0", "t1"} {
@@ -495,4 +502,33 @@ func TestL2SMAuthAndTenants(t *testing.T) {
 	t1.expect(http.StatusNoContent, "DELETE", "/vpn-services", nil)
 	yangValid(t, t0.expect(http.StatusOK, "GET", "/vpn-services/vpn-service="+vpn, nil))
 	t1.expect(http.StatusNotFound, "GET", "/vpn-services/vpn-service="+vpn, nil)
+}
+
+// TestL2SMStatusDown: once monitoring finds the controller's service gone,
+// the plugin's status GET answers 503 (NG-RO marks its task failed)
+// instead of the 200 it reads as ACTIVE.
+func TestL2SMStatusDown(t *testing.T) {
+	t.Parallel()
+	a, onos, _ := l2smSetup(t, "WIMRO_MONITOR_INTERVAL=200ms")
+	osm := osmPlugin{t: t, addr: a.addr, user: "t0", pass: "tok-1"}
+	vpn := uuid.NewString()
+	osm.expect(http.StatusCreated, "POST", "/vpn-services", vpnServiceBody(vpn, "vpws"))
+	osm.expect(http.StatusCreated, "POST", siteAccesses("dcA"), accessBody(vpn, uuid.NewString(), "ep-0", 301))
+	osm.expect(http.StatusCreated, "POST", siteAccesses("dcB"), accessBody(vpn, uuid.NewString(), "ep-1", 302))
+	osm.expect(http.StatusOK, "GET", "/vpn-services/vpn-service="+vpn+"/", nil)
+	// Behind wimd's back: the service's interfaces go.
+	for _, it := range onos.Interfaces() {
+		if !onos.RemoveInterface(it.Name) {
+			t.Fatalf("remove interface %s", it.Name)
+		}
+	}
+	var raw []byte
+	eventually.Until(t, 60*time.Second, "the status GET 503", func() (bool, string) {
+		var status int
+		status, raw, _ = osm.send("GET", "/vpn-services/vpn-service="+vpn+"/", nil)
+		return status == http.StatusServiceUnavailable, fmt.Sprintf("%d %s", status, raw)
+	})
+	if !strings.Contains(string(raw), "DOWN") {
+		t.Errorf("503 answer: %s, want the link DOWN named", raw)
+	}
 }
