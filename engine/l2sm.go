@@ -167,11 +167,7 @@ func newVPNService(v VPNServiceInput) (wimro.L2VPNService, error) {
 func (e *Engine) GetVPNService(ctx context.Context, tenantRef, vpnID string) (VPNServiceView, error) {
 	var v VPNServiceView
 	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		svc, err := tenantVPNService(ctx, s, t, vpnID)
+		_, svc, err := findVPNService(ctx, s, tenantRef, vpnID)
 		if err != nil {
 			return err
 		}
@@ -185,11 +181,7 @@ func (e *Engine) GetVPNService(ctx context.Context, tenantRef, vpnID string) (VP
 func (e *Engine) ListVPNServices(ctx context.Context, tenantRef string) ([]VPNServiceView, error) {
 	var out []VPNServiceView
 	err := e.db.Snapshot(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		list, err := s.ListL2VPNServices(ctx, t.UUID)
+		_, list, err := tenantVPNServices(ctx, s, tenantRef)
 		if err != nil {
 			return err
 		}
@@ -204,6 +196,26 @@ func (e *Engine) ListVPNServices(ctx context.Context, tenantRef string) ([]VPNSe
 		return nil
 	})
 	return out, err
+}
+
+// tenantVPNServices reads a tenant and its vpn-services.
+func tenantVPNServices(ctx context.Context, s *persistence.Store, tenantRef string) (wimro.Tenant, []wimro.L2VPNService, error) {
+	t, err := s.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return t, nil, err
+	}
+	list, err := s.ListL2VPNServices(ctx, t.UUID)
+	return t, list, err
+}
+
+// findVPNService reads a tenant and its vpn-service.
+func findVPNService(ctx context.Context, s *persistence.Store, tenantRef, vpnID string) (wimro.Tenant, wimro.L2VPNService, error) {
+	t, err := s.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return t, wimro.L2VPNService{}, err
+	}
+	svc, err := tenantVPNService(ctx, s, t, vpnID)
+	return t, svc, err
 }
 
 func tenantVPNService(ctx context.Context, s *persistence.Store, t wimro.Tenant, vpnID string) (wimro.L2VPNService, error) {
@@ -259,11 +271,7 @@ func (v VPNServiceView) settled() bool {
 // the DELETE of its WAN link queued.
 func (e *Engine) DeleteVPNService(ctx context.Context, tenantRef, vpnID string) error {
 	return e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		svc, err := tenantVPNService(ctx, s, t, vpnID)
+		t, svc, err := findVPNService(ctx, s, tenantRef, vpnID)
 		if err != nil {
 			return err
 		}
@@ -285,11 +293,7 @@ func deleteVPNService(ctx context.Context, s *persistence.Store, t wimro.Tenant,
 func (e *Engine) DeleteVPNServices(ctx context.Context, tenantRef string) (int, error) {
 	n := 0
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		list, err := s.ListL2VPNServices(ctx, t.UUID)
+		t, list, err := tenantVPNServices(ctx, s, tenantRef)
 		if err != nil {
 			return err
 		}

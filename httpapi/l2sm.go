@@ -175,12 +175,7 @@ func (s *Server) basicAuth(scope Scope, next http.HandlerFunc) http.HandlerFunc 
 				s.restconfError(w, r, wimro.Errorf(wimro.EUNAUTHORIZED, "The password is not an API token of this server"))
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, id))
-			if rec := auditOf(r); rec != nil {
-				rec.tokenID = id.id
-			}
-			if !id.scopes.Has(scope) {
-				s.restconfError(w, r, wimro.Errorf(wimro.EFORBIDDEN, "This route needs the %s scope; token %s has %s", scope, id.id, id.scopes))
+			if r, ok = s.admit(w, r, id, scope); !ok {
 				return
 			}
 		}
@@ -270,6 +265,31 @@ func (a *api) l2smTenant(w http.ResponseWriter, r *http.Request) (wimro.Tenant, 
 	return t, true
 }
 
+// readList decodes a request body holding the list name, module
+// qualified as RFC 8040 asks or not, and returns it with the member it
+// came from; a malformed body or one without the list is 400.
+func readList[T any](a *api, w http.ResponseWriter, r *http.Request, name string) ([]T, string, bool) {
+	var body map[string]json.RawMessage
+	if !a.readYANG(w, r, &body) {
+		return nil, "", false
+	}
+	for _, member := range []string{engine.L2SMPrefix + name, name} {
+		if raw, ok := body[member]; ok {
+			var list []T
+			if err := json.Unmarshal(raw, &list); err != nil {
+				a.srv.restconfError(w, r, wimro.FieldErrorf(member, "%s: %v", member, err))
+				return nil, "", false
+			}
+			if len(list) > 0 {
+				return list, member, true
+			}
+		}
+	}
+	q := engine.L2SMPrefix + name
+	a.srv.restconfError(w, r, wimro.FieldErrorf(q, "%s is required: a list of %ss", q, name))
+	return nil, "", false
+}
+
 // readYANG decodes a request body as JSON into v; a malformed one is 400.
 func (a *api) readYANG(w http.ResponseWriter, r *http.Request, v any) bool {
 	raw, err := io.ReadAll(r.Body)
@@ -317,16 +337,8 @@ func (a *api) createVPNServices(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body l2smServicesInput
-	if !a.readYANG(w, r, &body) {
-		return
-	}
-	list, member := body.VPNService, "ietf-l2vpn-svc:vpn-service"
-	if len(list) == 0 {
-		list, member = body.Plain, "vpn-service"
-	}
-	if len(list) == 0 {
-		a.srv.restconfError(w, r, wimro.FieldErrorf("ietf-l2vpn-svc:vpn-service", "ietf-l2vpn-svc:vpn-service is required: a list of vpn-services"))
+	list, member, ok := readList[l2smService](a, w, r, "vpn-service")
+	if !ok {
 		return
 	}
 	in := make([]engine.VPNServiceInput, len(list))
@@ -397,16 +409,8 @@ func (a *api) siteAccesses(w http.ResponseWriter, r *http.Request, create bool) 
 	if !ok {
 		return
 	}
-	var body l2smAccessesInput
-	if !a.readYANG(w, r, &body) {
-		return
-	}
-	list, member := body.Access, "ietf-l2vpn-svc:site-network-access"
-	if len(list) == 0 {
-		list, member = body.Plain, "site-network-access"
-	}
-	if len(list) == 0 {
-		a.srv.restconfError(w, r, wimro.FieldErrorf("ietf-l2vpn-svc:site-network-access", "ietf-l2vpn-svc:site-network-access is required: a list of site-network-accesses"))
+	list, member, ok := readList[l2smAccess](a, w, r, "site-network-access")
+	if !ok {
 		return
 	}
 	in := make([]engine.SiteAccessInput, len(list))
