@@ -42,6 +42,9 @@ type osmPlugin struct {
 	t          *testing.T
 	addr       string
 	user, pass string
+	// contentType replaces the plugin's application/json (other clients
+	// send RESTCONF's own type).
+	contentType string
 }
 
 func (p osmPlugin) send(method, path string, body any) (int, []byte, http.Header) {
@@ -64,6 +67,9 @@ func (p osmPlugin) send(method, path string, body any) (int, []byte, http.Header
 	req.Header.Set("Connection", "keep-alive")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+		if p.contentType != "" {
+			req.Header.Set("Content-Type", p.contentType)
+		}
 	}
 	if p.user != "" {
 		req.SetBasicAuth(p.user, p.pass)
@@ -495,8 +501,11 @@ func TestL2SMAuthAndTenants(t *testing.T) {
 	if list := t1.expect(http.StatusOK, "GET", "/vpn-services", nil); strings.Contains(string(list), vpn) {
 		t.Errorf("t1's list shows t0's vpn-service: %s", list)
 	}
-	// t1 may use the same vpn-id: ids are per tenant.
-	t1.expect(http.StatusCreated, "POST", "/vpn-services", vpnServiceBody(vpn, "vpws"))
+	// t1 may use the same vpn-id: ids are per tenant. (Sent as
+	// application/yang-data+json, RESTCONF's own type.)
+	yangT1 := t1
+	yangT1.contentType = "application/yang-data+json"
+	yangT1.expect(http.StatusCreated, "POST", "/vpn-services", vpnServiceBody(vpn, "vpws"))
 	// t0's datacenters are not t1's sites.
 	t1.expect(http.StatusBadRequest, "POST", siteAccesses("dcA"), accessBody(vpn, uuid.NewString(), "ep-0", 301))
 	t1.expect(http.StatusNoContent, "DELETE", "/vpn-services", nil)
