@@ -259,26 +259,19 @@ func (d *Document) resolve(ref map[string]any) (*openapi3.Schema, error) {
 }
 
 func (d *Document) checkError(header http.Header, body []byte) error {
+	schema, what := "Error", "the error body"
 	if header.Get("Content-Type") == "application/yang-data+json" && d.doc.Components.Schemas["RestconfErrors"] != nil {
 		// A RESTCONF path's router answer: RFC 8040's error body.
-		var v any
-		if err := json.Unmarshal(body, &v); err != nil {
-			return fmt.Errorf("router answer: %w", err)
-		}
-		if err := d.doc.Components.Schemas["RestconfErrors"].Value.VisitJSON(v); err != nil {
-			return fmt.Errorf("router answer is not the RESTCONF error body: %w", err)
-		}
-		return nil
-	}
-	if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		schema, what = "RestconfErrors", "the RESTCONF error body"
+	} else if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("router answer with Content-Type %q, want the JSON error body", ct)
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		return fmt.Errorf("router answer: %w", err)
 	}
-	if err := d.doc.Components.Schemas["Error"].Value.VisitJSON(v); err != nil {
-		return fmt.Errorf("router answer is not the error body: %w", err)
+	if err := d.doc.Components.Schemas[schema].Value.VisitJSON(v); err != nil {
+		return fmt.Errorf("router answer is not %s: %w", what, err)
 	}
 	return nil
 }
