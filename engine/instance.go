@@ -27,43 +27,11 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		if err != nil {
 			return err
 		}
-		vlans, err := allocateVLANs(ctx, s, nets, needs)
-		if err != nil {
-			return err
-		}
 		if inst, err = s.CreateInstance(ctx, inst); err != nil {
 			return err
 		}
-		if nets, err = s.CreateInstanceNets(ctx, nets); err != nil {
-			return err
-		}
-		links := make([]wimro.WANLink, len(plans))
-		for i, p := range plans {
-			id := uuid.NewString()
-			wim, sce := p.WIMID, p.SceNetID
-			links[i] = wimro.WANLink{UUID: id, InstanceID: &inst.UUID, SceNetID: &sce, WIMID: &wim,
-				WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, Related: &id,
-				BandwidthMbps: p.Bandwidth, LatencyMs: p.Latency}
-		}
-		if links, err = s.CreateWANLinks(ctx, links); err != nil {
-			return err
-		}
-		linkVLANs(vlans, nets, links)
-		if err := s.AllocateVLANs(ctx, vlans); err != nil {
-			return err
-		}
-		ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: len(links)})
+		nets, links, ia, accounts, err := recordLinks(ctx, s, t, inst, nets, plans, needs)
 		if err != nil {
-			return err
-		}
-		actions := make([]wimro.Action, len(links))
-		accounts := make([]string, len(links))
-		for i, l := range links {
-			acct := l.WIMAccountID
-			actions[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
-			accounts[i] = acct
-		}
-		if _, err := s.CreateActions(ctx, actions); err != nil {
 			return err
 		}
 		warnings, err := accountWarnings(ctx, s, accounts)
@@ -84,6 +52,54 @@ func (e *Engine) CreateInstance(ctx context.Context, tenantRef string, in Instan
 		return s.NotifyAccounts(ctx, accounts...)
 	})
 	return out, err
+}
+
+// recordLinks writes the networks of inst, their WAN links and VLANs, a
+// CREATE instance action and one CREATE action per link (what
+// prepareInstance planned), and returns them with the accounts to wake
+// once the transaction commits.
+func recordLinks(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst wimro.Instance, nets []wimro.InstanceNet, plans []PlannedLink, needs []vlanNeed) (
+	[]wimro.InstanceNet, []wimro.WANLink, wimro.InstanceAction, []string, error) {
+	vlans, err := allocateVLANs(ctx, s, nets, needs)
+	if err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	for i := range nets {
+		nets[i].InstanceID = inst.UUID
+	}
+	if nets, err = s.CreateInstanceNets(ctx, nets); err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	links := make([]wimro.WANLink, len(plans))
+	for i, p := range plans {
+		id := uuid.NewString()
+		wim, sce := p.WIMID, p.SceNetID
+		links[i] = wimro.WANLink{UUID: id, InstanceID: &inst.UUID, SceNetID: &sce, WIMID: &wim,
+			WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, Related: &id,
+			BandwidthMbps: p.Bandwidth, LatencyMs: p.Latency}
+	}
+	if links, err = s.CreateWANLinks(ctx, links); err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	linkVLANs(vlans, nets, links)
+	if err := s.AllocateVLANs(ctx, vlans); err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "CREATE", Tasks: len(links)})
+	if err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	actions := make([]wimro.Action, len(links))
+	accounts := make([]string, len(links))
+	for i, l := range links {
+		acct := l.WIMAccountID
+		actions[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
+		accounts[i] = acct
+	}
+	if _, err := s.CreateActions(ctx, actions); err != nil {
+		return nil, nil, wimro.InstanceAction{}, nil, err
+	}
+	return nets, links, ia, accounts, nil
 }
 
 // accountWarnings warns of each account in ERROR (its last credentials
@@ -206,35 +222,52 @@ func (e *Engine) DeleteInstance(ctx context.Context, tenantRef, ref string) (wim
 		if err != nil {
 			return err
 		}
-		links, err := s.ListWANLinks(ctx, inst.UUID)
-		if err != nil {
-			return err
-		}
-		if ia, err = s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "DELETE", Tasks: len(links)}); err != nil {
-			return err
-		}
-		actions := make([]wimro.Action, len(links))
-		accounts := make([]string, len(links))
-		for i, l := range links {
-			copyOf, err := toMap(l)
-			if err != nil {
-				return err
-			}
-			acct := l.WIMAccountID
-			actions[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionDelete,
-				ItemID: l.UUID, WIMInternalID: l.WIMInternalID, Extra: map[string]any{"wan_link": copyOf}}
-			accounts[i] = acct
-		}
-		if _, err := s.CreateActions(ctx, actions); err != nil {
-			return err
-		}
-		if err := s.DeleteInstance(ctx, inst.UUID); err != nil {
-			return err
-		}
-		msg = fmt.Sprintf("action_id=%s instance %s %s deleted", ia.UUID, inst.UUID, inst.Name)
-		return s.NotifyAccounts(ctx, accounts...)
+		ia, msg, err = deleteInstance(ctx, s, t, inst)
+		return err
 	})
 	return ia, msg, err
+}
+
+// deleteInstance queues the DELETE of every WAN link of inst and deletes
+// it, waking the accounts once the transaction commits.
+func deleteInstance(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst wimro.Instance) (wimro.InstanceAction, string, error) {
+	ia, accounts, err := queueLinkDeletes(ctx, s, t, inst)
+	if err != nil {
+		return ia, "", err
+	}
+	if err := s.DeleteInstance(ctx, inst.UUID); err != nil {
+		return ia, "", err
+	}
+	msg := fmt.Sprintf("action_id=%s instance %s %s deleted", ia.UUID, inst.UUID, inst.Name)
+	return ia, msg, s.NotifyAccounts(ctx, accounts...)
+}
+
+// queueLinkDeletes records a DELETE instance action for inst and one
+// DELETE action per WAN link, each carrying a copy of its link (the row
+// goes before the action runs), and returns the accounts to wake.
+func queueLinkDeletes(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst wimro.Instance) (wimro.InstanceAction, []string, error) {
+	links, err := s.ListWANLinks(ctx, inst.UUID)
+	if err != nil {
+		return wimro.InstanceAction{}, nil, err
+	}
+	ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "DELETE", Tasks: len(links)})
+	if err != nil {
+		return ia, nil, err
+	}
+	actions := make([]wimro.Action, len(links))
+	accounts := make([]string, len(links))
+	for i, l := range links {
+		copyOf, err := toMap(l)
+		if err != nil {
+			return ia, nil, err
+		}
+		acct := l.WIMAccountID
+		actions[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionDelete,
+			ItemID: l.UUID, WIMInternalID: l.WIMInternalID, Extra: map[string]any{"wan_link": copyOf}}
+		accounts[i] = acct
+	}
+	_, err = s.CreateActions(ctx, actions)
+	return ia, accounts, err
 }
 
 func toMap(v any) (map[string]any, error) {

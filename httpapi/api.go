@@ -37,6 +37,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	routes = append(routes, a.reconcileRoutes()...)
 	routes = append(routes, a.eventRoutes()...)
 	routes = append(routes, a.auditRoutes()...)
+	routes = append(routes, a.l2smRoutes()...)
 	for i := range routes {
 		// Every route reads the database, which may be away.
 		routes[i].Errors = append(routes[i].Errors, http.StatusServiceUnavailable)

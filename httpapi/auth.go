@@ -273,14 +273,23 @@ func (s *Server) auth(scope Scope, next http.HandlerFunc) http.HandlerFunc {
 			s.Error(w, r, wimro.Errorf(wimro.EUNAUTHORIZED, "Missing or invalid bearer token"))
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, id))
-		if rec := auditOf(r); rec != nil {
-			rec.tokenID = id.id
+		if r, ok = s.admit(w, r, id, scope); ok {
+			next(w, r)
 		}
-		if !id.scopes.Has(scope) {
-			s.Error(w, r, wimro.Errorf(wimro.EFORBIDDEN, "This route needs the %s scope; token %s has %s", scope, id.id, id.scopes))
-			return
-		}
-		next(w, r)
 	}
+}
+
+// admit remembers the accepted token's identity on the request (and in
+// its audit record) and refuses a token without the route's scope with a
+// 403 naming the scope.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, id identity, scope Scope) (*http.Request, bool) {
+	r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, id))
+	if rec := auditOf(r); rec != nil {
+		rec.tokenID = id.id
+	}
+	if !id.scopes.Has(scope) {
+		s.Error(w, r, wimro.Errorf(wimro.EFORBIDDEN, "This route needs the %s scope; token %s has %s", scope, id.id, id.scopes))
+		return r, false
+	}
+	return r, true
 }

@@ -54,6 +54,12 @@ type errorDetail struct {
 // Error answers err with its status and the error body. Internal errors
 // are logged in full and answered with a generic text.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	if isRESTCONF(r) {
+		// The RFC 8466 northbound answers RFC 8040's error body, the
+		// middleware's refusals included.
+		s.restconfError(w, r, err)
+		return
+	}
 	status, msg, field := errorStatus(err)
 	if status >= 500 {
 		s.logger.Error("request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status), slog.Any("error", err))

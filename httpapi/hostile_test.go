@@ -1,11 +1,15 @@
 package httpapi_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/wimro/wimro/httpapi"
 )
 
 // marker stands for the hostile value in a generated body; it is replaced
@@ -151,6 +155,8 @@ func TestHostileInput(t *testing.T) {
 	// uuids, so that a hostile request that is accepted and renames a thing
 	// does not take the next requests' target away.
 	ids := b.liveFixture()
+	// The RESTCONF routes: a site is a datacenter, a vpn-service none yet.
+	ids["site_id"], ids["vpn_id"] = ids["datacenter_id"], "vpn0"
 
 	doc := b.call("GET", "/openapi.json", nil, 200).json
 	paths, _ := doc["paths"].(map[string]any)
@@ -165,6 +171,15 @@ func TestHostileInput(t *testing.T) {
 	sent := 0
 	check := func(what, method, target string, headers map[string]string, body string) {
 		t.Helper()
+		restconf := strings.HasPrefix(target, httpapi.L2SMRoot)
+		if restconf {
+			// Basic: the user is the tenant (no token configured).
+			headers = maps.Clone(headers)
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte("tenant0:x"))
+		}
 		r := b.raw(method, target, headers, body)
 		sent++
 		after := b.snapshot()
@@ -174,6 +189,11 @@ func TestHostileInput(t *testing.T) {
 		if r.status >= 400 {
 			code, _ := get(r.json, "error", "code").(float64)
 			desc, _ := get(r.json, "error", "description").(string)
+			if restconf {
+				// RFC 8040's error body.
+				code = float64(r.status)
+				desc, _ = get(r.json, "ietf-restconf:errors", "error", 0, "error-message").(string)
+			}
 			// net/http itself refuses some request lines with a plain 400
 			// before any handler runs; everything else is ours.
 			plain := r.status == 400 && strings.HasPrefix(r.body, "400 Bad Request")

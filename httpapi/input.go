@@ -157,7 +157,7 @@ func bodyKind(ct string) (string, error) {
 		return "", &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Type %q not supported; send %s.", shorten(ct, 80), accepted), field: "Content-Type"}
 	}
 	switch mt {
-	case "application/json":
+	case "application/json", yangJSON:
 		return "json", nil
 	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
 		return "yaml", nil

@@ -24,7 +24,7 @@ func (s *Server) OpenAPI() map[string]any {
 	g := &schemaGen{components: map[string]any{}, names: map[reflect.Type]string{}}
 	g.schema(reflect.TypeOf(errorBody{})) // "Error", the one error body
 	paths := map[string]any{}
-	used := map[int]bool{}
+	used, usedRC := map[int]bool{}, map[int]bool{}
 	for _, rt := range s.routes {
 		item, _ := paths[rt.Pattern].(map[string]any)
 		if item == nil {
@@ -38,10 +38,13 @@ func (s *Server) OpenAPI() map[string]any {
 			"tags":        rt.Tags,
 			"responses":   g.responses(rt, used),
 		}
+		if rt.RESTCONF {
+			g.restconfOperation(rt, op, usedRC)
+		}
 		if params := parameters(rt); len(params) > 0 {
 			op["parameters"] = params
 		}
-		if rt.Request != nil {
+		if rt.Request != nil && !rt.RESTCONF {
 			op["requestBody"] = map[string]any{"required": true, "description": "The body, as JSON or YAML (by its Content-Type).",
 				"content": requestContent(g.schema(reflect.TypeOf(rt.Request)))}
 		}
@@ -55,6 +58,7 @@ func (s *Server) OpenAPI() map[string]any {
 		responses[errorResponseName(status)] = map[string]any{"description": errorDescriptions[status],
 			"content": content(map[string]any{"$ref": "#/components/schemas/Error"})}
 	}
+	restconfResponses(responses, usedRC)
 	var tags []any
 	for _, name := range tagOrder {
 		tags = append(tags, map[string]any{"name": name, "description": tagDescriptions[name]})
@@ -75,7 +79,8 @@ func (s *Server) OpenAPI() map[string]any {
 			"schemas":   g.components,
 			"responses": responses,
 			"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "The API token (WIMRO_API_TOKEN, every scope, or a line of WIMRO_API_TOKEN_FILE with its scopes: read, write, admin); needed only when the server has one."}},
+				"description": "The API token (WIMRO_API_TOKEN, every scope, or a line of WIMRO_API_TOKEN_FILE with its scopes: read, write, admin); needed only when the server has one."},
+				"basicAuth": basicAuthScheme},
 		},
 		"security": []any{map[string]any{"bearerAuth": []any{}}},
 	}
@@ -143,6 +148,8 @@ var pathParamDescriptions = map[string]string{
 	"tenant_id":     "The NFVO tenant's uuid or name; `any` means every tenant where the route allows it.",
 	"datacenter_id": "The datacenter's uuid or name.",
 	"wim_id":        "The WIM's uuid or name.",
+	"vpn_id":        "The vpn-service's vpn-id (percent-encoded).",
+	"site_id":       "The site: a datacenter attached to the tenant, by uuid or name (percent-encoded).",
 	"instance_id":   "The NS instance's uuid or name.",
 	"net_id":        "The instance network's uuid, VIM network id, osm_id or sce_net_id.",
 	"action_id":     "The instance action's uuid.",
@@ -173,7 +180,7 @@ func toAny(list []string) []any {
 	return out
 }
 
-var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "scenarios", "instances"}
+var tagOrder = []string{"meta", "tenants", "datacenters", "wims", "scenarios", "instances", "l2sm"}
 
 var tagDescriptions = map[string]string{
 	"meta":        "The server itself: health, readiness, version, cluster and this document.",
@@ -182,6 +189,7 @@ var tagDescriptions = map[string]string{
 	"wims":        "WIMs, the tenants' accounts on them and their port mappings.",
 	"scenarios":   "The scenario catalogue: named networks an instance places in datacenters (openmano's scenarios, network part).",
 	"instances":   "NS instances, their networks, WAN links and instance actions.",
+	"l2sm":        "The IETF L2VPN service model (RFC 8466) over RESTCONF, as OSM's ietfl2vpn plugin drives it: each vpn-service is an NS instance of the tenant.",
 }
 
 // errorDescriptions covers every status an operation may document.
@@ -347,8 +355,9 @@ var customSchemas = map[reflect.Type]func() map[string]any{
 
 // componentNames overrides the pkg+Type name of a component.
 var componentNames = map[reflect.Type]string{
-	reflect.TypeOf(errorBody{}):   "Error",
-	reflect.TypeOf(errorDetail{}): "ErrorDetail",
+	reflect.TypeOf(errorBody{}):      "Error",
+	reflect.TypeOf(errorDetail{}):    "ErrorDetail",
+	reflect.TypeOf(restconfErrors{}): "RestconfErrors",
 }
 
 // schema returns the JSON schema of t; named structs go to components.

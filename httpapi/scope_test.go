@@ -60,6 +60,7 @@ func scopedServer(t *testing.T) (*httptest.Server, *httpapi.Server, *testfactory
 		t.Fatal(err)
 	}
 	f := testfactory.New(t)
+	f.Tenant(t, "restconf-user") // the RESTCONF routes' Basic user (x is deleted as a path)
 	api := httpapi.New(f.Eng, httpapi.Options{TokenFile: tf, Metrics: promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{})})
 	checked := openapitest.MustLoad(t, api.OpenAPI()).Handler(t, api.Handler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,6 +174,10 @@ func send(t *testing.T, base, method, path, token string) (int, string) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if strings.HasPrefix(path, httpapi.L2SMRoot) {
+		// The RESTCONF routes take Basic: the user names the tenant, the token is the password.
+		req.SetBasicAuth("restconf-user", token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +188,16 @@ func send(t *testing.T, base, method, path, token string) (int, string) {
 		Error struct {
 			Description string `json:"description"`
 		} `json:"error"`
+		Restconf struct {
+			Error []struct {
+				Message string `json:"error-message"`
+			} `json:"error"`
+		} `json:"ietf-restconf:errors"`
 	}
 	json.Unmarshal(raw, &e)
+	if len(e.Restconf.Error) > 0 {
+		return resp.StatusCode, e.Restconf.Error[0].Message
+	}
 	return resp.StatusCode, e.Error.Description
 }
 

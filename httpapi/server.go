@@ -8,6 +8,9 @@
 // own clients read (openmano v6's flat instance, the version text),
 // warnings travel in Warning headers, and every POST takes an
 // Idempotency-Key (a key is its client's: keys are held per API token).
+// Besides openmano's API it serves the IETF L2VPN (RFC 8466) RESTCONF
+// northbound OSM NG-RO's ietfl2vpn plugin drives (l2sm.go): Basic auth
+// naming the tenant, RFC 8040 bodies and errors, on the same router.
 package httpapi
 
 import (
@@ -61,6 +64,10 @@ type Options struct {
 	// token configured only the process cap applies). A stream over a cap
 	// is answered 429 with Retry-After.
 	MaxEventStreams, MaxEventStreamsPerToken int
+	// L2SMWait bounds how long the site-network-access that completes a
+	// point-to-point vpn-service waits for its WAN link (0:
+	// DefaultL2SMWait).
+	L2SMWait time.Duration
 	// Audit, when set, records the audit entry of every request that may
 	// change something and of every one refused for its credentials
 	// (New sets it to the engine's RecordAudit).
@@ -93,8 +100,14 @@ type Route struct {
 	Scope Scope
 	// Stream, when set, makes the 200 answer a text/event-stream: each
 	// key names an event, its value is the zero value of the event's data.
-	Stream  map[string]any
-	Handler http.HandlerFunc
+	Stream map[string]any
+	// RESTCONF marks a route of the RFC 8466 northbound (l2sm.go): HTTP
+	// Basic (the user names the tenant, the password is an API token),
+	// application/yang-data+json bodies, RFC 8040 error bodies, and
+	// Status as its success status (0: 200).
+	RESTCONF bool
+	Status   int
+	Handler  http.HandlerFunc
 }
 
 // Server is the HTTP API.
@@ -155,7 +168,7 @@ func NewServer(opts Options, routes ...Route) *Server {
 	// panic is logged with its 500; observe times every request for the
 	// metrics.
 	r.Use(s.observe)
-	r.Use(middleware.RequestID, s.accessLog, s.recoverer, s.limitBody, s.checkContentType)
+	r.Use(middleware.RequestID, s.accessLog, s.recoverer, s.limitBody, s.checkContentType, restconfSlash)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, &statusError{status: http.StatusNotFound, msg: fmt.Sprintf("No route for %s %s", r.Method, r.URL.Path)})
 	})
@@ -164,7 +177,9 @@ func NewServer(opts Options, routes ...Route) *Server {
 	})
 	for _, rt := range s.routes {
 		h := s.checkParams(rt.Handler)
-		if !rt.Public {
+		if rt.RESTCONF {
+			h = s.basicAuth(routeScope(rt), h)
+		} else if !rt.Public {
 			h = s.auth(routeScope(rt), h)
 		}
 		r.Method(rt.Method, rt.Pattern, s.audit(rt, h))

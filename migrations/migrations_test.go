@@ -178,14 +178,20 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		// One step down from 17 lands on 15 on this branch; with 00016
-		// merged it is 16.
+		{16, func(t *testing.T) {
+			var tables int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'
+				AND table_name IN ('l2sm_vpn_services', 'l2sm_accesses')`).Scan(&tables)
+			if tables != 0 {
+				t.Errorf("version 16: %d of the tables of version 17 left, want none", tables)
+			}
+		}},
 		{15, func(t *testing.T) {
 			var tables int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'
 				AND table_name IN ('vnfs', 'sdn_controllers', 'sdn_port_mappings')`).Scan(&tables)
 			if tables != 0 {
-				t.Errorf("version 15: %d of the tables of version 17 left, want none", tables)
+				t.Errorf("version 15: %d of the tables of version 16 left, want none", tables)
 			}
 		}},
 		{14, func(t *testing.T) {

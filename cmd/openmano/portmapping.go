@@ -18,6 +18,7 @@ func portMappingCommands() []spec {
 		{name: "wim-port-mapping-list", args: "[WIM]", complete: "wim", summary: "Show the port mappings of a WIM. WIM defaults to OPENMANO_WIM.", max: 1, setup: setupPortMappingList},
 		{name: "wim-port-mapping-delete", aliases: []string{"wim-port-mapping-clear"}, args: "[WIM] [-f]", complete: "wim",
 			summary: "Delete every port mapping of a WIM (alias wim-port-mapping-clear). WIM defaults to OPENMANO_WIM.", max: 1, setup: setupPortMappingDelete},
+		osmMappingCommand(),
 	}
 }
 

@@ -133,21 +133,23 @@ type serveConfig struct {
 	// maxStreams and maxStreamsPerToken cap the event streams open at
 	// once, in the process and per API token.
 	maxStreams, maxStreamsPerToken int
-	secretKeyFile                  string
-	devConnectors                  bool
-	allow                          *allowList
-	addresses                      *connectors.AddressPolicy
-	parallel                       int
-	dbMaxConns                     int
-	claimLease                     time.Duration
-	refresh                        time.Duration
-	retention                      time.Duration
-	auditRetention                 time.Duration
-	monitor                        time.Duration
-	reconcile                      time.Duration
-	instanceID                     string
-	coordinator                    string
-	consul                         consulFlags
+	// l2smWait bounds the wait of the access completing an L2SM vpws.
+	l2smWait       time.Duration
+	secretKeyFile  string
+	devConnectors  bool
+	allow          *allowList
+	addresses      *connectors.AddressPolicy
+	parallel       int
+	dbMaxConns     int
+	claimLease     time.Duration
+	refresh        time.Duration
+	retention      time.Duration
+	auditRetention time.Duration
+	monitor        time.Duration
+	reconcile      time.Duration
+	instanceID     string
+	coordinator    string
+	consul         consulFlags
 }
 
 // consulFlags configure --coordinator consul.
@@ -174,6 +176,8 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 		"event streams open at once in this process; one more is answered 429 with Retry-After (env WIMRO_MAX_EVENT_STREAMS)")
 	fs.IntVar(&c.maxStreamsPerToken, "max-event-streams-per-token", a.envInt("WIMRO_MAX_EVENT_STREAMS_PER_TOKEN", httpapi.DefaultMaxEventStreamsPerToken),
 		"event streams open at once with one API token (with --api-token or --api-token-file); one more is answered 429 with Retry-After (env WIMRO_MAX_EVENT_STREAMS_PER_TOKEN)")
+	fs.DurationVar(&c.l2smWait, "l2sm-wait", a.envDuration("WIMRO_L2SM_WAIT", httpapi.DefaultL2SMWait),
+		"how long the IETF L2VPN site-network-access that completes a point-to-point vpn-service waits for its WAN link: up or still building is 201, failed is 500 with the reason (env WIMRO_L2SM_WAIT)")
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
 		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+

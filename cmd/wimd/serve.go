@@ -400,6 +400,7 @@ func (s *server) apiOptions(schemaDB *sql.DB) httpapi.Options {
 		MaxBodyBytes:            c.maxBodyBytes,
 		MaxEventStreams:         c.maxStreams,
 		MaxEventStreamsPerToken: c.maxStreamsPerToken,
+		L2SMWait:                c.l2smWait,
 		Health:                  s.db.Ping,
 		Ready:                   readiness(s.db, schemaDB, s.listener, s.workers.Load, s.sup.LeaseHealth, s.coord),
 		Cluster: func(ctx context.Context) (wimro.ClusterStatus, error) {
