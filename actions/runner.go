@@ -115,7 +115,12 @@ type Target struct {
 	// the account as it was then.
 	AccountModifiedAt time.Time
 	Connector         connectors.Connector
-	Mappings          []wimro.PortMapping
+	// Capabilities is what the connector's type declares for this
+	// account (connectors.Registry.Capabilities); the runner chooses and
+	// checks a create's service type and QoS from it. Zero (no service
+	// type) for a stand-in that fails every call with its own reason.
+	Capabilities connectors.Capabilities
+	Mappings     []wimro.PortMapping
 }
 
 // Loaded is what an action needs from the database besides its account,
@@ -401,13 +406,19 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if err != nil {
 		return persistence.Outcome{}, err
 	}
-	if link.Multipoint || len(points) > 2 {
-		return persistence.Outcome{}, permanent("%s", connectors.MultipointNotSupported)
+	req := connectors.Request{Key: link.UUID, Type: connectors.ServiceTypeFor(len(points)), Points: points, QoS: QoSOf(link)}
+	if len(t.Capabilities.Services) > 0 {
+		// What the connector's type declares decides before the
+		// controller is called: an ELAN of a connector that makes none
+		// fails with OSM's multipoint message, naming the type.
+		if err := t.Capabilities.Check(t.Type, req); err != nil {
+			return persistence.Outcome{}, err
+		}
 	}
 	if err := calling(ctx, reached); err != nil {
 		return persistence.Outcome{}, err
 	}
-	id, connInfo, err := connectors.Create(ctx, t.Connector, link.UUID, connectors.ServiceELINE, points, QoSOf(link))
+	id, connInfo, err := t.Connector.CreateService(ctx, req)
 	if err != nil {
 		return persistence.Outcome{}, err
 	}

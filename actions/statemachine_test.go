@@ -100,7 +100,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	f.runner = actions.NewRunner(&f.db.Store, policy, nil)
-	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Connector: f.conn}
+	// The target declares ELINE only, as a type without multipoint does:
+	// the runner refuses an ELAN from the declaration.
+	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Type: fake.Type, Connector: f.conn,
+		Capabilities: connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}, QoS: fake.Capabilities.QoS}}
 	return f
 }
 
@@ -110,9 +113,9 @@ func ptr[T any](v T) *T { return &v }
 // CREATE as it stands once that outcome is written: BUILD, with the id.
 func (f *fixture) made(t *testing.T) wimro.Action {
 	t.Helper()
-	id, info, err := f.conn.CreateService(f.ctx, f.link.UUID, connectors.ServiceELINE, []connectors.ConnectionPoint{
+	id, info, err := f.conn.CreateService(f.ctx, connectors.Request{Key: f.link.UUID, Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{
 		{ServiceEndpointID: "ep-dcA", Encapsulation: connectors.EncapDot1Q, VLAN: 100},
-		{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101}})
+		{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[str
 	return s.Connector.GetServiceStatus(ctx, id, info)
 }
 
-func (s *scripted) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (s *scripted) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	if s.panicky {
 		panic("connector bug")
 	}
@@ -183,7 +186,7 @@ func (s *scripted) CreateService(ctx context.Context, key string, t connectors.S
 	if s.createID != "" {
 		return s.createID, nil, nil
 	}
-	id, info, err := s.Connector.CreateService(ctx, key, t, p)
+	id, info, err := s.Connector.CreateService(ctx, req)
 	if s.afterCreate != nil {
 		s.afterCreate()
 	}

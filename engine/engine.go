@@ -37,8 +37,8 @@ type Engine struct {
 	mappingCheck MappingCheck
 	// addressCheck refuses a wim_url outside the controller address policy.
 	addressCheck AddressCheck
-	// qosSupport tells the QoS keys a WIM type's connector honours.
-	qosSupport QoSSupport
+	// capabilities tells what a WIM's connector declares it can do.
+	capabilities CapabilitiesOf
 	// credCheck checks an account's credentials after it is written.
 	credCheck               CredentialsCheck
 	checkWait, checkTimeout time.Duration

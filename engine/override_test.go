@@ -112,7 +112,7 @@ func (o *overrideBundle) made(t *testing.T, link string) string {
 		points = append(points, connectors.ConnectionPoint{ServiceEndpointID: "ep-" + dc, Encapsulation: connectors.EncapDot1Q, VLAN: 301,
 			MappingInfo: map[string]any{"mapping_type": "dpid-port"}})
 	}
-	id, _, err := c.CreateService(o.ctx, link, connectors.ServiceELINE, points)
+	id, _, err := c.CreateService(o.ctx, connectors.Request{Key: link, Type: connectors.ServiceELINE, Points: points})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -325,9 +325,9 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 	if err != nil {
 		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, err)
 	}
-	if pl, ok := c.(connectors.PartialLister); ok {
+	if caps, ok := e.capabilitiesOf(w); ok && !caps.List {
 		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
-			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, pl.PartialListing())}
+			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: its connector does not declare that it lists every service of wimro's on the controller, and from a partial list every link would look missing and no orphan could be found", ad.AccountName, w.Type)}
 	}
 	// The database first, the controller second: a service listed is then
 	// either in the snapshot or made after it, and only the latter (a link

@@ -180,6 +180,9 @@ func (g *targets) targetFrom(w *account, in persistence.ConnectorInput) actions.
 		w.log.Error("connector unavailable", slog.String("connector", wim.Type), slog.Any("error", err))
 		conn = failing.New(reason, connectors.KindPermanent)
 	}
+	if err == nil {
+		t.Capabilities = g.registry.Capabilities(cfg)
+	}
 	t.Connector = g.instrument(w, wim.Type, conn)
 	return t
 }

@@ -127,6 +127,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	}
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(addresses)
+	eng.SetCapabilities(registry.Capabilities)
 	eng.SetConnectorBuilder(connectorBuilder(registry, logger, fmt.Sprintf("wimro/%s (wimd reconcile)", version), db))
 	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix, DeleteAbandoned: deleteAbandoned})
 	if err != nil {

@@ -158,7 +158,7 @@ func (a *App) serve(ctx context.Context, args []string) (err error) {
 	logger.Info("controller address policy", slog.String("controller_allow", c.addresses.String()))
 	eng.SetTypeCheck(typeCheck(registry))
 	eng.SetAddressCheck(addressCheck(registry))
-	eng.SetQoSSupport(registry.HonouredQoSOf)
+	eng.SetCapabilities(registry.Capabilities)
 	eng.SetConnectorCheck(connectorCheck(registry))
 	eng.SetMappingCheck(mappingCheck(registry))
 	eng.SetCredentialsCheck(credentialsCheck(registry, logger, fmt.Sprintf("wimro/%s (%s)", version, c.instanceID)), 0, 0)

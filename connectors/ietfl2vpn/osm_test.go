@@ -28,7 +28,7 @@ func osmSetup(t *testing.T, opts emu.Options) (connectors.Connector, *emu.Emulat
 func TestOSMCreateRequests(t *testing.T) {
 	t.Parallel()
 	c, e := osmSetup(t, emu.Options{})
-	id, connInfo, err := c.CreateService(t.Context(), "k1", connectors.ServiceELINE, []connectors.ConnectionPoint{point("dc-a", 103), point("dc-b", 0)})
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{point("dc-a", 103), point("dc-b", 0)}})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -100,7 +100,7 @@ func TestDialectGap(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{Dialect: tt.server}, map[string]any{"dialect": tt.dialect})
 			for i, p := range [][]connectors.ConnectionPoint{points(0), {point("dc-a", 0), point("dc-c", 0)}} {
-				_, _, err := c.CreateService(t.Context(), fmt.Sprint("gap", i), connectors.ServiceELINE, p)
+				_, _, err := c.CreateService(t.Context(), connectors.Request{Key: fmt.Sprint("gap", i), Type: connectors.ServiceELINE, Points: p})
 				if tt.refused == "" && err != nil {
 					t.Fatalf("create %d: %v", i, err)
 				}
@@ -130,7 +130,7 @@ func TestOSMRetryAdopts(t *testing.T) {
 				opts.BuildPolls, getStatus = 5, 504
 			}
 			c, e := osmSetup(t, opts)
-			id, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, points(0))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "r", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestOSMRetryAdopts(t *testing.T) {
 			// The same key with its second point moved: the service is
 			// adopted, the attachments posted again, the stale one deleted.
 			moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
-			if id2, _, err := c.CreateService(t.Context(), "r", connectors.ServiceELINE, moved); err != nil || id2 != id {
+			if id2, _, err := c.CreateService(t.Context(), connectors.Request{Key: "r", Type: connectors.ServiceELINE, Points: moved}); err != nil || id2 != id {
 				t.Fatalf("retried create = %s, %v; want %s", id2, err, id)
 			}
 			wantCalls(t, e.Requests()[n:], "POST /vpn-services 409", fmt.Sprintf("GET %s%s %d", svcs, id, getStatus),
@@ -158,7 +158,7 @@ func TestOSMAttachmentConflict(t *testing.T) {
 	t.Parallel()
 	c, e := osmSetup(t, emu.Options{})
 	e.FailOn(http.MethodPost, "site=dc-b/site-network-accesses", http.StatusConflict)
-	id, _, err := c.CreateService(t.Context(), "c", connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "c", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestOSMDelete(t *testing.T) {
 	t.Run("the server deletes the attachments with the service", func(t *testing.T) {
 		t.Parallel()
 		c, e := osmSetup(t, emu.Options{})
-		id, ci, err := c.CreateService(t.Context(), "d", connectors.ServiceELINE, points(0))
+		id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "d", Type: connectors.ServiceELINE, Points: points(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestOSMDelete(t *testing.T) {
 		// A strict server, on which the service was made in the rfc8466
 		// dialect.
 		strict, e := setup(t, emu.Options{}, nil)
-		id, ci, err := strict.CreateService(t.Context(), "d", connectors.ServiceELINE, points(0))
+		id, ci, err := strict.CreateService(t.Context(), connectors.Request{Key: "d", Type: connectors.ServiceELINE, Points: points(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestOSMOnTeraFlowSDN(t *testing.T) {
 	if err := c.CheckCredentials(ctx); err != nil {
 		t.Fatalf("CheckCredentials: %v", err)
 	}
-	id, ci, err := c.CreateService(ctx, "t", connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(ctx, connectors.Request{Key: "t", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}

@@ -69,7 +69,7 @@ func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	builtin.Register(r)
 	eng := engine.New(db, box, nil)
 	eng.SetTypeCheck(r.CheckType)
-	eng.SetQoSSupport(r.HonouredQoSOf)
+	eng.SetCapabilities(r.Capabilities)
 	// Drift reconcile builds connectors as wimd does.
 	eng.SetConnectorBuilder(func(w wimro.WIM, a wimro.WIMAccount, password string, mappings []wimro.PortMapping) (connectors.Connector, error) {
 		return r.New(connectors.ConfigOf(w, a, password, mappings))
