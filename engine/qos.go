@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -139,6 +140,17 @@ func (e *Engine) capabilitiesOf(w wimro.WIM) (connectors.Capabilities, bool) {
 		return connectors.Capabilities{}, false
 	}
 	return e.capabilities(connectors.Config{Type: w.Type, WIMConfig: w.Config}), true
+}
+
+// errNoELAN passes over a WIM whose type makes no ELAN, in the choice of
+// a WIM for a multipoint link.
+var errNoELAN = errors.New("the WIM's connector makes no ELAN")
+
+// makesELAN reports whether w's connector declares ELAN; without a
+// declaration installed, every WIM may.
+func (e *Engine) makesELAN(w wimro.WIM) bool {
+	caps, ok := e.capabilitiesOf(w)
+	return !ok || caps.Makes(connectors.ServiceELAN)
 }
 
 // checkQoS refuses a link whose WIM cannot honour a QoS key it asks,
