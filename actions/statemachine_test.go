@@ -128,7 +128,7 @@ func (f *fixture) made(t *testing.T) wimro.Action {
 func (f *fixture) deleted(t *testing.T, serviceID *string) wimro.Action {
 	t.Helper()
 	if serviceID != nil {
-		if err := f.db.UpdateWANLink(f.ctx, f.link.UUID, persistence.LinkUpdate{WIMInternalID: serviceID}); err != nil {
+		if err := f.db.UpdateWANLink(f.ctx, f.link.UUID, wimro.LinkUpdate{WIMInternalID: serviceID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,7 +214,7 @@ type want struct {
 
 // TestStateMachine runs every row of the action state machine in
 // actions/doc.go through Runner.Run against a real database and the fake
-// controller, and checks the outcome the worker would write.
+// controller, and checks the outcome the completer would write.
 func TestStateMachine(t *testing.T) {
 	t.Parallel()
 	soon := [2]time.Duration{0, time.Second}
@@ -351,7 +351,7 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
 		},
 		{
-			name: "CREATE: service created as the worker stops -> BUILD with the id, no status call",
+			name: "CREATE: service created as the process stops -> BUILD with the id, no status call",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				ctx, cancel := context.WithCancel(f.ctx)
 				f.target.Connector = &scripted{Connector: f.conn, afterCreate: cancel}

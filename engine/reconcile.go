@@ -526,7 +526,7 @@ func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (m
 			for i, l := range group {
 				acct := accountID
 				acts[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
-				if err := s.UpdateWANLink(ctx, l.UUID, persistence.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
+				if err := s.UpdateWANLink(ctx, l.UUID, wimro.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
 					return err
 				}
 				queued[l.UUID] = ia.UUID

@@ -215,7 +215,7 @@ func runFaultCase(t *testing.T, c faultCase) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the faulty CREATE never made its attempt %d (%d so far)", c.calls, p.calls.Load())
 	}
-	// The faulty account's worker is stuck in its last attempt: the
+	// The faulty account's action is stuck in its last attempt: the
 	// other account's links go ACTIVE all the same, those of an instance
 	// created now included.
 	during := b.instance(t, "healthy-during", 2, wimro.NetActive, "dcC", "dcD")

@@ -29,8 +29,9 @@ type Options struct {
 	// UserAgent is sent with every connector request ("wimro/<version>
 	// (<instance id>)"), so a controller's log shows which process called.
 	UserAgent string
-	// Notifications follows persistence.ChannelAccounts: wake-ups and
-	// reloads of the accounts' workers. Nil: the poll alone finds work.
+	// Notifications follows persistence.ChannelAccounts: wake-ups of the
+	// claimer and rebuilds of the accounts' connectors. Nil: the poll
+	// alone finds work.
 	Notifications *persistence.Subscription
 	// MonitorInterval is how often the credentials of each account driven
 	// are checked (CheckCredentials; the status is recorded on the
@@ -204,16 +205,6 @@ func (s *Supervisor) Owned() []string { return s.table.owned() }
 // nothing it can prove it owns; the coordinator steps down as leader and
 // /readyz says why.
 func (s *Supervisor) LeaseHealth() error { return s.keeper.leaseHealth() }
-
-// Wake asks the claimer to look for work of an account now.
-func (s *Supervisor) Wake(accountID string) {
-	s.table.mu.Lock()
-	a := s.table.accounts[accountID]
-	s.table.mu.Unlock()
-	if a != nil {
-		signal(s.claimer.wake)
-	}
-}
 
 // Stop stops claiming, cancels the running actions, waits for them and
 // for their outcomes to be written, returns the claims still held to the

@@ -20,8 +20,8 @@ const DefaultReason = "failing connector: every call fails by design"
 
 // New returns a connector whose every method returns a *connectors.Error of
 // the given kind with reason embedded in OSM's wording. The zero kind is
-// KindPermanent; pass KindRetryable when the reason is transient (the worker
-// keeps rebuilding the real connector meanwhile).
+// KindPermanent; pass KindRetryable when the reason is transient (the
+// supervisor rebuilds the real connector at the account's next change).
 func New(reason string, kind connectors.Kind) connectors.Connector {
 	if reason == "" {
 		reason = DefaultReason

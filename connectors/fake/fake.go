@@ -8,7 +8,7 @@
 //
 // The controller state lives in a Controller shared through a process-wide
 // map keyed by the WIM URL. Every connector built for the same URL, by any
-// worker and across worker restarts, talks to the same Controller, the way
+// account and across restarts of the process, talks to the same Controller, the way
 // real connectors share a real controller. State lasts as long as the
 // process; tests use a distinct URL each (ControllerFor gives them the
 // Controller to inspect).

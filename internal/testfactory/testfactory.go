@@ -2,7 +2,7 @@
 // several packages share: a fresh migrated database with an engine over
 // it, and tenants, datacenters (with exit rules), WIMs with port mappings,
 // accounts, WANs (a WIM reaching datacenters of its own, with an
-// account: one action worker's share), instance networks and instances,
+// account: one account's worth of actions), instance networks and instances,
 // each made through the engine as a client would. One factory, so the packages' tests do not
 // each keep a copy that drifts.
 //
