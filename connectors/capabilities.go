@@ -48,6 +48,18 @@ type Capabilities struct {
 	Narrow func(cfg Config) Capabilities
 }
 
+// Everything declares every service type and QoS field wimro knows, edit
+// and list: what the fake connector does, and what the failing one
+// declares so that every call reaches it and fails with its own reason.
+func Everything() Capabilities {
+	return Capabilities{
+		Services: []ServiceType{ServiceELINE, ServiceELAN},
+		QoS:      []QoSField{QoSBandwidth, QoSLatency},
+		Edit:     true,
+		List:     true,
+	}
+}
+
 // For returns the capabilities of a connector built with cfg: the
 // declaration, narrowed by Narrow.
 func (c Capabilities) For(cfg Config) Capabilities {

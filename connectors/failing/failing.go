@@ -53,12 +53,7 @@ func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) 
 
 // Capabilities declare everything, so that every call reaches the
 // connector and fails with its reason rather than being refused first.
-var Capabilities = connectors.Capabilities{
-	Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
-	QoS:      []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency},
-	Edit:     true,
-	List:     true,
-}
+var Capabilities = connectors.Everything()
 
 type connector struct {
 	reason string

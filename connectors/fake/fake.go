@@ -69,12 +69,7 @@ const (
 func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
 
 // Capabilities are fake's: everything, QoS stored with the service.
-var Capabilities = connectors.Capabilities{
-	Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
-	QoS:      []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency},
-	Edit:     true,
-	List:     true,
-}
+var Capabilities = connectors.Everything()
 
 // RegisterConfined adds the fake connector to r under Type with its
 // state_file confined to folder dir and kept out of the reserved paths
