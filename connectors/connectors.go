@@ -2,7 +2,8 @@
 // the WAN controllers: the Connector interface every controller plugin
 // implements, the connection points it receives, the error classes it
 // returns, and the Registry that builds a connector for a WIM account from
-// its WIM type.
+// its WIM type and holds what each type declares it can do (Capabilities:
+// service types, QoS fields, edit, listing).
 //
 // One sub-package exists per controller: ietfl2vpn, tapi, onos (types onos
 // and onos_vpls) and dynpac, plus fake and failing for tests and demos
