@@ -13,11 +13,11 @@
 //	        SCHEDULED --local net broken / no exit port / no port mapping / multipoint / permanent error
 //	              / a service id that is not storable text--> FAILED (link ERROR; failed+1)
 //	        SCHEDULED --retryable controller error--> SCHEDULED (retry event; capped exponential backoff; FAILED after MaxAttempts)
-//	        SCHEDULED --worker stopping--> SCHEDULED (due at once: it was interrupted, not refused)
+//	        SCHEDULED --process stopping--> SCHEDULED (due at once: it was interrupted, not refused)
 //	        SCHEDULED --service created or adopted, then its status read at once in the same run:
 //	              ACTIVE/DOWN/ERROR--> DONE (link status and message copied + service id; done+1)
 //	              BUILD/INACTIVE--> BUILD (link status copied + service id; done+1; refresh after Refresh)
-//	              no answer (error, panic, worker stopping)--> BUILD (link BUILD + service id; done+1; refresh after Refresh)
+//	              no answer (error, panic, process stopping)--> BUILD (link BUILD + service id; done+1; refresh after Refresh)
 //	        SCHEDULED --link gone (instance deleted first)--> SUPERSEDED (done+1, so the instance action completes)
 //	        SCHEDULED --connector panics--> FAILED (link ERROR; failed+1; stack logged at ERROR; never retried)
 //	        BUILD --controller says BUILD/INACTIVE--> BUILD (link status copied; refresh again after Refresh)
@@ -30,7 +30,7 @@
 //	              gone, so a DELETE given up would leave its service on the controller for good; from MaxAttempts on
 //	              it is counted in wimro_delete_retries_past_max_total and logged at WARN every MaxAttempts attempts)
 //	        SCHEDULED --permanent error--> FAILED (failed+1)
-//	        SCHEDULED --worker stopping--> SCHEDULED (due at once)
+//	        SCHEDULED --process stopping--> SCHEDULED (due at once)
 //	any other (action, status) --> FAILED ("not defined")
 //
 // Two transitions are an operator's, never a run's (engine/override.go;

@@ -29,16 +29,20 @@ func TestDeleteWithoutIDOnServerThatCannotList(t *testing.T) {
 			e := emu.New(emu.Options{Dialect: emu.DialectTFS})
 			srv := httptest.NewServer(e)
 			t.Cleanup(srv.Close)
-			c := connectortest.Builder(ietfl2vpn.Type, ietfl2vpn.Register)(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"dialect": ietfl2vpn.DialectOSM}})
-			f.target.Connector = c
+			cfg := connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"dialect": ietfl2vpn.DialectOSM}}
+			c := connectortest.Builder(ietfl2vpn.Type, ietfl2vpn.Register)(t, cfg)
+			// What the workers give the runner: the connector and its
+			// type's declaration for this account.
+			f.target.Type, f.target.Connector = ietfl2vpn.Type, c
+			f.target.Capabilities = connectortest.Capabilities(ietfl2vpn.Type, ietfl2vpn.Register, cfg)
 			if made {
 				bearer := func(site string) map[string]any {
 					return map[string]any{"site-id": site, "bearer-reference": site + "-pe:ge-0/0/1"}
 				}
 				// The CREATE's outcome was never written.
-				if _, _, err := c.CreateService(f.ctx, f.link.UUID, connectors.ServiceELINE, []connectors.ConnectionPoint{
+				if _, _, err := c.CreateService(f.ctx, connectors.Request{Key: f.link.UUID, Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{
 					{ServiceEndpointID: "ep-dcA", Encapsulation: connectors.EncapDot1Q, VLAN: 100, MappingInfo: bearer("dc-a")},
-					{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101, MappingInfo: bearer("dc-b")}}); err != nil {
+					{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101, MappingInfo: bearer("dc-b")}}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -115,7 +115,12 @@ type Target struct {
 	// the account as it was then.
 	AccountModifiedAt time.Time
 	Connector         connectors.Connector
-	Mappings          []wimro.PortMapping
+	// Capabilities is what the connector's type declares for this
+	// account (connectors.Registry.Capabilities); the runner chooses and
+	// checks a create's service type and QoS from it. Zero (no service
+	// type) for a stand-in that fails every call with its own reason.
+	Capabilities connectors.Capabilities
+	Mappings     []wimro.PortMapping
 }
 
 // Loaded is what an action needs from the database besides its account,
@@ -161,16 +166,16 @@ func (r *Runner) load(ctx context.Context, a wimro.Action) (*Loaded, error) {
 // on a cancelled ctx: the returned outcome then keeps the action queued. A
 // panic (a connector bug) fails the action with the panic's message and
 // logs the stack: running it again would panic again.
-func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) persistence.Outcome {
+func (r *Runner) Run(ctx context.Context, t Target, a wimro.Action) wimro.Outcome {
 	return r.RunLoaded(ctx, t, a, nil)
 }
 
 // RunLoaded is Run with what the claim read (nil: read it now).
 //
 // The outcome says whether the run called the controller (Reached): only
-// such runs count as attempts, so a run stopped before it (the worker
+// such runs count as attempts, so a run stopped before it (the process
 // stopping, the database away) never brings an action closer to giving up.
-func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loaded) (out persistence.Outcome) {
+func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loaded) (out wimro.Outcome) {
 	var reached bool // set right before each connector call
 	defer func() { r.logOutcome(t, a, out) }()
 	defer func() {
@@ -182,7 +187,7 @@ func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loa
 		out.Reached = reached
 	}()
 	var (
-		o   persistence.Outcome
+		o   wimro.Outcome
 		err error
 	)
 	switch {
@@ -226,7 +231,7 @@ func calling(ctx context.Context, reached *bool) error {
 // MaxAttempts times: a CREATE would have given up; a DELETE keeps backing
 // off (a service left on the controller is lost for good otherwise), and
 // this is what the WARN log and wimro_delete_retries_past_max_total report.
-func (r *Runner) PastMaxAttempts(a wimro.Action, o persistence.Outcome) bool {
+func (r *Runner) PastMaxAttempts(a wimro.Action, o wimro.Outcome) bool {
 	return o.Retry && a.Action == wimro.ActionDelete && attempt(a, o.Reached) >= r.policy.MaxAttempts
 }
 
@@ -237,7 +242,7 @@ func (r *Runner) PastMaxAttempts(a wimro.Action, o persistence.Outcome) bool {
 // still failing at MaxAttempts, and at every multiple of it after, is
 // logged at WARN: its service stays on the controller until it succeeds
 // (one line per MaxAttempts attempts, not one per retry).
-func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
+func (r *Runner) logOutcome(t Target, a wimro.Action, out wimro.Outcome) {
 	var msg string
 	level := slog.LevelInfo
 	n := attempt(a, out.Reached)
@@ -268,19 +273,19 @@ func (r *Runner) logOutcome(t Target, a wimro.Action, out persistence.Outcome) {
 // (it cannot happen with the texts cleaned, but a claim must never be left
 // behind by a bug): the action keeps its status, says why, and runs again
 // after a back-off; it is safe to run twice.
-func (r *Runner) Unrecorded(a wimro.Action, cause error) persistence.Outcome {
+func (r *Runner) Unrecorded(a wimro.Action, cause error) wimro.Outcome {
 	msg := fmt.Sprintf("the outcome of the last attempt could not be recorded (%v); the action will run again", cause)
 	at := r.now().Add(r.delay(a.Attempts, cause))
-	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
+	return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 }
 
 // Postponed is the outcome of an action that could not start (its
 // account or WIM could not be read): it keeps its status, says why, and
 // runs again after a back-off.
-func (r *Runner) Postponed(a wimro.Action, cause error) persistence.Outcome {
+func (r *Runner) Postponed(a wimro.Action, cause error) wimro.Outcome {
 	msg := fmt.Sprintf("the action could not start (%v); it will run again", cause)
 	at := r.now().Add(r.delay(a.Attempts, cause))
-	return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
+	return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 }
 
 // actionError is a failure decided by the action itself (not the
@@ -302,7 +307,7 @@ func permanent(format string, args ...any) error {
 // off, capped at RetryMax; past MaxAttempts it is reported instead
 // (PastMaxAttempts). A CREATE gives up after MaxAttempts: nothing is left
 // behind, and the NFVO learns it failed.
-func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached bool) persistence.Outcome {
+func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached bool) wimro.Outcome {
 	msg := err.Error()
 	n := attempt(a, reached)
 	var ae *actionError
@@ -311,11 +316,11 @@ func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached
 		// Stopped, not refused: run it again at once on the next start.
 		at := r.now()
 		msg = "interrupted: " + msg
-		return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
+		return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 	}
 	if retry && (n < r.policy.MaxAttempts || a.Action == wimro.ActionDelete) {
 		at := r.now().Add(r.delay(n, err))
-		return persistence.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at, Retry: true}
+		return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at, Retry: true}
 	}
 	if retry {
 		msg = fmt.Sprintf("%s (gave up after %d attempts)", msg, n)
@@ -324,20 +329,20 @@ func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached
 }
 
 // fail marks the action FAILED; a failed CREATE marks its link ERROR.
-func (r *Runner) fail(a wimro.Action, msg string) persistence.Outcome {
+func (r *Runner) fail(a wimro.Action, msg string) wimro.Outcome {
 	switch {
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
 		msg = "Impossible to stablish WAN connectivity.\n\t" + msg
 	case a.Action == wimro.ActionDelete:
 		msg = "Impossible to delete WAN connectivity.\n\t" + msg
 	}
-	o := persistence.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg}
+	o := wimro.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg}
 	if a.Status == wimro.ActionScheduled {
 		o.Failed = 1 // a BUILD refresh was already counted done
 	}
 	if a.Action != wimro.ActionDelete {
 		st := wimro.LinkError
-		o.Link = &persistence.LinkUpdate{Status: &st, ErrorMsg: &msg}
+		o.Link = &wimro.LinkUpdate{Status: &st, ErrorMsg: &msg}
 	}
 	return o
 }
@@ -365,11 +370,11 @@ func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 	return b.String()
 }
 
-func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (persistence.Outcome, error) {
+func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (wimro.Outcome, error) {
 	if l == nil {
 		var err error
 		if l, err = r.load(ctx, a); err != nil {
-			return persistence.Outcome{}, err
+			return wimro.Outcome{}, err
 		}
 	}
 	if l.Link == nil {
@@ -377,15 +382,15 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		// create, and the DELETE queued behind has nothing to undo. Counted
 		// done so the instance action completes (OSM never counted it).
 		msg := "superseded: the WAN link was deleted before it was created"
-		return persistence.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
+		return wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
 	}
 	link := *l.Link
 	if link.InstanceID == nil || link.SceNetID == nil {
-		return persistence.Outcome{}, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
+		return wimro.Outcome{}, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
 	}
 	nets := l.Nets
 	if s := netList(nets, brokenNets); s != "" {
-		return persistence.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
+		return wimro.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
 	}
 	if s := netList(nets, pendingNets); s != "" {
 		return r.wait(a, waitingForNets+s), nil
@@ -394,27 +399,33 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if mappings == nil {
 		var err error
 		if mappings, err = r.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{t.WIMID}}); err != nil {
-			return persistence.Outcome{}, err
+			return wimro.Outcome{}, err
 		}
 	}
 	points, err := ConnectionPoints(t.AccountID, nets, l.Datacenters, mappings)
 	if err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
-	if link.Multipoint || len(points) > 2 {
-		return persistence.Outcome{}, permanent("%s", connectors.MultipointNotSupported)
+	req := connectors.Request{Key: link.UUID, Type: connectors.ServiceTypeFor(len(points)), Points: points, QoS: QoSOf(link)}
+	if len(t.Capabilities.Services) > 0 {
+		// What the connector's type declares decides before the
+		// controller is called: an ELAN of a connector that makes none
+		// fails with OSM's multipoint message, naming the type.
+		if err := t.Capabilities.Check(t.Type, req); err != nil {
+			return wimro.Outcome{}, err
+		}
 	}
 	if err := calling(ctx, reached); err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
-	id, connInfo, err := connectors.Create(ctx, t.Connector, link.UUID, connectors.ServiceELINE, points, QoSOf(link))
+	id, connInfo, err := t.Connector.CreateService(ctx, req)
 	if err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	if id == "" || wimro.CleanText(id, 0) != id {
 		// Stored cleaned, the id would name nothing on the controller: the
 		// link would be polled (and later deleted) by a wrong id.
-		return persistence.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
+		return wimro.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
 	}
 	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo)), nil
 }
@@ -433,13 +444,13 @@ func QoSOf(l wimro.WANLink) connectors.QoS {
 
 // created is the outcome of a service made or adopted: the link is BUILD
 // with its service id, and the first status refresh is due soon.
-func (r *Runner) created(id string, connInfo map[string]any) persistence.Outcome {
+func (r *Runner) created(id string, connInfo map[string]any) wimro.Outcome {
 	st := wimro.LinkBuild
 	next := r.now().Add(r.policy.Refresh)
-	return persistence.Outcome{
+	return wimro.Outcome{
 		Status: wimro.ActionBuild, WIMInternalID: &id, Done: 1, RunAfter: &next, ResetAttempts: true,
 		Extra: map[string]any{"conn_info": connInfo},
-		Link:  &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{"conn_info": connInfo}},
+		Link:  &wimro.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{"conn_info": connInfo}},
 	}
 }
 
@@ -449,9 +460,9 @@ func (r *Runner) created(id string, connInfo map[string]any) persistence.Outcome
 // written after Refresh (10 s by default, as OSM's first poll). Any other
 // answer is recorded as a refresh would record it (BUILD and INACTIVE are
 // polled again); no answer (an error, a panic of the connector, the
-// worker stopping) leaves the created outcome as it is, so the service id
+// process stopping) leaves the created outcome as it is, so the service id
 // is recorded whatever happens and the refresh asks again.
-func (r *Runner) firstStatus(ctx context.Context, t Target, linkID string, created persistence.Outcome) (out persistence.Outcome) {
+func (r *Runner) firstStatus(ctx context.Context, t Target, linkID string, created wimro.Outcome) (out wimro.Outcome) {
 	out = created
 	if ctx.Err() != nil {
 		return out
@@ -485,9 +496,9 @@ func (r *Runner) firstStatus(ctx context.Context, t Target, linkID string, creat
 // linkStatusOf is the WAN link update a controller's status answer makes,
 // and whether the answer ends the polling: BUILD and INACTIVE are asked
 // again, any other status is where the link stands.
-func linkStatusOf(st connectors.ServiceStatus) (persistence.LinkUpdate, bool) {
+func linkStatusOf(st connectors.ServiceStatus) (wimro.LinkUpdate, bool) {
 	status := string(st.Status)
-	up := persistence.LinkUpdate{Status: &status, WIMInfo: st.Info}
+	up := wimro.LinkUpdate{Status: &status, WIMInfo: st.Info}
 	if st.Message != "" {
 		up.ErrorMsg = &st.Message
 	} else {
@@ -499,7 +510,7 @@ func linkStatusOf(st connectors.ServiceStatus) (persistence.LinkUpdate, bool) {
 // wait defers a CREATE until its local networks are ready; it gives up
 // after WaitTimeout and at least WaitMin checks (OSM meant to, but its
 // check never fired).
-func (r *Runner) wait(a wimro.Action, reason string) persistence.Outcome {
+func (r *Runner) wait(a wimro.Action, reason string) wimro.Outcome {
 	now := r.now()
 	first := now
 	if s, ok := a.Extra["first_attempted_at"].(string); ok {
@@ -515,7 +526,7 @@ func (r *Runner) wait(a wimro.Action, reason string) persistence.Outcome {
 		return r.fail(a, fmt.Sprintf("Timeout reached. %d attempts in the last %d min. %s", waits, int(now.Sub(first).Minutes()), reason))
 	}
 	next := now.Add(r.policy.Wait)
-	return persistence.Outcome{
+	return wimro.Outcome{
 		Status: wimro.ActionScheduled, ErrorMsg: &reason, RunAfter: &next, ResetAttempts: true,
 		Extra: map[string]any{"first_attempted_at": first.UTC().Format(time.RFC3339Nano), "last_attempted_at": now.UTC().Format(time.RFC3339Nano), "wait_attempts": waits},
 	}
@@ -592,25 +603,25 @@ func matches(cond any, info map[string]any) bool {
 	return true
 }
 
-func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (persistence.Outcome, error) {
+func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (wimro.Outcome, error) {
 	gone := false
 	if l != nil {
 		gone = l.Link == nil
 	} else if _, err := r.db.GetWANLink(ctx, a.ItemID); wimro.ErrorCode(err) == wimro.ENOTFOUND {
 		gone = true
 	} else if err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	if gone {
 		// The instance is gone and a DELETE waits behind this refresh.
-		return persistence.Outcome{Status: wimro.ActionSuperseded}, nil
+		return wimro.Outcome{Status: wimro.ActionSuperseded}, nil
 	}
 	if a.WIMInternalID == nil {
-		return persistence.Outcome{}, permanent("action has no service id to refresh")
+		return wimro.Outcome{}, permanent("action has no service id to refresh")
 	}
 	connInfo, _ := a.Extra["conn_info"].(map[string]any)
 	if err := calling(ctx, reached); err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	st, err := t.Connector.GetServiceStatus(ctx, *a.WIMInternalID, connInfo)
 	if err != nil {
@@ -620,39 +631,39 @@ func (r *Runner) refresh(ctx context.Context, t Target, a wimro.Action, l *Loade
 		msg := err.Error()
 		werr := wimro.LinkWIMError
 		next := r.now().Add(min(r.delay(a.Attempts+1, err), r.policy.Refresh))
-		return persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
-			Link: &persistence.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
+		return wimro.Outcome{Status: wimro.ActionBuild, ErrorMsg: &msg, RunAfter: &next,
+			Link: &wimro.LinkUpdate{Status: &werr, ErrorMsg: &msg}}, nil
 	}
 	up, final := linkStatusOf(st)
 	if !final {
 		next := r.now().Add(r.policy.Refresh)
-		return persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &next, ResetAttempts: true, Link: &up}, nil
+		return wimro.Outcome{Status: wimro.ActionBuild, RunAfter: &next, ResetAttempts: true, Link: &up}, nil
 	}
-	return persistence.Outcome{Status: wimro.ActionDone, Link: &up}, nil
+	return wimro.Outcome{Status: wimro.ActionDone, Link: &up}, nil
 }
 
-func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action, reached *bool) (persistence.Outcome, error) {
+func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action, reached *bool) (wimro.Outcome, error) {
 	id, connInfo, err := r.serviceOf(ctx, a)
 	if err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	if err := calling(ctx, reached); err != nil {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	if id == "" {
 		// No id was recorded: a CREATE may still have made the service
 		// before dying; find it by the key it used.
-		if id, err = lookupByKey(ctx, t.Connector, a.ItemID); err != nil {
-			return persistence.Outcome{}, err
+		if id, err = lookupByKey(ctx, t, a.ItemID); err != nil {
+			return wimro.Outcome{}, err
 		}
 	}
 	deleted := wimro.LinkDeleted
-	o := persistence.Outcome{Status: wimro.ActionDone, Done: 1, Link: &persistence.LinkUpdate{Status: &deleted}}
+	o := wimro.Outcome{Status: wimro.ActionDone, Done: 1, Link: &wimro.LinkUpdate{Status: &deleted}}
 	if id == "" {
 		return o, nil // nothing was ever created
 	}
 	if err := t.Connector.DeleteService(ctx, id, connInfo); err != nil && !connectors.IsNotFound(err) {
-		return persistence.Outcome{}, err
+		return wimro.Outcome{}, err
 	}
 	o.WIMInternalID = &id
 	return o, nil
@@ -687,13 +698,13 @@ func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[str
 	return "", connInfo, nil
 }
 
-func lookupByKey(ctx context.Context, c connectors.Connector, key string) (string, error) {
-	if id := connectors.ServiceIDOf(c, key); id != "" {
+func lookupByKey(ctx context.Context, t Target, key string) (string, error) {
+	if t.Capabilities.ServiceID != nil && key != "" {
 		// The id follows from the key: delete it whether or not the
 		// server could list it (deleting one that is not there is done).
-		return id, nil
+		return t.Capabilities.ServiceID(key), nil
 	}
-	services, err := c.ListServices(ctx)
+	services, err := t.Connector.ListServices(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -45,6 +45,7 @@ type fixtureOpts struct {
 	noExitPort bool   // dcB's network matches no external_connections rule
 	noMapping  bool   // dcB's network leaves by a port the WIM has no mapping for
 	extraDC    bool   // a third datacenter in the VLD (multipoint)
+	bandwidth  string // the VLD's bandwidth (raw JSON); "" asks none
 }
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
@@ -71,6 +72,9 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	for i, dc := range dcs {
 		n := engine.NetworkInput{Name: "net-" + dc, SceNetID: vld, Datacenter: dc, Status: wimro.NetActive,
 			PhysicalNetwork: "physnet1", EncapsulationType: "vlan", EncapsulationID: ptr(100 + i)}
+		if o.bandwidth != "" {
+			n.Bandwidth = engine.QoSValue(o.bandwidth)
+		}
 		if dc == "dcB" {
 			if o.netStatus != "" {
 				n.Status = o.netStatus
@@ -100,7 +104,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	f.runner = actions.NewRunner(&f.db.Store, policy, nil)
-	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Connector: f.conn}
+	// The target declares ELINE only, as a type without multipoint does:
+	// the runner refuses an ELAN from the declaration.
+	f.target = actions.Target{AccountID: acct.UUID, WIMID: acct.WIMID, Type: fake.Type, Connector: f.conn,
+		Capabilities: connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}, QoS: fake.Capabilities.QoS}}
 	return f
 }
 
@@ -110,9 +117,9 @@ func ptr[T any](v T) *T { return &v }
 // CREATE as it stands once that outcome is written: BUILD, with the id.
 func (f *fixture) made(t *testing.T) wimro.Action {
 	t.Helper()
-	id, info, err := f.conn.CreateService(f.ctx, f.link.UUID, connectors.ServiceELINE, []connectors.ConnectionPoint{
+	id, info, err := f.conn.CreateService(f.ctx, connectors.Request{Key: f.link.UUID, Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{
 		{ServiceEndpointID: "ep-dcA", Encapsulation: connectors.EncapDot1Q, VLAN: 100},
-		{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101}})
+		{ServiceEndpointID: "ep-dcB", Encapsulation: connectors.EncapDot1Q, VLAN: 101}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +132,7 @@ func (f *fixture) made(t *testing.T) wimro.Action {
 func (f *fixture) deleted(t *testing.T, serviceID *string) wimro.Action {
 	t.Helper()
 	if serviceID != nil {
-		if err := f.db.UpdateWANLink(f.ctx, f.link.UUID, persistence.LinkUpdate{WIMInternalID: serviceID}); err != nil {
+		if err := f.db.UpdateWANLink(f.ctx, f.link.UUID, wimro.LinkUpdate{WIMInternalID: serviceID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +180,7 @@ func (s *scripted) GetServiceStatus(ctx context.Context, id string, info map[str
 	return s.Connector.GetServiceStatus(ctx, id, info)
 }
 
-func (s *scripted) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (s *scripted) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	if s.panicky {
 		panic("connector bug")
 	}
@@ -183,7 +190,7 @@ func (s *scripted) CreateService(ctx context.Context, key string, t connectors.S
 	if s.createID != "" {
 		return s.createID, nil, nil
 	}
-	id, info, err := s.Connector.CreateService(ctx, key, t, p)
+	id, info, err := s.Connector.CreateService(ctx, req)
 	if s.afterCreate != nil {
 		s.afterCreate()
 	}
@@ -207,11 +214,13 @@ type want struct {
 	// reached, when set: whether the run counts as an attempt.
 	retry   bool
 	reached *bool
+	// qos, when set, is what the controller holds for the one service.
+	qos *connectors.QoS
 }
 
 // TestStateMachine runs every row of the action state machine in
 // actions/doc.go through Runner.Run against a real database and the fake
-// controller, and checks the outcome the worker would write.
+// controller, and checks the outcome the completer would write.
 func TestStateMachine(t *testing.T) {
 	t.Parallel()
 	soon := [2]time.Duration{0, time.Second}
@@ -254,7 +263,24 @@ func TestStateMachine(t *testing.T) {
 		{
 			name: "CREATE: multipoint -> FAILED",
 			opts: fixtureOpts{extraDC: true},
-			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: connectors.MultipointNotSupported, runAfter: soon},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: connectors.MultipointNotSupported + " (the fake connector does not make ELAN services; it makes ELINE)", runAfter: soon},
+		},
+		{
+			// The type's declaration decides, not the connector value
+			// (this fake would carry the bandwidth): a WIM whose type or
+			// settings changed since the instance was written.
+			name: "CREATE: QoS the type does not declare -> FAILED, nothing asked of the controller",
+			opts: fixtureOpts{bandwidth: "100"},
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.QoS = []connectors.QoSField{connectors.QoSLatency}
+				return f.create, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "the fake connector cannot honour bandwidth", runAfter: soon, statusCalls: ptr(0)},
+		},
+		{
+			name: "CREATE: QoS the type declares -> carried to the controller",
+			opts: fixtureOpts{bandwidth: "100"},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, services: 1, qos: &connectors.QoS{BandwidthMbps: 100}},
 		},
 		{
 			name: "CREATE: permanent controller error -> FAILED",
@@ -295,7 +321,7 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "gave up after 3 attempts", runAfter: soon},
 		},
 		{
-			name: "CREATE: interrupted (worker stopping) -> SCHEDULED, due at once",
+			name: "CREATE: interrupted (process stopping) -> SCHEDULED, due at once",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				ctx, cancel := context.WithCancel(f.ctx)
 				cancel()
@@ -348,7 +374,7 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionBuild, done: 1, linkStatus: wimro.LinkBuild, runAfter: [2]time.Duration{policy.Refresh, policy.Refresh + time.Second}, services: 1},
 		},
 		{
-			name: "CREATE: service created as the worker stops -> BUILD with the id, no status call",
+			name: "CREATE: service created as the process stops -> BUILD with the id, no status call",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				ctx, cancel := context.WithCancel(f.ctx)
 				f.target.Connector = &scripted{Connector: f.conn, afterCreate: cancel}
@@ -487,7 +513,7 @@ func TestStateMachine(t *testing.T) {
 			want:    want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 1, retry: true, reached: ptr(true)},
 		},
 		{
-			name: "DELETE: interrupted (worker stopping) -> SCHEDULED, due at once, not an attempt",
+			name: "DELETE: interrupted (process stopping) -> SCHEDULED, due at once, not an attempt",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				a := f.made(t)
 				d := f.deleted(t, a.WIMInternalID)
@@ -563,6 +589,11 @@ func TestStateMachine(t *testing.T) {
 			}
 			if n := f.ctrl.Count(); n != w.services {
 				t.Fatalf("%d services on the controller, want %d", n, w.services)
+			}
+			if w.qos != nil {
+				if q, _ := f.ctrl.QoS(f.ctrl.Services()[0].ID); q != *w.qos {
+					t.Fatalf("the controller holds QoS %+v, want %+v", q, *w.qos)
+				}
 			}
 			if w.done == 1 && a.Action == wimro.ActionCreate && w.services == 1 && (o.WIMInternalID == nil || o.Link.WIMInternalID == nil || *o.WIMInternalID != f.ctrl.Services()[0].ID) {
 				t.Fatalf("created without recording the service id: %v", o.WIMInternalID)

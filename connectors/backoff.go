@@ -8,7 +8,7 @@ import (
 
 // MaxRetryAfter caps a controller's Retry-After hint: a controller asking
 // for more (or a garbled header read as years) still gets its call back
-// within the hour, when the worker retries.
+// within the hour, when the runner retries.
 const MaxRetryAfter = time.Hour
 
 // Backoff returns the delay before retry number attempt (1 for the first

@@ -2,7 +2,8 @@
 // the WAN controllers: the Connector interface every controller plugin
 // implements, the connection points it receives, the error classes it
 // returns, and the Registry that builds a connector for a WIM account from
-// its WIM type.
+// its WIM type and holds what each type declares it can do (Capabilities:
+// service types, QoS fields, edit, listing).
 //
 // One sub-package exists per controller: ietfl2vpn, tapi, onos (types onos
 // and onos_vpls) and dynpac, plus fake and failing for tests and demos
@@ -57,9 +58,8 @@ type ConnectionPoint struct {
 // ServiceType is the kind of connectivity asked for.
 type ServiceType string
 
-// Service types. Only ELINE is produced today (two datacenters per link);
-// ELAN is defined so that multipoint can be added without changing the
-// interface.
+// Service types: a WAN link of two points is an ELINE, of more an ELAN
+// (ServiceTypeFor); a connector declares which it makes (Capabilities).
 const (
 	ServiceELINE ServiceType = "ELINE"
 	ServiceELAN  ServiceType = "ELAN"
@@ -130,8 +130,8 @@ func EndpointName(serviceEndpointID string, vlan int) string {
 
 // Connector talks to one WIM account's controller. Every method takes ctx
 // first and must return promptly, with an error wrapping ctx.Err(), once ctx
-// is done: the worker bounds every call with a deadline and cancels them
-// all when it stops.
+// is done: the runner bounds every call with a deadline and cancels them
+// all when the account stops.
 //
 // Errors should be *Error values so the caller can tell retry from give-up
 // (see Kind); Retryable and KindOf also classify bare context and network
@@ -140,24 +140,31 @@ func EndpointName(serviceEndpointID string, vlan int) string {
 // delay before the next try. One connector serves one account, whose
 // actions on different WAN links run in parallel and alongside the
 // monitoring calls, so implementations must be safe for concurrent use.
+//
+// What a connector can do (service types, QoS fields, edit, listing) is
+// not found out from the value: it is declared with its type
+// (Registry.Register, Capabilities), so that a decorator wrapping a
+// connector can neither hide nor add a capability.
 type Connector interface {
 	// CheckCredentials verifies the URL and credentials of the account.
 	CheckCredentials(ctx context.Context) error
 
-	// CreateService creates (or adopts) the service identified by key, a
-	// stable id derived by the caller from the WAN link (e.g. the link
-	// uuid). Creating twice with the same key MUST NOT make a second
-	// service: it returns the existing one. This is what makes a retried or
-	// re-run CREATE action safe after a crash between the controller's
-	// reply and the database write. When the existing
-	// service's points differ from the request, the connector brings it in
-	// line (create-or-replace) or, if it cannot, returns a Permanent error.
+	// CreateService creates (or adopts) the service identified by
+	// req.Key, a stable id derived by the caller from the WAN link (e.g.
+	// the link uuid). Creating twice with the same key MUST NOT make a
+	// second service: it returns the existing one. This is what makes a
+	// retried or re-run CREATE action safe after a crash between the
+	// controller's reply and the database write. When the existing
+	// service's points or QoS differ from the request, the connector
+	// brings it in line (create-or-replace) or, if it cannot, returns a
+	// Permanent error.
 	//
-	// Invalid input (see ValidatePoints) is refused with a Permanent error
-	// before anything is sent to the controller. connInfo is stored with the
-	// link and handed back to the other methods; it must be
+	// Invalid input (see ValidatePoints), a service type or a QoS field
+	// the connector does not declare, is refused with a Permanent error
+	// before anything is sent to the controller. connInfo is stored with
+	// the link and handed back to the other methods; it must be
 	// JSON-serialisable and may be nil.
-	CreateService(ctx context.Context, key string, t ServiceType, points []ConnectionPoint) (id string, connInfo map[string]any, err error)
+	CreateService(ctx context.Context, req Request) (id string, connInfo map[string]any, err error)
 
 	// GetServiceStatus reports the service's status. A service the
 	// controller does not know gives an error for which IsNotFound is true.
@@ -165,7 +172,7 @@ type Connector interface {
 
 	// EditService replaces the service's connection points. It returns the
 	// new connInfo, or nil when connInfo does not change. A connector that
-	// cannot edit returns a Permanent error.
+	// does not declare Capabilities.Edit returns a Permanent error.
 	EditService(ctx context.Context, id string, connInfo map[string]any, points []ConnectionPoint) (newConnInfo map[string]any, err error)
 
 	// DeleteService deletes the service; deleting a service that is already
@@ -173,7 +180,9 @@ type Connector interface {
 	DeleteService(ctx context.Context, id string, connInfo map[string]any) error
 
 	// ListServices lists the services on the controller that this connector
-	// manages (for controllers shared with other tools: only wimro's).
+	// manages (for controllers shared with other tools: only wimro's). A
+	// connector that cannot see them all (no list route on the controller)
+	// does not declare Capabilities.List, and drift reconcile refuses it.
 	ListServices(ctx context.Context) ([]Service, error)
 
 	// ClearAll deletes every service ListServices would list. It is a
@@ -192,36 +201,10 @@ type MappingChecker interface {
 	CheckMapping(endpointID string, info map[string]any) error
 }
 
-// PartialLister is implemented by connectors whose ListServices cannot see
-// everything on the controller that is wimro's (DynPaC has no list route:
-// its connector lists only what this process created). Drift reconcile
-// refuses them, with the reason PartialListing gives: from a partial list,
-// every link would look missing and no orphan could be found.
-type PartialLister interface {
-	PartialListing() string
-}
-
-// KeyedIDs is implemented by connectors whose service id follows from the
-// key alone (ietfl2vpn: "wimro-<key>"). A DELETE whose CREATE died before
-// recording the id deletes that id rather than look it up by listing,
-// which finds nothing on a server that cannot list (TeraFlowSDN).
-type KeyedIDs interface {
-	// ServiceIDOf returns the id of key's service, "" when it cannot tell.
-	ServiceIDOf(key string) string
-}
-
-// ServiceIDOf returns c's KeyedIDs answer for key, "" when c is not one.
-// Wrappers of a connector forward with it.
-func ServiceIDOf(c Connector, key string) string {
-	if k, ok := c.(KeyedIDs); ok {
-		return k.ServiceIDOf(key)
-	}
-	return ""
-}
-
 // MultipointNotSupported is the message of the error for an ELINE with more
-// than two points. It is OSM's text; wimro fails the
-// action with it where OSM retried forever.
+// than two points, and for an ELAN asked of a connector that makes none
+// (Capabilities.Check). It is OSM's text; wimro fails the action with it
+// where OSM retried forever.
 const MultipointNotSupported = "Multipoint connectivity is not supported yet."
 
 // ValidatePoints checks the rules every connector shares, so each connector

@@ -218,12 +218,12 @@ func TestRegistry(t *testing.T) {
 	t.Parallel()
 	plain := errors.New("missing dialect")
 	r := connectors.NewRegistry()
-	r.Register("ok", func(connectors.Config) (connectors.Connector, error) { return stub{}, nil })
-	r.Register("plain-error", func(connectors.Config) (connectors.Connector, error) { return nil, plain })
+	r.Register("ok", func(connectors.Config) (connectors.Connector, error) { return stub{}, nil }, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
+	r.Register("plain-error", func(connectors.Config) (connectors.Connector, error) { return nil, plain }, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 	r.Register("classified", func(connectors.Config) (connectors.Connector, error) {
 		return nil, connectors.Errorf(connectors.KindRetryable, "no route")
-	})
-	r.Register("nil", func(connectors.Config) (connectors.Connector, error) { return nil, nil })
+	}, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
+	r.Register("nil", func(connectors.Config) (connectors.Connector, error) { return nil, nil }, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 
 	if got, want := r.Types(), []string{"classified", "nil", "ok", "plain-error"}; !slices.Equal(got, want) {
 		t.Errorf("Types = %v, want %v", got, want)
@@ -279,13 +279,13 @@ func TestRegisterPanics(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := connectors.NewRegistry()
-			r.Register("dup", f)
+			r.Register("dup", f, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 			defer func() {
 				if recover() == nil {
 					t.Errorf("Register(%q) did not panic", tt.typ)
 				}
 			}()
-			r.Register(tt.typ, tt.f)
+			r.Register(tt.typ, tt.f, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 		})
 	}
 }
@@ -298,7 +298,7 @@ func TestRegistryConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			r.Register(fmt.Sprintf("t%d", i), f)
+			r.Register(fmt.Sprintf("t%d", i), f, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 			_, _ = r.New(connectors.Config{Type: "t0"})
 			_ = r.Types()
 		})

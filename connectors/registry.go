@@ -219,8 +219,8 @@ func (c Config) BoolSetting(key string, def bool) (bool, error) {
 }
 
 // Factory builds a connector for one WIM account. It should not contact the
-// controller (the claimer builds the connectors of the accounts it claims
-// for and must not block on a controller that is down); it validates cfg and returns a Permanent
+// controller (the supervisor builds the connectors of the accounts it
+// owns and must not block on a controller that is down); it validates cfg and returns a Permanent
 // error for a configuration that cannot work.
 type Factory func(cfg Config) (Connector, error)
 
@@ -231,8 +231,7 @@ type Factory func(cfg Config) (Connector, error)
 type Registry struct {
 	mu        sync.RWMutex
 	factories map[string]Factory
-	qos       map[string][]QoSField
-	qosRules  map[string]func(cfg Config) []QoSField
+	caps      map[string]Capabilities
 	addresses *AddressPolicy
 }
 
@@ -255,18 +254,21 @@ func (r *Registry) AddressPolicy() *AddressPolicy {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory), qos: make(map[string][]QoSField), qosRules: make(map[string]func(Config) []QoSField)}
+	return &Registry{factories: make(map[string]Factory), caps: make(map[string]Capabilities)}
 }
 
-// Register adds the factory for wimType, with the QoS fields its
-// connectors honour (none when omitted; a connector that honours any
-// implements QoSCreator). Declaring them here lets the engine refuse an
-// instance asking for QoS the WIM cannot give when it is written, without
-// building a connector (no credentials at hand then). Registering a type
-// twice, an empty type or a nil factory is a programming error and panics.
-func (r *Registry) Register(wimType string, f Factory, honours ...QoSField) {
+// Register adds the factory for wimType with what its connectors can do.
+// Declaring it here lets the engine and the runner choose and validate
+// from it without building a connector (no credentials at hand when an
+// instance is written). Registering a type twice, an empty type, a nil
+// factory or capabilities with no service type is a programming error
+// and panics.
+func (r *Registry) Register(wimType string, f Factory, caps Capabilities) {
 	if wimType == "" || f == nil {
 		panic("connectors: Register needs a WIM type and a factory")
+	}
+	if len(caps.Services) == 0 {
+		panic(fmt.Sprintf("connectors: WIM type %q registered without a service type", wimType))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -274,50 +276,23 @@ func (r *Registry) Register(wimType string, f Factory, honours ...QoSField) {
 		panic(fmt.Sprintf("connectors: WIM type %q registered twice", wimType))
 	}
 	r.factories[wimType] = f
-	r.qos[wimType] = slices.Clone(honours)
+	caps.Services, caps.QoS = slices.Clone(caps.Services), slices.Clone(caps.QoS)
+	r.caps[wimType] = caps
 }
 
-// HonouredQoS returns the names of the QoS fields the connector of
-// wimType honours (nil for none, or for a type not registered): what the
-// engine checks an instance's QoS against (engine.QoSSupport).
-func (r *Registry) HonouredQoS(wimType string) []string {
+// Capabilities returns what the connector of cfg.Type can do for cfg:
+// the type's declaration narrowed by cfg's settings (Capabilities.For).
+// A type not registered can do nothing (no service type). The engine
+// passes a Config with Type and WIMConfig only, when an instance is
+// written; the runner the full Config its connector was built with.
+func (r *Registry) Capabilities(cfg Config) Capabilities {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []string
-	for _, f := range r.qos[wimType] {
-		out = append(out, string(f))
-	}
-	return out
-}
-
-// SetQoSRule makes the QoS fields wimType honours depend on the WIM's
-// settings (a dialect without the field): rule gets a Config with Type and
-// WIMConfig only (no account, no credentials, at write time) and returns
-// the fields honoured; HonouredQoSOf asks it. The fields given to Register
-// stay what the type honours at most.
-func (r *Registry) SetQoSRule(wimType string, rule func(cfg Config) []QoSField) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.qosRules[wimType] = rule
-}
-
-// HonouredQoSOf is HonouredQoS for one WIM: its type's fields, narrowed
-// by the type's rule (SetQoSRule) on the WIM's config.
-func (r *Registry) HonouredQoSOf(wimType string, wimConfig map[string]any) []string {
-	r.mu.RLock()
-	rule := r.qosRules[wimType]
+	c, ok := r.caps[cfg.Type]
 	r.mu.RUnlock()
-	all := r.HonouredQoS(wimType)
-	if rule == nil {
-		return all
+	if !ok {
+		return Capabilities{}
 	}
-	var out []string
-	for _, f := range rule(Config{Type: wimType, WIMConfig: wimConfig}) {
-		if slices.Contains(all, string(f)) {
-			out = append(out, string(f))
-		}
-	}
-	return out
+	return c.For(cfg)
 }
 
 // New builds the connector for cfg.Type. An unknown type is a Permanent

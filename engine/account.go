@@ -134,8 +134,8 @@ func (e *Engine) seal(p *Secret) ([]byte, error) {
 	return b, nil
 }
 
-// AccountPassword returns the clear-text password of an account, for the
-// worker that builds its connector. It is never part of an API answer.
+// AccountPassword returns the clear-text password of an account, for
+// whoever builds its connector. It is never part of an API answer.
 func (e *Engine) AccountPassword(a wimro.WIMAccount) (string, error) {
 	if len(a.Password) == 0 {
 		return "", nil

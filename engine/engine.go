@@ -40,8 +40,8 @@ type Engine struct {
 	// checkCredentials runs the credentials check after an account is
 	// written.
 	checkCredentials bool
-	// qosSupport tells the QoS keys a WIM type's connector honours.
-	qosSupport              QoSSupport
+	// capabilities tells what a WIM's connector declares it can do.
+	capabilities            CapabilitiesOf
 	checkWait, checkTimeout time.Duration
 	checks                  sync.WaitGroup // checks running in the background
 	checkCtx                context.Context

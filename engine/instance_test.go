@@ -391,7 +391,7 @@ func TestInstanceActionReadIsOneState(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		// The worker's side: one outcome per statement, each counting its
+		// The completer's side: one outcome per statement, each counting its
 		// task DONE in the same statement.
 		for i := 0; ; i++ {
 			res, err := b.db.ClaimDue(b.ctx, persistence.ClaimRequest{Owner: "P", Claim: fmt.Sprintf("P#%d", i), TTL: time.Minute, Parallel: 1, Limit: 1})
@@ -400,7 +400,11 @@ func TestInstanceActionReadIsOneState(t *testing.T) {
 				return
 			}
 			c := res.Claimed[0]
-			if err := b.db.FinishAction(b.ctx, lease[0], c.Action, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
+			errs, err := b.db.FinishActions(b.ctx, []persistence.Finished{{Action: c.Action, Lease: lease[0], Outcome: wimro.Outcome{Status: wimro.ActionDone, Done: 1}}})
+			if err == nil {
+				err = errs[0]
+			}
+			if err != nil {
 				done <- err
 				return
 			}

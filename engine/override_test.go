@@ -15,6 +15,7 @@ import (
 	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/secret"
 	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/persistence"
 )
 
 // overrideBundle is a tenant t0 with its account on a fake WIM of its
@@ -98,7 +99,7 @@ func (o *overrideBundle) wantEvent(t *testing.T, action, want string) {
 	})
 }
 
-// made plays the worker that made a link's service on the controller:
+// made plays the process that made a link's service on the controller:
 // the service exists there under the link's key, the CREATE is DONE and
 // the link ACTIVE with the service's id.
 func (o *overrideBundle) made(t *testing.T, link string) string {
@@ -112,7 +113,7 @@ func (o *overrideBundle) made(t *testing.T, link string) string {
 		points = append(points, connectors.ConnectionPoint{ServiceEndpointID: "ep-" + dc, Encapsulation: connectors.EncapDot1Q, VLAN: 301,
 			MappingInfo: map[string]any{"mapping_type": "dpid-port"}})
 	}
-	id, _, err := c.CreateService(o.ctx, link, connectors.ServiceELINE, points)
+	id, _, err := c.CreateService(o.ctx, connectors.Request{Key: link, Type: connectors.ServiceELINE, Points: points})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +178,9 @@ func TestCancelActions(t *testing.T) {
 			if err != nil || len(lease) != 1 {
 				t.Fatalf("lease: %v, %v", lease, err)
 			}
-			claimed, err := o.db.ClaimActions(o.ctx, lease[0], "wimd-1#1", time.Minute, 10, nil)
-			if err != nil || len(claimed) == 0 {
-				t.Fatalf("claim: %v, %v", claimed, err)
+			res, err := o.db.ClaimDue(o.ctx, persistence.ClaimRequest{Owner: "wimd-1", Claim: "wimd-1#1", TTL: time.Minute, Parallel: 10, Limit: 10})
+			if err != nil || len(res.Claimed) == 0 {
+				t.Fatalf("claim: %v, %v", res.Claimed, err)
 			}
 			if _, err := o.db.ReleaseClaims(o.ctx, "wimd-1"); err != nil {
 				t.Fatal(err)

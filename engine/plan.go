@@ -164,9 +164,12 @@ func sameChoice(a, b WIMChoice) bool {
 // planLinks chooses the WIM and account of every WAN link, and refuses a
 // link whose QoS (from qos, the networks' own) the chosen WIM cannot
 // honour (checkQoS): in the create request, not in a CREATE action that
-// could only fail.
+// could only fail. An automatic choice for a link across more than two
+// datacenters (an ELAN) takes the oldest WIM whose type makes ELANs
+// (elan); when none does, it chooses as for any link, and the CREATE
+// fails naming the type, as before multipoint links could be made.
 func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, groups []group, nets []wimro.InstanceNet,
-	qos []netQoS, checkQoS func(wimro.WIM, linkQoS) error) ([]PlannedLink, error) {
+	qos []netQoS, checkQoS func(wimro.WIM, linkQoS) error, elan func(wimro.WIM) bool) ([]PlannedLink, error) {
 	plans := make([]PlannedLink, 0, len(groups))
 	cache := map[string]wimro.WIM{}
 	for _, g := range groups {
@@ -188,7 +191,19 @@ func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, g
 			acct wimro.WIMAccount
 		)
 		if g.choice.auto() {
-			w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, func(w wimro.WIM) error { return checkQoS(w, q) })
+			can := func(w wimro.WIM) error { return checkQoS(w, q) }
+			err = errNoELAN
+			if len(dcIDs) > 2 {
+				w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, func(w wimro.WIM) error {
+					if !elan(w) {
+						return errNoELAN
+					}
+					return can(w)
+				})
+			}
+			if err != nil {
+				w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, can)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -389,7 +404,7 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 	if err != nil {
 		return inst, nil, nil, nil, err
 	}
-	plans, err = planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS)
+	plans, err = planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS, e.makesELAN)
 	return inst, nets, plans, needs, err
 }
 

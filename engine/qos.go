@@ -3,12 +3,13 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
 )
 
 // The QoS keys of a network and their bounds. The bounds keep hostile
@@ -121,34 +122,58 @@ func groupQoS(g group, qos []netQoS) (linkQoS, error) {
 	return out, nil
 }
 
-// QoSSupport returns the QoS keys (QoSBandwidth, QoSLatency) that the
-// connector of a WIM honours, by its type and its config. wimd builds it
-// from its connector registry, where each type declares them when it is
-// registered (narrowed by the WIM's settings where a type says so), so the
-// check needs no connector and no credentials.
-type QoSSupport func(wimType string, wimConfig map[string]any) []string
+// CapabilitiesOf returns what the connector of a WIM can do, from
+// cfg's Type and WIMConfig (no account, no credentials: an instance is
+// checked when it is written). wimd passes its connector registry's
+// Capabilities, where each type declares them when it is registered,
+// narrowed by the WIM's settings where a type says so.
+type CapabilitiesOf func(cfg connectors.Config) connectors.Capabilities
 
-// SetQoSSupport installs q; nil (the default) lets every type take any
-// QoS. Call it before serving requests.
-func (e *Engine) SetQoSSupport(q QoSSupport) { e.qosSupport = q }
+// SetCapabilities installs c; nil (the default) lets every WIM take any
+// QoS and be reconciled. Call it before serving requests.
+func (e *Engine) SetCapabilities(c CapabilitiesOf) { e.capabilities = c }
+
+// capabilitiesOf is what w's connector declares; ok is false when no
+// declaration is installed.
+func (e *Engine) capabilitiesOf(w wimro.WIM) (connectors.Capabilities, bool) {
+	if e.capabilities == nil {
+		return connectors.Capabilities{}, false
+	}
+	return e.capabilities(connectors.Config{Type: w.Type, WIMConfig: w.Config}), true
+}
+
+// errNoELAN passes over a WIM whose type makes no ELAN, in the choice of
+// a WIM for a multipoint link.
+var errNoELAN = errors.New("the WIM's connector makes no ELAN")
+
+// makesELAN reports whether w's connector declares ELAN; without a
+// declaration installed, every WIM may.
+func (e *Engine) makesELAN(w wimro.WIM) bool {
+	caps, ok := e.capabilitiesOf(w)
+	return !ok || caps.Makes(connectors.ServiceELAN)
+}
 
 // checkQoS refuses a link whose WIM cannot honour a QoS key it asks,
 // naming the network field that asked it.
 func (e *Engine) checkQoS(w wimro.WIM, q linkQoS) error {
-	if e.qosSupport == nil {
+	caps, ok := e.capabilitiesOf(w)
+	if !ok {
 		return nil
 	}
-	supported := e.qosSupport(w.Type, w.Config)
 	for _, k := range []struct {
 		key, field string
 		v          int
 	}{{QoSBandwidth, q.bandwidthField, q.bandwidth}, {QoSLatency, q.latencyField, q.latency}} {
-		if k.v == 0 || slices.Contains(supported, k.key) {
+		if k.v == 0 || caps.Honours(connectors.QoSField(k.key)) {
 			continue
 		}
 		list := "none"
-		if len(supported) > 0 {
-			list = strings.Join(supported, ", ")
+		if len(caps.QoS) > 0 {
+			names := make([]string, len(caps.QoS))
+			for i, f := range caps.QoS {
+				names[i] = string(f)
+			}
+			list = strings.Join(names, ", ")
 		}
 		return wimro.FieldErrorf(k.field, "%s: the WIM %s (type %s) cannot honour %s; supported: %s", k.field, w.Name, w.Type, k.key, list)
 	}

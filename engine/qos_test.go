@@ -191,3 +191,38 @@ func TestInstanceQoSChoosesAWIMThatHonoursIt(t *testing.T) {
 		})
 	}
 }
+
+// Automatic choice for a link across three datacenters (an ELAN) takes
+// the oldest common WIM whose type declares ELAN (dynpac makes ELINEs
+// only); when none does, the oldest, as for any link: its CREATE then
+// fails naming the type.
+func TestMultipointChoosesAWIMThatMakesELAN(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := b.Tenant(t, "t")
+	for _, dc := range []string{"dcA", "dcB", "dcC"} {
+		b.Datacenter(t, dc, tn)
+	}
+	for i, typ := range []string{"dynpac", "fake"} { // oldest first
+		b.WIMOf(t, engine.WIMInput{Name: ptr("w-" + typ), Type: ptr(typ)},
+			testfactory.Mapping("dcA", 1+3*i), testfactory.Mapping("dcB", 2+3*i), testfactory.Mapping("dcC", 3+3*i))
+		b.Account(t, "t", "w-"+typ, engine.AccountInput{})
+	}
+	cases := []struct {
+		name string
+		dcs  []string
+		want string
+	}{
+		{"two datacenters: the oldest", []string{"dcA", "dcB"}, "w-dynpac"},
+		{"three datacenters: the oldest that makes an ELAN", []string{"dcA", "dcB", "dcC"}, "w-fake"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			nets := testfactory.Nets("", []string{uuid.NewString()}, c.dcs...)
+			plan, err := b.eng.PlanInstance(b.ctx, "t", engine.InstanceInput{Name: "ns", Networks: nets})
+			if err != nil || len(plan) != 1 || plan[0].WIMName != c.want {
+				t.Fatalf("plan = %+v, %v; want one link on %s", plan, err, c.want)
+			}
+		})
+	}
+}

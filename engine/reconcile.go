@@ -315,9 +315,9 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, conn.Err)
 	}
 	c, mappings := conn.Connector, conn.Mappings
-	if conn.PartialListing != "" {
+	if !conn.Capabilities.List {
 		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
-			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: %s", ad.AccountName, w.Type, conn.PartialListing)}
+			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: its connector does not declare that it lists every service of wimro's on the controller, and from a partial list every link would look missing and no orphan could be found", ad.AccountName, w.Type)}
 	}
 	// The database first, the controller second: a service listed is then
 	// either in the snapshot or made after it, and only the latter (a link
@@ -537,7 +537,7 @@ func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (m
 			for i, l := range group {
 				acct := accountID
 				acts[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
-				if err := s.UpdateWANLink(ctx, l.UUID, persistence.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
+				if err := s.UpdateWANLink(ctx, l.UUID, wimro.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
 					return err
 				}
 				queued[l.UUID] = ia.UUID

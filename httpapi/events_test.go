@@ -15,7 +15,6 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/httpapi"
 	"github.com/wimro/wimro/internal/openapitest"
-	"github.com/wimro/wimro/persistence"
 )
 
 func eventsPath(ids map[string]string) string {
@@ -279,14 +278,8 @@ func TestEventStreamSendsRetries(t *testing.T) {
 	refused := "dynpac create: Post \"http://10.0.0.1:8080/service/create\": dial tcp 10.0.0.1:8080: connect: connection refused"
 	next := []time.Time{time.Now().Add(-time.Second), time.Now().Add(time.Hour)}
 	for i, at := range next {
-		claimed, err := b.db.ClaimActions(ctx, leases[0], fmt.Sprint("c", i), time.Minute, 10, nil)
-		if err != nil || len(claimed) != 1 {
-			t.Fatalf("claim %d: %v, %v", i, claimed, err)
-		}
-		if err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &refused,
-			RunAfter: &at, Reached: true, Retry: true}); err != nil {
-			t.Fatal(err)
-		}
+		claimAndFinish(t, b, leases[0], fmt.Sprint("c", i), wimro.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &refused,
+			RunAfter: &at, Reached: true, Retry: true})
 	}
 
 	// The action never settles: the stream is cut after 10 s at most.

@@ -168,7 +168,7 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels ...
 }
 
 // finishTask writes the outcome of the fixture's only task: DONE, its
-// link ACTIVE, as the account's worker would.
+// link ACTIVE, as the process owning the account would.
 func finishTask(t *testing.T, b *bundle) {
 	t.Helper()
 	ctx := t.Context()
@@ -176,13 +176,25 @@ func finishTask(t *testing.T, b *bundle) {
 	if err != nil || len(leases) != 1 {
 		t.Fatalf("lease: %v, %v", leases, err)
 	}
-	claimed, err := b.db.ClaimActions(ctx, leases[0], "c", time.Minute, 10, nil)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
 	active := wimro.LinkActive
-	if err := b.db.FinishAction(ctx, leases[0], claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1,
-		Link: &persistence.LinkUpdate{Status: &active}}); err != nil {
+	claimAndFinish(t, b, leases[0], "c", wimro.Outcome{Status: wimro.ActionDone, Done: 1, Link: &wimro.LinkUpdate{Status: &active}})
+}
+
+// claimAndFinish claims the one due action of lease's account under
+// claim tag and writes outcome o for it, as a process holding the lease
+// would.
+func claimAndFinish(t *testing.T, b *bundle, lease persistence.Lease, tag string, o wimro.Outcome) {
+	t.Helper()
+	ctx := t.Context()
+	res, err := b.db.ClaimDue(ctx, persistence.ClaimRequest{Owner: lease.Owner, Claim: persistence.ClaimName(lease.Owner, tag), TTL: time.Minute, Parallel: 10, Limit: 10})
+	if err != nil || len(res.Claimed) != 1 {
+		t.Fatalf("claim: %v, %v", res.Claimed, err)
+	}
+	errs, err := b.db.FinishActions(ctx, []persistence.Finished{{Action: res.Claimed[0].Action, Outcome: o, Lease: lease}})
+	if err == nil {
+		err = errs[0]
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -94,8 +94,8 @@ func TestEventsFollowTheChanges(t *testing.T) {
 	// link1: the service is made (task BUILD, link stays BUILD: one event);
 	// link2 fails (task FAILED, link ERROR: one event with the message).
 	errs, err := b.db.FinishActions(b.ctx, []persistence.Finished{
-		{Action: create1, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later, Done: 1, Link: &persistence.LinkUpdate{Status: &build}}},
-		{Action: create2, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg, Failed: 1, Link: &persistence.LinkUpdate{Status: &failed, ErrorMsg: &msg}}},
+		{Action: create1, Lease: la, Outcome: wimro.Outcome{Status: wimro.ActionBuild, RunAfter: &later, Done: 1, Link: &wimro.LinkUpdate{Status: &build}}},
+		{Action: create2, Lease: la, Outcome: wimro.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg, Failed: 1, Link: &wimro.LinkUpdate{Status: &failed, ErrorMsg: &msg}}},
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil {
 		t.Fatalf("finish = %v %v", err, errs)
@@ -127,7 +127,7 @@ func TestEventsFollowTheChanges(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].ItemID != link1 {
 			t.Fatalf("claim the refresh = %+v, %v", got, err)
 		}
-		if err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: status, RunAfter: &later, Link: &persistence.LinkUpdate{Status: link}}); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, got[0], wimro.Outcome{Status: status, RunAfter: &later, Link: &wimro.LinkUpdate{Status: link}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestEventsSettle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range got {
-			if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, RunAfter: &later, Done: 1}); err != nil {
+			if err := b.db.FinishAction(b.ctx, la, a, wimro.Outcome{Status: wimro.ActionDone, RunAfter: &later, Done: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -249,7 +249,7 @@ func TestEventsAreNotHeldBackByAnUnrelatedOpenTransaction(t *testing.T) {
 	active := wimro.LinkActive
 	for _, a := range got {
 		if a.ItemID == link1 {
-			if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionDone, Done: 1, Link: &persistence.LinkUpdate{Status: &active}}); err != nil {
+			if err := b.db.FinishAction(b.ctx, la, a, wimro.Outcome{Status: wimro.ActionDone, Done: 1, Link: &wimro.LinkUpdate{Status: &active}}); err != nil {
 				t.Fatal(err)
 			}
 		}

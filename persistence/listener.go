@@ -219,10 +219,3 @@ func (l *Listener) each(f func(*Subscription)) {
 		}
 	}
 }
-
-// NotifyAccountList says that the set of accounts changed; sent inside the
-// writing transaction, it is delivered only if the change commits.
-func (s *Store) NotifyAccountList(ctx context.Context) error {
-	_, err := s.exec(ctx, "notify", `SELECT pg_notify($1, '')`, ChannelAccountList)
-	return err
-}

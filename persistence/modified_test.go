@@ -75,9 +75,9 @@ func TestEveryWriterMovesModifiedAt(t *testing.T) {
 			}
 			for _, a := range got {
 				// the CREATE of link2 waits for its networks; link1's is built
-				o := persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}
+				o := wimro.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}
 				if a.ItemID == link1 {
-					o = persistence.Outcome{Status: wimro.ActionBuild, Done: 1, RunAfter: &later, Link: &persistence.LinkUpdate{Status: ptr(wimro.NetBuild)}}
+					o = wimro.Outcome{Status: wimro.ActionBuild, Done: 1, RunAfter: &later, Link: &wimro.LinkUpdate{Status: ptr(wimro.NetBuild)}}
 				}
 				if err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
 					t.Fatal(err)
@@ -90,7 +90,7 @@ func TestEveryWriterMovesModifiedAt(t *testing.T) {
 			}
 		}, []int{2}, nil},
 		{"UpdateWANLink", func(t *testing.T) {
-			if err := b.db.UpdateWANLink(b.ctx, link2, persistence.LinkUpdate{Status: ptr(wimro.NetActive)}); err != nil {
+			if err := b.db.UpdateWANLink(b.ctx, link2, wimro.LinkUpdate{Status: ptr(wimro.NetActive)}); err != nil {
 				t.Fatal(err)
 			}
 		}, nil, []string{link2}},

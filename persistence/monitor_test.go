@@ -36,9 +36,9 @@ func activeLink(t *testing.T, b *bundle) (acct, link string, ia wimro.InstanceAc
 		t.Fatalf("claim = %+v, %v", got, err)
 	}
 	svc, active := "svc-1", wimro.LinkActive
-	if err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &svc, Done: 1,
+	if err := b.db.FinishAction(b.ctx, la, got[0], wimro.Outcome{Status: wimro.ActionDone, WIMInternalID: &svc, Done: 1,
 		Extra: map[string]any{"conn_info": map[string]any{"vpn": "v1"}},
-		Link:  &persistence.LinkUpdate{Status: &active, WIMInternalID: &svc}}); err != nil {
+		Link:  &wimro.LinkUpdate{Status: &active, WIMInternalID: &svc}}); err != nil {
 		t.Fatal(err)
 	}
 	return a.UUID, link, ia, la

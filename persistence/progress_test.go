@@ -23,7 +23,7 @@ func TestOutcomeBatchesDoNotQueueOnTheCounters(t *testing.T) {
 		t.Fatalf("claim = %d, %v", len(got), err)
 	}
 	built := func(a wimro.Action) []persistence.Finished {
-		return []persistence.Finished{{Action: a, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1}}}
+		return []persistence.Finished{{Action: a, Lease: la, Outcome: wimro.Outcome{Status: wimro.ActionBuild, Done: 1}}}
 	}
 	second := make(chan error, 1)
 	err = b.db.Tx(b.ctx, func(s *persistence.Store) error {

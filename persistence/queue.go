@@ -12,46 +12,6 @@ import (
 	"github.com/wimro/wimro"
 )
 
-// ClaimActions claims up to limit due actions of the lease's account under
-// claim, in one statement over the claim index, and only while lease is
-// held as given (same owner and epoch, not expired): a process that lost
-// the account claims nothing. claim is written to claimed_by and fences
-// every later write: the caller makes it unique per claim (ClaimName), so
-// a stale outcome of an earlier claim of the same process can never pass
-// for a newer one. The actions of one WAN link run strictly in order: an
-// action is claimable only when no earlier action of its link is
-// unfinished, no action of its link is claimed, and its link is not in
-// busyLinks (links the caller is already working on). SKIP LOCKED lets
-// several claimers race without waiting on each other; the claim records a
-// lease. It does not count an attempt: the outcome does, when its run
-// reached the controller (Outcome.Reached).
-func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl time.Duration, limit int, busyLinks []string) ([]wimro.Action, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	return getAll[wimro.Action](ctx, s, "vim_wim_actions", `
-		WITH due AS (
-			SELECT a.instance_action_id, a.task_index, a.item_id
-			FROM vim_wim_actions a
-			WHERE a.wim_account_id = $1
-			  AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL AND a.run_after <= now()
-			  AND a.item_id <> ALL($5::uuid[])
-			  AND `+linkHead+`
-			  AND EXISTS (
-				SELECT 1 FROM wim_account_leases l
-				WHERE l.account_id = $1 AND l.owner = $6 AND l.epoch = $7 AND l.expires_at > now())
-			ORDER BY a.run_after, a.seq
-			LIMIT $4
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE vim_wim_actions AS a
-		SET claimed_by = $2, claim_expires_at = now() + $3::interval, unsettled_runs = a.unsettled_runs + 1, modified_at = now()
-		FROM due o
-		WHERE a.instance_action_id = o.instance_action_id AND a.task_index = o.task_index
-		RETURNING `+actionCols,
-		lease.AccountID, claim, ttl, limit, nonNil(busyLinks), lease.Owner, lease.Epoch)
-}
-
 // ClaimName returns the claimed_by value of a claim of owner, tagged with
 // what makes it unique: "<owner>#<tag>". ReleaseClaims(owner) finds every
 // claim named so.
@@ -92,46 +52,8 @@ func claimArrays(keys []ClaimKey) ([]string, []int32, []string) {
 	return ids, idx, by
 }
 
-// Outcome is what running one action produced. It is written in one
-// transaction with the WAN link and the instance action's counters.
-type Outcome struct {
-	Status        string // the action's new status
-	ErrorMsg      *string
-	WIMInternalID *string
-	Extra         map[string]any
-	// RunAfter, when set, keeps the action queued until then (a retry, a
-	// wait for local networks, or the next status refresh).
-	RunAfter *time.Time
-	// ResetAttempts clears the attempt counter (a refresh is not a retry).
-	ResetAttempts bool
-	// Reached says the run called the controller: the attempt counter
-	// grows by one with the outcome (unless ResetAttempts). A run stopped
-	// before that, or an outcome refused (ErrClaimLost), counts nothing,
-	// so attempts is the number of runs that reached the controller.
-	Reached bool
-	// Retry marks the outcome of a failed attempt that will run again at
-	// RunAfter: it writes a retry event (attempt, ErrorMsg, RunAfter) in
-	// the same statement, though the status does not change.
-	Retry bool
-	// Done and Failed are added to the instance action's counters.
-	Done, Failed int
-	// Link, when set, updates the WAN link (a missing link is ignored: the
-	// instance may be gone).
-	Link *LinkUpdate
-}
-
-// LinkUpdate names the WAN link columns to change; nil fields are kept and
-// WIMInfo is merged into the stored object.
-type LinkUpdate struct {
-	Status        *string
-	ErrorMsg      *string
-	ClearError    bool
-	WIMInternalID *string
-	WIMInfo       map[string]any
-}
-
 // ErrClaimLost means the action is no longer claimed by this owner: its
-// lease expired and another worker may have taken it. The outcome is
+// lease expired and another process may have taken it. The outcome is
 // dropped; the action's code is safe to run again.
 var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action, or its account's lease, was lost")
 
@@ -139,17 +61,8 @@ var ErrClaimLost = wimro.Errorf(wimro.ECONFLICT, "the claim on this action, or i
 // the account lease it was claimed under.
 type Finished struct {
 	Action  wimro.Action
-	Outcome Outcome
+	Outcome wimro.Outcome
 	Lease   Lease
-}
-
-// FinishAction writes one outcome; see FinishActions.
-func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o Outcome) error {
-	errs, err := s.FinishActions(ctx, []Finished{{Action: a, Outcome: o, Lease: l}})
-	if err != nil {
-		return err
-	}
-	return errs[0]
 }
 
 // leaseHeld holds for an action a of the batch o while its account's
@@ -304,7 +217,7 @@ func (s *Store) FinishActions(ctx context.Context, items []Finished) ([]error, e
 		}
 		u := o.Link
 		if u == nil {
-			u = &LinkUpdate{}
+			u = &wimro.LinkUpdate{}
 		}
 		info, err := jsonText(u.WIMInfo)
 		if err != nil {
@@ -398,7 +311,7 @@ func (s *Store) runBatch(ctx context.Context, b *pgx.Batch, read func(i int, row
 }
 
 // UpdateWANLink applies u to a WAN link; a missing link is not an error.
-func (s *Store) UpdateWANLink(ctx context.Context, id string, u LinkUpdate) error {
+func (s *Store) UpdateWANLink(ctx context.Context, id string, u wimro.LinkUpdate) error {
 	_, err := s.exec(ctx, "instance_wim_nets", updateLinkSQL, id, u.Status, cleanMsg(u.ErrorMsg), u.ClearError, cleanID(u.WIMInternalID), wimro.CleanMap(u.WIMInfo))
 	return err
 }
@@ -414,7 +327,7 @@ const updateLinkSQL = `
 	WHERE uuid = $1`
 
 // SweepExpiredClaims returns actions whose claim lease ran out (their
-// worker died or hung, or gave them up) to the queue, notifies their
+// process died or hung, or gave them up) to the queue, notifies their
 // accounts so that their owners look at once, and says how many.
 func (s *Store) SweepExpiredClaims(ctx context.Context) (int64, error) {
 	var n int64
@@ -459,26 +372,6 @@ func (s *Store) ReleaseClaimsOf(ctx context.Context, keys []ClaimKey) (int64, er
 		FROM locked l WHERE a.instance_action_id = l.instance_action_id AND a.task_index = l.task_index`, ids, idx, by)
 }
 
-// NextRunAfter returns when the next action of an account that a claim
-// could take becomes due, or nil when there is none: the head of each
-// link's queue (no earlier unfinished action), unclaimed, on a link not in
-// busyLinks. An action waiting behind another of its link is not counted:
-// it becomes due when that one finishes, and the worker is woken then.
-func (s *Store) NextRunAfter(ctx context.Context, accountID string, busyLinks []string) (*time.Time, error) {
-	var t *time.Time
-	err := s.q.QueryRow(ctx, `SELECT min(a.run_after) FROM vim_wim_actions a
-		WHERE a.wim_account_id = $1 AND a.status IN ('SCHEDULED', 'BUILD') AND a.claimed_by IS NULL
-		  AND a.item_id <> ALL($2::uuid[])
-		  AND NOT EXISTS (
-			SELECT 1 FROM vim_wim_actions b
-			WHERE b.item = a.item AND b.item_id = a.item_id AND b.seq < a.seq AND b.status IN ('SCHEDULED', 'BUILD'))`,
-		accountID, nonNil(busyLinks)).Scan(&t)
-	if err != nil {
-		return nil, mapError(fmt.Errorf("persistence: next action: %w", err))
-	}
-	return t, nil
-}
-
 // maxMsg is the longest error text stored; longer ones keep their head and
 // tail (OSM's bug 1150: long controller errors broke the update).
 const maxMsg = 1024
@@ -503,8 +396,8 @@ func cleanID(m *string) *string {
 	return &out
 }
 
-// ExtendClaims renews the lease of exactly the named claims: those a
-// worker of the live process is running. A claim nobody runs any more is
+// ExtendClaims renews the lease of exactly the named claims: those the
+// live process is running. A claim nobody runs any more is
 // never renewed, so it expires and is swept even while its process lives.
 // It says how many of the claims it found.
 func (s *Store) ExtendClaims(ctx context.Context, keys []ClaimKey, lease time.Duration) (int64, error) {

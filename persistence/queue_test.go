@@ -82,14 +82,14 @@ func TestClaimOrderAndFencing(t *testing.T) {
 	// Fencing: B cannot finish A's claim.
 	foreign := create1
 	foreign.ClaimedBy = ptr("B")
-	err = b.db.FinishAction(b.ctx, la, foreign, persistence.Outcome{Status: wimro.ActionDone, Done: 1})
+	err = b.db.FinishAction(b.ctx, la, foreign, wimro.Outcome{Status: wimro.ActionDone, Done: 1})
 	if !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("foreign finish = %v", err)
 	}
 	st := wimro.LinkBuild
 	id := "svc-1"
-	err = b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
-		Extra: map[string]any{"conn_info": map[string]any{"k": "v"}}, Link: &persistence.LinkUpdate{Status: &st, WIMInternalID: &id, WIMInfo: map[string]any{"x": 1}}})
+	err = b.db.FinishAction(b.ctx, la, create1, wimro.Outcome{Status: wimro.ActionDone, WIMInternalID: &id, Done: 1,
+		Extra: map[string]any{"conn_info": map[string]any{"k": "v"}}, Link: &wimro.LinkUpdate{Status: &st, WIMInternalID: &id, WIMInfo: map[string]any{"x": 1}}})
 	if err != nil {
 		t.Fatalf("finish: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestClaimOrderAndFencing(t *testing.T) {
 		t.Fatalf("link = %+v", l)
 	}
 	// Finishing twice is refused: the claim is gone.
-	if err := b.db.FinishAction(b.ctx, la, create1, persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if err := b.db.FinishAction(b.ctx, la, create1, wimro.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("second finish = %v", err)
 	}
 	// Now link1's DELETE is next.
@@ -153,14 +153,11 @@ func TestSweepAndRelease(t *testing.T) {
 	if n, _ := b.db.ReleaseClaims(b.ctx, "B"); n != 1 {
 		t.Fatalf("released %d", n)
 	}
-	if next, err := b.db.NextRunAfter(b.ctx, acct, nil); err != nil || next == nil {
-		t.Fatalf("NextRunAfter = %v, %v", next, err)
-	}
 	// A retry later is not due now.
 	got, _ = b.db.ClaimActions(b.ctx, la, "B", time.Minute, 10, nil)
 	later := time.Now().Add(time.Hour)
 	for _, a := range got {
-		if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+		if err := b.db.FinishAction(b.ctx, la, a, wimro.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,43 +216,14 @@ func TestStaleClaimOfSameOwnerIsFenced(t *testing.T) {
 	if len(second) != 1 || second[0].InstanceActionID != first[0].InstanceActionID || second[0].TaskIndex != first[0].TaskIndex {
 		t.Fatalf("reclaimed %+v", second)
 	}
-	if err := b.db.FinishAction(b.ctx, la, first[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+	if err := b.db.FinishAction(b.ctx, la, first[0], wimro.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 		t.Fatalf("stale outcome = %v, want ErrClaimLost", err)
 	}
-	if err := b.db.FinishAction(b.ctx, la, second[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
+	if err := b.db.FinishAction(b.ctx, la, second[0], wimro.Outcome{Status: wimro.ActionDone, Done: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := b.db.ReleaseClaims(b.ctx, "P"); n != 0 {
 		t.Fatalf("released %d after every claim was finished", n)
-	}
-}
-
-// An action waiting behind another action of its link is not "next": the
-// worker would wake for it and find nothing to claim, again and again
-// (issue 12, point 7: ~176 transactions/s).
-func TestNextRunAfterFollowsLinkOrder(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	acct, link1, link2, _ := queue(t, b)
-	la := lease(t, b, acct, "P")
-	got, _ := b.db.ClaimActions(b.ctx, la, "A", time.Minute, 10, nil)
-	if len(got) != 2 {
-		t.Fatalf("claimed %d", len(got))
-	}
-	later := time.Now().Add(time.Hour).Truncate(time.Microsecond)
-	for _, a := range got {
-		// Both CREATEs are BUILD and refresh in an hour; link1's DELETE,
-		// due now, waits behind its CREATE.
-		if err := b.db.FinishAction(b.ctx, la, a, persistence.Outcome{Status: wimro.ActionBuild, RunAfter: &later}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next, err := b.db.NextRunAfter(b.ctx, acct, nil)
-	if err != nil || next == nil || !next.Equal(later) {
-		t.Fatalf("NextRunAfter = %v, %v; want the CREATEs' %v, not the waiting DELETE's", next, err, later)
-	}
-	if next, err := b.db.NextRunAfter(b.ctx, acct, []string{link1, link2}); err != nil || next != nil {
-		t.Fatalf("NextRunAfter with both links busy = %v, %v; want none", next, err)
 	}
 }
 
@@ -278,10 +246,10 @@ func TestHostileOutcomeTextIsStored(t *testing.T) {
 	id := "svc\x00\xff"
 	st := wimro.LinkBuild
 	items := []persistence.Finished{
-		{Action: got[0], Outcome: persistence.Outcome{Status: wimro.ActionBuild, ErrorMsg: &bad, WIMInternalID: &id, Done: 1,
+		{Action: got[0], Outcome: wimro.Outcome{Status: wimro.ActionBuild, ErrorMsg: &bad, WIMInternalID: &id, Done: 1,
 			Extra: map[string]any{"conn_info": map[string]any{"k\x00": "v\xff"}},
-			Link:  &persistence.LinkUpdate{Status: &st, ErrorMsg: &bad, WIMInternalID: &id, WIMInfo: map[string]any{"m": bad}}}, Lease: la},
-		{Action: got[1], Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1}, Lease: la},
+			Link:  &wimro.LinkUpdate{Status: &st, ErrorMsg: &bad, WIMInternalID: &id, WIMInfo: map[string]any{"m": bad}}}, Lease: la},
+		{Action: got[1], Outcome: wimro.Outcome{Status: wimro.ActionBuild, Done: 1}, Lease: la},
 	}
 	var errs []error
 	err := b.db.Tx(b.ctx, func(s *persistence.Store) error {
@@ -345,7 +313,7 @@ func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
 		t.Fatalf("claimed under a lost lease: %d, %v", len(more), err)
 	}
 	if len(claimed) == 1 {
-		if err := b.db.FinishAction(b.ctx, old, claimed[0], persistence.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
+		if err := b.db.FinishAction(b.ctx, old, claimed[0], wimro.Outcome{Status: wimro.ActionDone, Done: 1}); !errors.Is(err, persistence.ErrClaimLost) {
 			t.Fatalf("outcome under a lost lease = %v, want ErrClaimLost", err)
 		}
 	}
@@ -388,8 +356,8 @@ func TestFinishActionsIsAtomicAlone(t *testing.T) {
 	st := wimro.LinkActive
 	items := make([]persistence.Finished, len(got))
 	for i, a := range got {
-		items[i] = persistence.Finished{Action: a, Lease: la, Outcome: persistence.Outcome{Status: wimro.ActionBuild, Done: 1,
-			Link: &persistence.LinkUpdate{Status: &st}}}
+		items[i] = persistence.Finished{Action: a, Lease: la, Outcome: wimro.Outcome{Status: wimro.ActionBuild, Done: 1,
+			Link: &wimro.LinkUpdate{Status: &st}}}
 	}
 	if _, err := b.db.FinishActions(b.ctx, items); err == nil {
 		t.Fatal("FinishActions succeeded although the counter update was refused")
@@ -477,9 +445,9 @@ func TestLinkOutcomeStaysOnItsPage(t *testing.T) {
 			}
 			info := map[string]any{"conn_info": map[string]any{"service_key": a.ItemID}, "service_key": a.ItemID,
 				"service_type": "ELINE", "connection_points": points, "bandwidth": bw}
-			batch = append(batch, persistence.Finished{Action: a, Lease: la, Outcome: persistence.Outcome{
+			batch = append(batch, persistence.Finished{Action: a, Lease: la, Outcome: wimro.Outcome{
 				Status: wimro.ActionDone, WIMInternalID: &svc, Done: 1, Extra: map[string]any{"conn_info": map[string]any{"service_key": a.ItemID}},
-				Link: &persistence.LinkUpdate{Status: &active, WIMInternalID: &svc, ClearError: true, WIMInfo: info}}})
+				Link: &wimro.LinkUpdate{Status: &active, WIMInternalID: &svc, ClearError: true, WIMInfo: info}}})
 		}
 		errs, err := b.db.FinishActions(b.ctx, batch)
 		if err != nil {
@@ -540,8 +508,8 @@ func TestAttemptsCountRunsThatReachedTheController(t *testing.T) {
 	// Retries due at once (in the past), each at a time of its own.
 	now := time.Now().Add(-time.Minute)
 	msg := "dynpac create: HTTP 503: maintenance window"
-	retry := func(reached bool) persistence.Outcome {
-		return persistence.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &msg, RunAfter: &now, Reached: reached, Retry: true}
+	retry := func(reached bool) wimro.Outcome {
+		return wimro.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &msg, RunAfter: &now, Reached: reached, Retry: true}
 	}
 	var retryAt []time.Time
 	for _, step := range []struct {
@@ -558,7 +526,7 @@ func TestAttemptsCountRunsThatReachedTheController(t *testing.T) {
 		}, 0},
 		{"interrupted before the controller", func(t *testing.T) error {
 			interrupted := "interrupted: context canceled"
-			return b.db.FinishAction(b.ctx, la, claim(t, time.Minute), persistence.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &interrupted, RunAfter: &now})
+			return b.db.FinishAction(b.ctx, la, claim(t, time.Minute), wimro.Outcome{Status: wimro.ActionScheduled, ErrorMsg: &interrupted, RunAfter: &now})
 		}, 0},
 		{"claim expired and swept, its outcome refused", func(t *testing.T) error {
 			dead := claim(t, time.Millisecond)

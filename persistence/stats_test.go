@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/persistence"
 )
 
 // QueueStats counts the actions to run per account and ages the oldest
@@ -29,9 +28,9 @@ func TestQueueStats(t *testing.T) {
 		t.Fatalf("claimed %d", len(got))
 	}
 	for _, a := range got {
-		o := persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}
+		o := wimro.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}
 		if a.ItemID == link1 {
-			o = persistence.Outcome{Status: wimro.ActionDone}
+			o = wimro.Outcome{Status: wimro.ActionDone}
 		}
 		if err := b.db.FinishAction(b.ctx, la, a, o); err != nil {
 			t.Fatal(err)
@@ -42,7 +41,7 @@ func TestQueueStats(t *testing.T) {
 	if len(got) != 1 || got[0].Action != wimro.ActionDelete {
 		t.Fatalf("claimed %+v", got)
 	}
-	if err := b.db.FinishAction(b.ctx, la, got[0], persistence.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
+	if err := b.db.FinishAction(b.ctx, la, got[0], wimro.Outcome{Status: wimro.ActionScheduled, RunAfter: &later}); err != nil {
 		t.Fatal(err)
 	}
 	st, err = b.db.QueueStats(b.ctx)

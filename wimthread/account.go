@@ -140,7 +140,7 @@ func (g *targets) targetFrom(w *account, c accountconn.Conn) actions.Target {
 		w.log.Error("connector unavailable", slog.String("connector", c.WIM.Type), slog.Any("error", c.Err))
 	}
 	return actions.Target{AccountID: a.UUID, WIMID: a.WIMID, AccountModifiedAt: a.ModifiedAt, Type: c.WIM.Type, Mappings: c.Mappings,
-		Connector: g.instrument(w, c.WIM.Type, c.Connector)}
+		Capabilities: c.Capabilities, Connector: g.instrument(w, c.WIM.Type, c.Connector)}
 }
 
 func (a *account) actionLog(act wimro.Action) *slog.Logger {

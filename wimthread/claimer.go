@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/internal/startstop"
@@ -271,7 +272,7 @@ func (c *claimer) runAction(a *account, cl persistence.Claimed, at claimTimes) {
 	defer cancel(nil)
 	f := &actionFence{t: c.t, renewal: c.renewal, lease: c.lease, a: a, claimed: at.claimed, recorded: at.recorded, cancel: cancel}
 	ctx := connectors.WithFence(actx, f.check)
-	var o persistence.Outcome
+	var o wimro.Outcome
 	t, err := c.targets.connector(a)
 	if err != nil {
 		// The account or its WIM could not be read: the action keeps its

@@ -194,7 +194,7 @@
 //     the lock and the holder is not told.
 //
 // A claim counts no attempt: vim_wim_actions.attempts grows with an
-// outcome whose run reached the controller (persistence.Outcome.Reached),
+// outcome whose run reached the controller (wimro.Outcome.Reached),
 // in the statement that writes it. An interrupted run, an outcome refused
 // as ErrClaimLost, a claim given up or expired leave it as it was, so a
 // CREATE gives up after MaxAttempts calls the controller failed, not

@@ -196,7 +196,7 @@ func runFaultCase(t *testing.T, c faultCase) {
 			return conn, err
 		}
 		return &probed{Connector: conn, p: p}, nil
-	})
+	}, dynpac.Capabilities)
 	timeoutMS := c.timeoutMS
 	if timeoutMS == 0 {
 		timeoutMS = 5000
@@ -215,7 +215,7 @@ func runFaultCase(t *testing.T, c faultCase) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the faulty CREATE never made its attempt %d (%d so far)", c.calls, p.calls.Load())
 	}
-	// The faulty account's worker is stuck in its last attempt: the
+	// The faulty account's action is stuck in its last attempt: the
 	// other account's links go ACTIVE all the same, those of an instance
 	// created now included.
 	during := b.instance(t, "healthy-during", 2, wimro.NetActive, "dcC", "dcD")
@@ -406,7 +406,7 @@ type probed struct {
 	p *probe
 }
 
-func (c *probed) CreateService(ctx context.Context, key string, t connectors.ServiceType, pts []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (c *probed) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	n := int(c.p.calls.Add(1))
 	defer func() { // a panic goes through here too
 		if c.p.after != nil {
@@ -423,7 +423,7 @@ func (c *probed) CreateService(ctx context.Context, key string, t connectors.Ser
 	if c.p.panics {
 		panic("boom")
 	}
-	return c.Connector.CreateService(ctx, key, t, pts)
+	return c.Connector.CreateService(ctx, req)
 }
 
 // A DELETE never fails for a retryable reason (issue 30, point 6): its

@@ -122,20 +122,11 @@ func (f *actionFence) check() error {
 // before each request it sends).
 type fenced struct{ connectors.Connector }
 
-func (c fenced) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (c fenced) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	if err := connectors.Fence(ctx); err != nil {
 		return "", nil, connectors.Errorf(connectors.KindRetryable, "create: %w", err)
 	}
-	return c.Connector.CreateService(ctx, key, t, points)
-}
-
-// CreateServiceQoS passes QoS through (connectors.Create refuses QoS the
-// wrapped connector cannot honour).
-func (c fenced) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
-	if err := connectors.Fence(ctx); err != nil {
-		return "", nil, connectors.Errorf(connectors.KindRetryable, "create: %w", err)
-	}
-	return connectors.Create(ctx, c.Connector, key, t, points, q)
+	return c.Connector.CreateService(ctx, req)
 }
 
 func (c fenced) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
@@ -151,9 +142,6 @@ func (c fenced) DeleteService(ctx context.Context, id string, connInfo map[strin
 	}
 	return c.Connector.DeleteService(ctx, id, connInfo)
 }
-
-// ServiceIDOf forwards connectors.KeyedIDs.
-func (c fenced) ServiceIDOf(key string) string { return connectors.ServiceIDOf(c.Connector, key) }
 
 func (c fenced) ClearAll(ctx context.Context) error {
 	if err := connectors.Fence(ctx); err != nil {

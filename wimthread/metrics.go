@@ -179,19 +179,9 @@ func (c *instrumented) CheckCredentials(ctx context.Context) error {
 	return err
 }
 
-func (c *instrumented) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (id string, connInfo map[string]any, err error) {
+func (c *instrumented) CreateService(ctx context.Context, req connectors.Request) (id string, connInfo map[string]any, err error) {
 	start := time.Now()
-	id, connInfo, err = c.next.CreateService(ctx, key, t, points)
-	c.observe("create_service", start, err)
-	return id, connInfo, err
-}
-
-// CreateServiceQoS passes QoS through: without it the wrapper would hide
-// the QoSCreator of the connector it wraps, and every QoS create would be
-// refused. connectors.Create refuses QoS the wrapped one cannot honour.
-func (c *instrumented) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (id string, connInfo map[string]any, err error) {
-	start := time.Now()
-	id, connInfo, err = connectors.Create(ctx, c.next, key, t, points, q)
+	id, connInfo, err = c.next.CreateService(ctx, req)
 	c.observe("create_service", start, err)
 	return id, connInfo, err
 }
@@ -223,9 +213,6 @@ func (c *instrumented) ListServices(ctx context.Context) ([]connectors.Service, 
 	c.observe("list_services", start, err)
 	return s, err
 }
-
-// ServiceIDOf forwards connectors.KeyedIDs (it calls no controller).
-func (c *instrumented) ServiceIDOf(key string) string { return connectors.ServiceIDOf(c.next, key) }
 
 func (c *instrumented) ClearAll(ctx context.Context) error {
 	start := time.Now()

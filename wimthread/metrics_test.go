@@ -99,7 +99,7 @@ func claimStatements(t testing.TB, g prometheus.Gatherer) (claims, empty int) {
 type stub struct{ err map[string]error }
 
 func (s stub) CheckCredentials(context.Context) error { return s.err["check"] }
-func (s stub) CreateService(context.Context, string, connectors.ServiceType, []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (s stub) CreateService(context.Context, connectors.Request) (string, map[string]any, error) {
 	return "id", nil, s.err["create"]
 }
 func (s stub) GetServiceStatus(context.Context, string, map[string]any) (connectors.ServiceStatus, error) {
@@ -129,10 +129,10 @@ func TestInstrumentedConnectorObservesEveryCallByOutcome(t *testing.T) {
 		"clear":  fmt.Errorf("unclassified"),
 	}})
 	ctx := t.Context()
-	if id, _, err := c.CreateService(ctx, "k", connectors.ServiceELINE, nil); id != "id" || connectors.KindOf(err) != connectors.KindRetryable {
+	if id, _, err := c.CreateService(ctx, connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: nil}); id != "id" || connectors.KindOf(err) != connectors.KindRetryable {
 		t.Fatalf("create through the decorator: %q, %v", id, err)
 	}
-	_, _, _ = c.CreateService(ctx, "k", connectors.ServiceELINE, nil)
+	_, _, _ = c.CreateService(ctx, connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: nil})
 	_, _ = c.GetServiceStatus(ctx, "id", nil)
 	_, _ = c.EditService(ctx, "id", nil, nil)
 	_ = c.DeleteService(ctx, "id", nil)
@@ -166,38 +166,31 @@ func TestInstrumentedConnectorObservesEveryCallByOutcome(t *testing.T) {
 	}
 }
 
-// qosStub is a stub that honours QoS and records what it was asked.
-type qosStub struct {
+// recording is a stub that records the request it was asked.
+type recording struct {
 	stub
-	got *connectors.QoS
+	got *connectors.Request
 }
 
-func (s qosStub) CreateServiceQoS(_ context.Context, _ string, _ connectors.ServiceType, _ []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
-	*s.got = q
+func (s recording) CreateService(_ context.Context, req connectors.Request) (string, map[string]any, error) {
+	*s.got = req
 	return "id", nil, nil
 }
 
-// The decorator passes QoS to a connector that honours it (hiding its
-// QoSCreator would refuse every QoS create) and refuses it, Permanent,
-// for one that does not.
-func TestInstrumentedConnectorPassesQoS(t *testing.T) {
+// The decorator passes the whole create request on: QoS, service type
+// and points reach the connector it wraps.
+func TestInstrumentedConnectorPassesTheRequest(t *testing.T) {
 	t.Parallel()
 	m, err := wimthread.NewMetrics(prometheus.NewPedanticRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := connectors.QoS{BandwidthMbps: 100, LatencyMs: 5}
-	var got connectors.QoS
-	c := m.Instrument("qos", qosStub{got: &got})
-	if _, _, err := connectors.Create(t.Context(), c, "k", connectors.ServiceELINE, nil, want); err != nil || got != want {
+	want := connectors.Request{Key: "k", Type: connectors.ServiceELAN, QoS: connectors.QoS{BandwidthMbps: 100, LatencyMs: 5},
+		Points: []connectors.ConnectionPoint{{ServiceEndpointID: "a"}, {ServiceEndpointID: "b"}, {ServiceEndpointID: "c"}}}
+	var got connectors.Request
+	c := m.Instrument("qos", recording{got: &got})
+	if _, _, err := c.CreateService(t.Context(), want); err != nil || got.Key != want.Key || got.Type != want.Type || got.QoS != want.QoS || len(got.Points) != 3 {
 		t.Fatalf("create through the decorator: %v, the connector got %+v, want %+v", err, got, want)
-	}
-	plain := m.Instrument("plain", stub{})
-	if _, _, err := connectors.Create(t.Context(), plain, "k", connectors.ServiceELINE, nil, want); connectors.KindOf(err) != connectors.KindPermanent {
-		t.Fatalf("QoS through the decorator of a connector without QoS: %v, want Permanent", err)
-	}
-	if _, _, err := connectors.Create(t.Context(), plain, "k", connectors.ServiceELINE, nil, connectors.QoS{}); err != nil {
-		t.Fatalf("no QoS through the decorator of a connector without QoS: %v", err)
 	}
 }
 
@@ -280,10 +273,10 @@ type blocking struct {
 	release <-chan struct{}
 }
 
-func (c blocking) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (c blocking) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	select {
 	case <-c.release:
-		return key, nil, nil
+		return req.Key, nil, nil
 	case <-ctx.Done():
 		return "", nil, ctx.Err()
 	}
@@ -297,7 +290,7 @@ func TestClaimsHeldWhileActionsRun(t *testing.T) {
 	r := connectors.NewRegistry()
 	r.Register("fake", func(connectors.Config) (connectors.Connector, error) {
 		return blocking{release: release}, nil
-	})
+	}, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}})
 	reg := prometheus.NewPedanticRegistry()
 	m, err := wimthread.NewMetrics(reg)
 	if err != nil {

@@ -73,7 +73,7 @@ func wrapFake(wrap func(connectors.Connector) connectors.Connector) *connectors.
 			return nil, err
 		}
 		return wrap(c), nil
-	})
+	}, fake.Capabilities)
 	return r
 }
 
@@ -91,8 +91,8 @@ type hookedCreate struct {
 	hook func()
 }
 
-func (h *hookedCreate) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
-	id, info, err := h.Connector.CreateService(ctx, key, t, p)
+func (h *hookedCreate) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	id, info, err := h.Connector.CreateService(ctx, req)
 	if err == nil {
 		h.hook()
 	}
@@ -190,11 +190,11 @@ type panicky struct {
 	calls *atomic.Int32
 }
 
-func (p *panicky) CreateService(ctx context.Context, key string, t connectors.ServiceType, pts []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (p *panicky) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	if p.calls.Add(1) == 1 {
 		panic("boom")
 	}
-	return p.Connector.CreateService(ctx, key, t, pts)
+	return p.Connector.CreateService(ctx, req)
 }
 
 // Status polling outlives any run of errors, whatever their kind: the link

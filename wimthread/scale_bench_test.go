@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -119,10 +120,10 @@ func BenchmarkFirstClaimWith100kPending(b *testing.B) {
 			b.Fatalf("baseline lease: %v, %v", leases, err)
 		}
 		t0 := time.Now()
-		claimed, err := bd.db.ClaimActions(bd.ctx, leases[0], "baseline", time.Minute, 8, nil)
+		res, err := bd.db.ClaimDue(bd.ctx, persistence.ClaimRequest{Owner: "baseline", Claim: persistence.ClaimName("baseline", "1"), TTL: time.Minute, Parallel: 8, Limit: 8})
 		baseline := time.Since(t0)
-		if err != nil || len(claimed) != 8 {
-			b.Fatalf("baseline claim: %d, %v", len(claimed), err)
+		if err != nil || len(res.Claimed) != 8 {
+			b.Fatalf("baseline claim: %d, %v", len(res.Claimed), err)
 		}
 		bd.db.ReleaseClaims(bd.ctx, "baseline")
 		bd.db.ReleaseLeases(bd.ctx, leases)

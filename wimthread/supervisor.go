@@ -25,8 +25,9 @@ type Options struct {
 	Poll       time.Duration // poll fallback when no notification comes; default 5 s
 	SweepEvery time.Duration // lease and claim renewal interval; default Lease/3
 	Policy     actions.Policy
-	// Notifications follows persistence.ChannelAccounts: wake-ups and
-	// reloads of the accounts' workers. Nil: the poll alone finds work.
+	// Notifications follows persistence.ChannelAccounts: wake-ups of the
+	// claimer and rebuilds of the accounts' connectors. Nil: the poll
+	// alone finds work.
 	Notifications *persistence.Subscription
 	// MonitorInterval is how often the credentials of each account driven
 	// are checked (CheckCredentials; the status is recorded on the
@@ -203,16 +204,6 @@ func (s *Supervisor) Owned() []string { return s.table.owned() }
 // nothing it can prove it owns; the coordinator steps down as leader and
 // /readyz says why.
 func (s *Supervisor) LeaseHealth() error { return s.keeper.leaseHealth() }
-
-// Wake asks the claimer to look for work of an account now.
-func (s *Supervisor) Wake(accountID string) {
-	s.table.mu.Lock()
-	a := s.table.accounts[accountID]
-	s.table.mu.Unlock()
-	if a != nil {
-		signal(s.claimer.wake)
-	}
-}
 
 // Stop stops claiming, cancels the running actions, waits for them and
 // for their outcomes to be written, returns the claims still held to the

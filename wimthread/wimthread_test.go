@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -450,19 +451,97 @@ func TestRetryThenSucceedAndGiveUp(t *testing.T) {
 	}
 }
 
-// Multipoint links fail with a clear message instead of retrying forever.
-func TestMultipointFails(t *testing.T) {
+// A link across three datacenters is an ELAN: made where the WIM type
+// declares ELAN, and failed at once with OSM's multipoint message, naming
+// the type, where it does not (instead of retrying forever), with nothing
+// asked of the controller.
+func TestMultipointIsAnELANWhereDeclared(t *testing.T) {
+	t.Parallel()
+	elineOnly := connectors.NewRegistry()
+	elineOnly.Register("fake", fake.Factory, connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE}, QoS: fake.Capabilities.QoS, Edit: true, List: true})
+	for _, tt := range []struct {
+		name string
+		r    *connectors.Registry
+		ok   bool
+	}{
+		{"declared", registry(), true},
+		{"not declared", elineOnly, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "fake", nil)
+			b.f.Datacenter(t, "dcC", wimro.Tenant{Name: "t0"})
+			if _, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.ExitMapping("dcC", 3)}); err != nil {
+				t.Fatal(err)
+			}
+			b.start(t, tt.r, wimthread.Options{})
+			v := b.instance(t, "ns", 1, wimro.NetActive, "dcA", "dcB", "dcC")
+			ia := b.actionDone(t, v.UUID, v.ActionID)
+			if !tt.ok {
+				msg := ""
+				if ia.WIMActions[0].ErrorMsg != nil {
+					msg = *ia.WIMActions[0].ErrorMsg
+				}
+				if ia.Failed != 1 || !strings.Contains(msg, connectors.MultipointNotSupported) || !strings.Contains(msg, "fake connector does not make ELAN") {
+					t.Fatalf("multipoint on an ELINE-only type: failed %d, %q", ia.Failed, msg)
+				}
+				if n := b.ctrl.CallCount(fake.MethodCreateService); n != 0 {
+					t.Fatalf("the controller was asked %d creates, want none", n)
+				}
+				return
+			}
+			if ia.Failed != 0 {
+				t.Fatalf("multipoint on an ELAN type: %+v", ia.WIMActions)
+			}
+			services := b.ctrl.Services()
+			if len(services) != 1 || services[0].Info["service_type"] != string(connectors.ServiceELAN) || len(services[0].Endpoints) != 3 {
+				t.Fatalf("controller services = %+v, want one ELAN of 3 points", services)
+			}
+		})
+	}
+}
+
+// counted is a decorator as a test or an instrumentation layer writes
+// one: it embeds the connector and wraps CreateService only.
+type counted struct {
+	connectors.Connector
+	creates *atomic.Int32
+}
+
+func (c counted) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	c.creates.Add(1)
+	return c.Connector.CreateService(ctx, req)
+}
+
+// A decorator cannot drop a capability: the link's QoS reaches the
+// controller through a connector wrapped by one that knows nothing of
+// QoS (with QoS behind an optional interface, the wrapper hid it and
+// every create asking QoS failed, "cannot honour").
+func TestDecoratedConnectorKeepsItsQoS(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)
-	b.f.Datacenter(t, "dcC", wimro.Tenant{Name: "t0"})
-	if _, err := b.eng.CreatePortMappings(b.ctx, "t0", "wan1", []engine.PortMappingInput{testfactory.ExitMapping("dcC", 3)}); err != nil {
-		t.Fatal(err)
+	var creates atomic.Int32
+	r := connectors.NewRegistry()
+	r.Register("fake", func(cfg connectors.Config) (connectors.Connector, error) {
+		c, err := fake.Factory(cfg)
+		return counted{Connector: c, creates: &creates}, err
+	}, fake.Capabilities)
+	b.start(t, r, wimthread.Options{})
+	nets := testfactory.Nets(wimro.NetActive, testfactory.VLDs(1), "dcA", "dcB")
+	for i := range nets {
+		nets[i].Bandwidth, nets[i].Latency = engine.QoSValue("100"), engine.QoSValue("7")
 	}
-	b.start(t, registry(), wimthread.Options{})
-	v := b.instance(t, "ns", 1, wimro.NetActive, "dcA", "dcB", "dcC")
+	v := b.f.Instance(t, "t0", "ns", nets)
 	ia := b.actionDone(t, v.UUID, v.ActionID)
-	if ia.Failed != 1 || !strings.Contains(*ia.WIMActions[0].ErrorMsg, connectors.MultipointNotSupported) {
-		t.Fatalf("multipoint: %+v", ia.WIMActions)
+	if ia.Failed != 0 {
+		t.Fatalf("create with QoS through a decorator: %+v", ia.WIMActions)
+	}
+	services := b.ctrl.Services()
+	if len(services) != 1 || creates.Load() != 1 {
+		t.Fatalf("services %+v after %d creates, want one", services, creates.Load())
+	}
+	if q, _ := b.ctrl.QoS(services[0].ID); q != (connectors.QoS{BandwidthMbps: 100, LatencyMs: 7}) {
+		t.Fatalf("the controller holds QoS %+v, want bandwidth 100 and latency 7", q)
 	}
 }
 
@@ -476,7 +555,7 @@ func TestPerLinkOrderUnderParallelism(t *testing.T) {
 	r.Register("fake", func(cfg connectors.Config) (connectors.Connector, error) {
 		c, err := fake.Factory(cfg)
 		return &tracked{Connector: c, t: tr}, err
-	})
+	}, fake.Capabilities)
 	b.start(t, r, wimthread.Options{Parallel: 4})
 
 	v := b.instance(t, "ns1", 8, wimro.NetActive)
@@ -543,10 +622,10 @@ type tracked struct {
 	t *tracker
 }
 
-func (c *tracked) CreateService(ctx context.Context, key string, st connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (c *tracked) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
 	c.t.add(1)
 	defer c.t.add(-1)
-	return c.Connector.CreateService(ctx, key, st, p)
+	return c.Connector.CreateService(ctx, req)
 }
 
 // A process killed mid-batch: its claims stay until the lease expires; a
@@ -568,7 +647,7 @@ func TestKillAndRestart(t *testing.T) {
 	ra.Register("fake", func(cfg connectors.Config) (connectors.Connector, error) {
 		c, err := fake.Factory(cfg)
 		return &hangAfterCreate{Connector: c, release: release, hung: &hung}, err
-	})
+	}, fake.Capabilities)
 	// A renews nothing (SweepEvery: an hour): its account lease and claims
 	// expire as a dead process's would.
 	a := b.own(t, ra, nil, wimthread.Options{Owner: "process-A", Parallel: 3, Lease: 500 * time.Millisecond, SweepEvery: time.Hour, Poll: 50 * time.Millisecond})
@@ -615,8 +694,8 @@ type hangAfterCreate struct {
 	hung    *sync.WaitGroup
 }
 
-func (h *hangAfterCreate) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
-	id, info, err := h.Connector.CreateService(ctx, key, t, p)
+func (h *hangAfterCreate) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	id, info, err := h.Connector.CreateService(ctx, req)
 	h.hung.Done()
 	<-h.release
 	return id, info, err

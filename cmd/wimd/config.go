@@ -161,7 +161,7 @@ type consulFlags struct {
 // parseServe reads the flags of wimd serve (every one with its
 // environment default) and checks the values that need no I/O.
 func (a *App) parseServe(args []string) (*serveConfig, error) {
-	fs := a.newFlagSet("serve", "Usage: wimd serve [flags]\n\nServes the openmano-compatible REST API under /openmano and runs the account workers.")
+	fs := a.newFlagSet("serve", "Usage: wimd serve [flags]\n\nServes the openmano-compatible REST API under /openmano and runs the actions of the WIM accounts.")
 	c := &serveConfig{db: a.dbFlags(fs)}
 	fs.StringVar(&c.listen, "listen", a.env("WIMRO_LISTEN", "127.0.0.1:9090"), "address to serve HTTP on (env WIMRO_LISTEN)")
 	fs.BoolVar(&c.autoMigrate, "auto-migrate", a.envBool("WIMRO_AUTO_MIGRATE", true), "apply pending migrations at start (env WIMRO_AUTO_MIGRATE)")

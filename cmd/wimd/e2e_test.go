@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
@@ -207,6 +208,20 @@ func (c api) activeInstanceOf(tenant string, vlds int, body map[string]any) (str
 // on the controller, deletes it, and waits for the services to be gone.
 func runE2E(t *testing.T, c e2eCase) {
 	t.Helper()
+	// The case's QoS agrees with what the type declares in wimd's
+	// registry: the fields it sees carried to the controller are
+	// declared, the ones it sees refused are not.
+	caps := newRegistry(true, t.TempDir()).Capabilities(connectors.Config{Type: c.wimType, WIMConfig: c.wimConfig, AccountConfig: c.accountConfig})
+	for k := range c.qos {
+		if !caps.Honours(connectors.QoSField(k)) {
+			t.Fatalf("the %s case sees %s carried, but the type does not declare it (%+v)", c.wimType, k, caps)
+		}
+	}
+	for k := range c.qosRefused {
+		if caps.Honours(connectors.QoSField(k)) {
+			t.Fatalf("the %s case sees %s refused, but the type declares it (%+v)", c.wimType, k, caps)
+		}
+	}
 	b := setup(t)
 	dbURL := pgtest.URL(t)
 	b.env["WIMRO_DATABASE_URL"] = dbURL

@@ -129,6 +129,7 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	}
 	registry := newRegistry(dev, c.dataDir, filepath.Join(c.dataDir, localDir), filepath.Join(c.dataDir, localDir+pglocal.OwnerSuffix), keyFile)
 	registry.SetAddressPolicy(addresses)
+	eng.SetCapabilities(registry.Capabilities)
 	eng.SetConnectors(newConnectors(accountconn.Config{Registry: registry, Box: box, DB: db, Logger: logger, UserAgent: userAgent("wimd reconcile")}), false)
 	rep, err := eng.Reconcile(ctx, engine.ReconcileOptions{Account: account, Fix: fix, DeleteAbandoned: deleteAbandoned})
 	if err != nil {

@@ -243,7 +243,7 @@ func TestReconcile(t *testing.T) {
 			}
 
 			orphanKey := uuid.NewString()
-			orphanID, _, err := d.conn.CreateService(t.Context(), orphanKey, connectors.ServiceELINE, d.points(120))
+			orphanID, _, err := d.conn.CreateService(t.Context(), connectors.Request{Key: orphanKey, Type: connectors.ServiceELINE, Points: d.points(120)})
 			if err != nil {
 				t.Fatalf("create the orphan on the controller: %v", err)
 			}
@@ -311,7 +311,7 @@ func TestReconcile(t *testing.T) {
 			if err := d.conn.DeleteService(t.Context(), other["wim_internal_id"].(string), nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := d.conn.CreateService(t.Context(), other["uuid"].(string), connectors.ServiceELINE, d.points(120)); err != nil {
+			if _, _, err := d.conn.CreateService(t.Context(), connectors.Request{Key: other["uuid"].(string), Type: connectors.ServiceELINE, Points: d.points(120)}); err != nil {
 				t.Fatal(err)
 			}
 			code, rep = d.reconcile(t, "--fix")
@@ -345,7 +345,7 @@ func TestReconcileRefusesDynPaC(t *testing.T) {
 		t.Errorf("wimd reconcile --account <dynpac>: exit %d, stderr %q; want 1 and why", code, errb)
 	}
 	status, body := d.api.send("POST", "/openmano/reconcile?account=acct1", nil)
-	if status != http.StatusBadRequest || !strings.Contains(body, "DynPaC has no route that lists its services") {
+	if status != http.StatusBadRequest || !strings.Contains(body, "does not declare that it lists every service") {
 		t.Errorf("POST /openmano/reconcile?account=<dynpac> = %d %s, want 400 saying why", status, body)
 	}
 	code, rep := d.reconcile(t)
@@ -413,7 +413,7 @@ func TestReconcileBinaries(t *testing.T) {
 		{ServiceEndpointID: "ep-0", Encapsulation: connectors.EncapDot1Q, VLAN: 300, MappingInfo: mapping(0)},
 		{ServiceEndpointID: "ep-1", Encapsulation: connectors.EncapDot1Q, VLAN: 300, MappingInfo: mapping(1)},
 	}
-	if _, _, err := conn.CreateService(t.Context(), key, connectors.ServiceELINE, points); err != nil {
+	if _, _, err := conn.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points}); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errs := run(bins[0], nil, "reconcile"); code != exitDrift || !strings.Contains(out, key) || !strings.Contains(out, "1 orphan(s)") {

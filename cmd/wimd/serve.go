@@ -296,7 +296,7 @@ func (s *server) wireEngine(context.Context) (err error) {
 	s.conns = newConnectors(accountconn.Config{Registry: registry, Box: s.box, DB: s.db, Logger: s.logger,
 		UserAgent: userAgent(c.instanceID), Instrument: s.metrics.workers.Instrument})
 	s.eng.SetConnectors(s.conns, true)
-	s.eng.SetQoSSupport(registry.HonouredQoSOf)
+	s.eng.SetCapabilities(registry.Capabilities)
 	s.stopPart("account checks", s.eng.StopChecks)
 	return nil
 }

@@ -82,10 +82,10 @@ type Conn struct {
 	Connector connectors.Connector
 	// Err is why the connector could not be built; nil when it was.
 	Err error
-	// PartialListing, when the connector lists only part of the
-	// controller's services (connectors.PartialLister), says why: read
-	// before Instrument wraps it, since a wrapper hides the interface.
-	PartialListing string
+	// Capabilities is what the connector's type declares for this
+	// account (connectors.Registry.Capabilities): data, so no wrapper
+	// can hide it. Zero for a stand-in.
+	Capabilities connectors.Capabilities
 }
 
 // Load reads the accounts ids in one round trip and builds their
@@ -121,26 +121,23 @@ func (f *Factory) Account(ctx context.Context, id string) (Conn, error) {
 func (f *Factory) Build(in persistence.ConnectorInput) Conn {
 	a, w := in.Account, in.WIM
 	out := Conn{Account: a, WIM: w, Mappings: in.Mappings}
-	conn, reason, err := f.build(in)
+	conn, caps, reason, err := f.build(in)
 	if err != nil {
 		conn = failing.New(reason, connectors.KindPermanent)
 	}
-	if pl, ok := conn.(connectors.PartialLister); ok {
-		out.PartialListing = pl.PartialListing()
-	}
-	out.Connector, out.Err = f.instrument(w.Type, conn), err
+	out.Connector, out.Capabilities, out.Err = f.instrument(w.Type, conn), caps, err
 	return out
 }
 
-// build returns the account's connector, or the reason its stand-in gives
-// and the error.
-func (f *Factory) build(in persistence.ConnectorInput) (connectors.Connector, string, error) {
+// build returns the account's connector and what its type declares for
+// it, or the reason its stand-in gives and the error.
+func (f *Factory) build(in persistence.ConnectorInput) (connectors.Connector, connectors.Capabilities, string, error) {
 	a, w := in.Account, in.WIM
 	password := ""
 	if len(a.Password) > 0 {
 		b, err := f.cfg.Box.Open(a.Password)
 		if err != nil {
-			return nil, fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err),
+			return nil, connectors.Capabilities{}, fmt.Sprintf("Error when reading the password of WIM account %s: %v", a.UUID, err),
 				fmt.Errorf("open password of account %s: %w", a.UUID, err)
 		}
 		password = string(b)
@@ -149,7 +146,7 @@ func (f *Factory) build(in persistence.ConnectorInput) (connectors.Connector, st
 	// rest too; a value stored in clear by an older wimd is used as is.
 	var err error
 	if w.URL, w.Config, a.Config, err = f.cfg.Box.OpenConnector(w.URL, w.Config, a.Config); err != nil {
-		return nil, fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), err
+		return nil, connectors.Capabilities{}, fmt.Sprintf("Error when reading the secrets of WIM account %s: %v", a.UUID, err), err
 	}
 	cfg := connectors.ConfigOf(w, a, password, in.Mappings)
 	cfg.Logger, cfg.UserAgent = f.cfg.Logger, f.cfg.UserAgent
@@ -162,9 +159,9 @@ func (f *Factory) build(in persistence.ConnectorInput) (connectors.Connector, st
 		if a.Name != nil {
 			name = *a.Name
 		}
-		return nil, fmt.Sprintf("Error when loading WIM connector for WIM (%s): %v\nAny task targeting WIM account %s (%s) will fail.", w.Type, err, a.UUID, name), err
+		return nil, connectors.Capabilities{}, fmt.Sprintf("Error when loading WIM connector for WIM (%s): %v\nAny task targeting WIM account %s (%s) will fail.", w.Type, err, a.UUID, name), err
 	}
-	return conn, "", nil
+	return conn, f.cfg.Registry.Capabilities(cfg), "", nil
 }
 
 func (f *Factory) instrument(wimType string, c connectors.Connector) connectors.Connector {

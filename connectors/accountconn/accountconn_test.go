@@ -58,7 +58,7 @@ func TestWorkersCheckAndReconcileSeeOneAccountAlike(t *testing.T) {
 	f := testfactory.New(t)
 	rec := recorder{built: make(chan connectors.Config, 16)}
 	r := connectors.NewRegistry()
-	r.Register(fake.Type, rec.factory)
+	r.Register(fake.Type, rec.factory, connectors.Everything())
 	reg := prometheus.NewPedanticRegistry()
 	m, err := wimthread.NewMetrics(reg)
 	if err != nil {

@@ -7,8 +7,12 @@
 // The suite checks what the actions rely on: a retried create adopts
 // instead of duplicating, delete is idempotent, unknown services are
 // NotFound, bad input is Permanent and never reaches the controller, a
-// cancelled call returns at once, and QoS reaches the controller where the
-// connector honours it and is refused where it does not.
+// cancelled call returns at once. It also checks the connector's declared
+// Capabilities against what it does: a declared service type is made and
+// any other refused, a declared QoS field reaches the controller and any
+// other is refused, edit works where declared and is Permanent where not,
+// and a declared List sees every service made on the controller, by any
+// connector of it.
 package conformance
 
 import (
@@ -39,14 +43,17 @@ type Harness struct {
 	// (e.g. other VLANs), so that they can coexist. Required.
 	Points func(i int) []connectors.ConnectionPoint
 
-	// ELANPoints, if set, returns valid ELAN connection points (three or
-	// more) for the controller New builds, for connectors that support
-	// multipoint services; the ELAN case is skipped when it is nil.
+	// ELANPoints returns valid ELAN connection points (three or more) for
+	// the controller New builds. Required when Capabilities declares ELAN;
+	// otherwise, when set, the suite checks that an ELAN of them is
+	// refused, and without it an ELAN of Points(i) plus a copy of its first
+	// point on another VLAN.
 	ELANPoints func(i int) []connectors.ConnectionPoint
 
-	// EditUnsupported says EditService always fails with a Permanent
-	// error.
-	EditUnsupported bool
+	// Capabilities is what the connector New builds declares, taken from
+	// its registration (connectortest.Capabilities): the suite holds the
+	// connector to it. Services must not be empty.
+	Capabilities connectors.Capabilities
 
 	// ClearAllUnsupported says ClearAll always fails with a Permanent error.
 	ClearAllUnsupported bool
@@ -71,18 +78,20 @@ type Harness struct {
 	// controller refuses: CheckCredentials must fail Unauthorized.
 	BadCredentials func(t *testing.T) connectors.Connector
 
+	// Pair returns two connectors built as New builds one, on one fresh
+	// controller (as one before and one after a wimd restart). Required
+	// when Capabilities declares List.
+	Pair func(t *testing.T) (connectors.Connector, connectors.Connector)
+
 	// Serial runs the subtests one after the other, for controllers that New
 	// cannot isolate.
 	Serial bool
 
-	// Honours lists the QoS fields the connector honours, as its type is
-	// registered; every other field must be refused, Permanent, with
-	// nothing made on the controller.
-	Honours []connectors.QoSField
-
 	// QoS builds a connector as New does, with a reader of the QoS its
 	// controller holds for a service id (what the controller received,
-	// in connectors.QoS terms). Required when Honours is not empty.
+	// in connectors.QoS terms). Required when Capabilities declares a
+	// QoS field; every field not declared must be refused, Permanent,
+	// with nothing made on the controller.
 	QoS func(t *testing.T) (connectors.Connector, func(id string) connectors.QoS)
 
 	// ListsEndpoints says ListServices fills Service.Endpoints: the suite
@@ -104,6 +113,12 @@ func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.New == nil || h.Points == nil {
 		t.Fatal("conformance: Harness.New and Harness.Points are required")
+	}
+	if len(h.Capabilities.Services) == 0 {
+		t.Fatal("conformance: Harness.Capabilities is required (connectortest.Capabilities)")
+	}
+	if h.Capabilities.Makes(connectors.ServiceELAN) && h.ELANPoints == nil {
+		t.Fatal("conformance: the connector declares ELAN: Harness.ELANPoints is required")
 	}
 	if h.MaxStatusPolls <= 0 {
 		h.MaxStatusPolls = 20
@@ -130,6 +145,7 @@ func Run(t *testing.T, h Harness) {
 		{"Unreachable", s.unreachable},
 		{"BadCredentials", s.badCredentials},
 		{"QoS", s.qos},
+		{"ListSeesOtherConnectors", s.listSeesOthers},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,7 +173,7 @@ func (s *suite) checkCredentials(t *testing.T) {
 // create makes a service and checks what every successful create returns.
 func (s *suite) create(t *testing.T, c connectors.Connector, key string, i int) (string, map[string]any) {
 	t.Helper()
-	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, s.h.Points(i))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(i)})
 	if err != nil {
 		t.Fatalf("CreateService(key %s, points %d): %v", key, i, err)
 	}
@@ -285,7 +301,7 @@ func (s *suite) concurrentCreates(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ids[i], _, errs[i] = c.CreateService(t.Context(), newKey(), connectors.ServiceELINE, s.h.Points(i))
+			ids[i], _, errs[i] = c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(i)})
 		})
 	}
 	wg.Wait()
@@ -359,9 +375,9 @@ func (s *suite) edit(t *testing.T) {
 	c := s.h.New(t)
 	id, connInfo := s.create(t, c, newKey(), 0)
 	newInfo, err := c.EditService(t.Context(), id, connInfo, s.h.Points(1))
-	if s.h.EditUnsupported {
+	if !s.h.Capabilities.Edit {
 		if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
-			t.Fatalf("EditService error = %v (kind %s), want a Permanent error (EditUnsupported)", err, connectors.KindOf(err))
+			t.Fatalf("EditService error = %v (kind %s), want a Permanent error (Edit not declared)", err, connectors.KindOf(err))
 		}
 		return
 	}
@@ -386,10 +402,54 @@ func (s *suite) edit(t *testing.T) {
 	}
 }
 
+// elanRefused checks that a connector that does not declare ELAN refuses
+// one, Permanent, with nothing made on the controller.
+func (s *suite) elanRefused(t *testing.T) {
+	var points []connectors.ConnectionPoint
+	if s.h.ELANPoints != nil {
+		points = s.h.ELANPoints(0)
+	} else {
+		points = s.h.Points(0)
+		third := points[0]
+		if third.Encapsulation == connectors.EncapDot1Q {
+			third.VLAN = third.VLAN%4094 + 1
+		}
+		points = append(points, third)
+	}
+	c := s.h.New(t)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: connectors.ServiceELAN, Points: points})
+	if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+		t.Fatalf("CreateService(ELAN) = %q, %v (kind %s); the connector does not declare ELAN: want a Permanent error", id, err, connectors.KindOf(err))
+	}
+	if services := s.list(t, c); len(services) != 0 {
+		t.Fatalf("a refused ELAN left %d services: %+v", len(services), services)
+	}
+}
+
+// listSeesOthers checks List: a service made by one connector of a
+// controller is listed by another connector of it (a wimd process that
+// restarted, another process of the cluster), which is what drift
+// reconcile trusts. A connector that does not declare List may see only
+// what it made itself: nothing to check.
+func (s *suite) listSeesOthers(t *testing.T) {
+	if !s.h.Capabilities.List {
+		return
+	}
+	if s.h.Pair == nil {
+		t.Fatal("conformance: the connector declares List: Harness.Pair is required")
+	}
+	c, other := s.h.Pair(t)
+	id, _ := s.create(t, c, newKey(), 0)
+	if _, seen := find(s.list(t, other), id); !seen {
+		t.Fatalf("the connector declares List, but another connector of the controller does not list service %s", id)
+	}
+}
+
 // elan runs a multipoint service through create, status, list and delete.
 func (s *suite) elan(t *testing.T) {
-	if s.h.ELANPoints == nil {
-		t.Skip("the connector does not support ELAN (no Harness.ELANPoints)")
+	if !s.h.Capabilities.Makes(connectors.ServiceELAN) {
+		s.elanRefused(t)
+		return
 	}
 	c := s.h.New(t)
 	points := s.h.ELANPoints(0)
@@ -397,13 +457,13 @@ func (s *suite) elan(t *testing.T) {
 		t.Fatalf("Harness.ELANPoints(0) has %d points, want 3 or more", len(points))
 	}
 	key := newKey()
-	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELAN, points)
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELAN, Points: points})
 	if err != nil {
 		t.Fatalf("CreateService(ELAN, %d points): %v", len(points), err)
 	}
 	mustJSON(t, "connInfo", connInfo)
 	s.waitActive(t, c, id, connInfo)
-	again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELAN, points)
+	again, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELAN, Points: points})
 	if err != nil || (!s.h.ServerChosenIDs && again != id) {
 		t.Fatalf("creating the ELAN again = %s, %v; want %s (adopted)", again, err, id)
 	}
@@ -499,7 +559,7 @@ func (s *suite) invalidInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, _, err := c.CreateService(t.Context(), newKey(), tt.typ, tt.points)
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: tt.typ, Points: tt.points})
 			if err == nil {
 				t.Fatalf("CreateService accepted invalid input (id %s)", id)
 			}
@@ -529,7 +589,7 @@ func (s *suite) cancelledContext(t *testing.T) {
 	}{
 		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
 		{"CreateService", func() error {
-			_, _, err := c.CreateService(ctx, newKey(), connectors.ServiceELINE, s.h.Points(1))
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(1)})
 			return err
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, id, connInfo); return err }},
@@ -589,7 +649,7 @@ func (s *suite) unreachable(t *testing.T) {
 	}{
 		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
 		{"CreateService", func() error {
-			_, _, err := c.CreateService(ctx, newKey(), connectors.ServiceELINE, s.h.Points(0))
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(0)})
 			return err
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, uuid.NewString(), nil); return err }},
@@ -632,8 +692,8 @@ func (s *suite) qos(t *testing.T) {
 	if s.h.QoS != nil {
 		c, stored = s.h.QoS(t)
 	} else {
-		if len(s.h.Honours) > 0 {
-			t.Fatal("conformance: Harness.QoS is required when Honours is set")
+		if len(s.h.Capabilities.QoS) > 0 {
+			t.Fatal("conformance: Harness.QoS is required when Capabilities declares QoS")
 		}
 		c = s.h.New(t)
 	}
@@ -646,12 +706,12 @@ func (s *suite) qos(t *testing.T) {
 		} else {
 			one.BandwidthMbps = 0
 		}
-		if slices.Contains(s.h.Honours, f) {
+		if s.h.Capabilities.Honours(f) {
 			all.BandwidthMbps += one.BandwidthMbps
 			all.LatencyMs += one.LatencyMs
 			continue
 		}
-		_, _, err := connectors.Create(ctx, c, newKey(), connectors.ServiceELINE, s.h.Points(1), one)
+		_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(1), QoS: one})
 		if connectors.KindOf(err) != connectors.KindPermanent {
 			t.Fatalf("create asking %s, which the connector does not honour: %v, want a Permanent error", f, err)
 		}
@@ -663,7 +723,7 @@ func (s *suite) qos(t *testing.T) {
 		return
 	}
 	key := newKey()
-	id, _, err := connectors.Create(ctx, c, key, connectors.ServiceELINE, s.h.Points(0), all)
+	id, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(0), QoS: all})
 	if err != nil {
 		t.Fatalf("create asking %+v: %v", all, err)
 	}
@@ -671,7 +731,7 @@ func (s *suite) qos(t *testing.T) {
 		t.Fatalf("the controller holds QoS %+v for service %s, want %+v", got, id, all)
 	}
 	other := connectors.QoS{BandwidthMbps: all.BandwidthMbps * 2, LatencyMs: all.LatencyMs * 2}
-	id2, _, err := connectors.Create(ctx, c, key, connectors.ServiceELINE, s.h.Points(0), other)
+	id2, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(0), QoS: other})
 	switch {
 	case err == nil:
 		if id2 != id || stored(id) != other {

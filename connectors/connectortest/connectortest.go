@@ -109,17 +109,15 @@ func Builder(typ string, register func(*connectors.Registry)) func(t testing.TB,
 	}
 }
 
-// Honours returns the QoS fields type typ is registered with by
-// register: the conformance suite's Harness.Honours, taken from the
-// registration itself so that the suite checks what the engine is told.
-func Honours(typ string, register func(*connectors.Registry)) []connectors.QoSField {
+// Capabilities returns what type typ, registered by register, declares
+// for a connector built with cfg (its Type set to typ): the conformance
+// suite's Harness.Capabilities, taken from the registration itself so
+// that the suite checks what the engine and the runner are told.
+func Capabilities(typ string, register func(*connectors.Registry), cfg connectors.Config) connectors.Capabilities {
 	r := connectors.NewRegistry()
 	register(r)
-	var out []connectors.QoSField
-	for _, f := range r.HonouredQoS(typ) {
-		out = append(out, connectors.QoSField(f))
-	}
-	return out
+	cfg.Type = typ
+	return r.Capabilities(cfg)
 }
 
 // TLSServer serves h over TLS with a certificate no client trusts, until

@@ -73,7 +73,16 @@ import (
 const Type = "dynpac"
 
 // Register adds the dynpac connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
+
+// Capabilities are dynpac's: ELINE ("L2") with a bandwidth, no edit, and
+// no List: DynPaC has no route that lists its services, so the connector
+// lists only what this wimd process created since it started; from that,
+// drift reconcile would see every other link missing and find no orphan.
+var Capabilities = connectors.Capabilities{
+	Services: []connectors.ServiceType{connectors.ServiceELINE},
+	QoS:      []connectors.QoSField{connectors.QoSBandwidth},
+}
 
 // Factory builds a dynpac connector. It contacts nothing; invalid settings
 // are Permanent errors.
@@ -291,13 +300,10 @@ func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
 	return nil
 }
 
-func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
-	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
-}
-
-// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth
+// CreateService implements connectors.Connector: q's bandwidth
 // replaces the configured one.
-func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	key, t, points, q := req.Key, req.Type, req.Points, req.QoS
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "dynpac: a service key is required")
 	}
@@ -462,12 +468,6 @@ func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]a
 	return nil
 }
 
-// PartialListing implements connectors.PartialLister: drift reconcile
-// cannot trust this connector's list.
-func (c *connector) PartialListing() string {
-	return "DynPaC has no route that lists its services: the dynpac connector lists only the services this wimd process created since it started, so every other link would look missing and no orphan could be found"
-}
-
 // ListServices lists the services this process created on the controller
 // that still exist there (DynPaC has no list route). It probes the
 // controller first, so an unreachable controller is an error even when
@@ -522,6 +522,5 @@ func (c *connector) ClearAll(ctx context.Context) error {
 }
 
 var (
-	_ connectors.Connector  = (*connector)(nil)
-	_ connectors.QoSCreator = (*connector)(nil)
+	_ connectors.Connector = (*connector)(nil)
 )

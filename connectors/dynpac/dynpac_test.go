@@ -69,7 +69,6 @@ func TestConformance(t *testing.T) {
 			return c
 		},
 		Points:          points,
-		EditUnsupported: true,
 		ServerChosenIDs: true,
 		MaxStatusPolls:  5,
 		Unreachable: func(t *testing.T) connectors.Connector {
@@ -79,7 +78,8 @@ func TestConformance(t *testing.T) {
 			_, srv := server(t, emu.Options{User: user, Password: password})
 			return build(t, connectors.Config{URL: srv.URL, User: user, Password: "wrong"})
 		},
-		Honours: connectortest.Honours(dynpac.Type, dynpac.Register),
+		Capabilities: connectortest.Capabilities(dynpac.Type, dynpac.Register, connectors.Config{}),
+
 		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
 			c, e := setup(t, emu.Options{}, nil)
 			return c, func(id string) connectors.QoS {
@@ -93,7 +93,7 @@ func TestConformance(t *testing.T) {
 func TestCreateRequest(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, map[string]any{"bandwidth": 250, "backup": true})
-	id, connInfo, err := c.CreateService(t.Context(), "key-1", connectors.ServiceELINE, points(3))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: "key-1", Type: connectors.ServiceELINE, Points: points(3)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -162,11 +162,11 @@ func TestCreateRequest(t *testing.T) {
 func TestCreateRetryAdopts(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
-	id1, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	id1, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id2, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	id2, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestCreateRetryAdopts(t *testing.T) {
 	if !deleteOnController(t, e, id1) {
 		t.Fatal("could not delete on the emulator")
 	}
-	id3, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	id3, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestStatusMapping(t *testing.T) {
 		t.Run(tt.format+"/"+tt.set, func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{StatusFormat: tt.format}, nil)
-			id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+			id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func TestStatusMapping(t *testing.T) {
 func TestBuildThenActive(t *testing.T) {
 	t.Parallel()
 	c, _ := setup(t, emu.Options{BuildPolls: 2}, nil)
-	id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestErrors(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
 			e.FailNext(1, tt.status)
-			_, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 			if err == nil {
 				t.Fatal("CreateService succeeded, want an error")
 			}
@@ -300,7 +300,7 @@ func TestControllerValidationMessage(t *testing.T) {
 	c, e := setup(t, emu.Options{}, nil)
 	p := points(0)
 	p[0].MappingInfo = map[string]any{"wan_switch_dpid": "x", "wan_switch_port": float64(-1)}
-	_, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, p)
+	_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: p})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "wan_switch_port") {
 		t.Fatalf("error = %v (kind %s), want Permanent naming wan_switch_port", err, connectors.KindOf(err))
 	}
@@ -323,7 +323,7 @@ func TestMalformedReplies(t *testing.T) {
 				w.WriteHeader(http.StatusOK)
 			},
 			call: func(c connectors.Connector) error {
-				_, _, err := c.CreateService(context.Background(), "k", connectors.ServiceELINE, points(0))
+				_, _, err := c.CreateService(context.Background(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 				return err
 			},
 			kind: connectors.KindPermanent,
@@ -334,7 +334,7 @@ func TestMalformedReplies(t *testing.T) {
 				_, _ = w.Write([]byte("\x00\xff\xfe\x01garbage"))
 			},
 			call: func(c connectors.Connector) error {
-				_, _, err := c.CreateService(context.Background(), "k", connectors.ServiceELINE, points(0))
+				_, _, err := c.CreateService(context.Background(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 				return err
 			},
 			kind: connectors.KindPermanent,
@@ -431,7 +431,7 @@ func TestInvalidInputNeverSent(t *testing.T) {
 			c, e := setup(t, emu.Options{}, nil)
 			p := points(0)
 			tt.change(p)
-			_, _, err := c.CreateService(t.Context(), "k", tt.typ, p)
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: tt.typ, Points: p})
 			if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
 				t.Fatalf("error = %v, want Permanent", err)
 			}
@@ -450,7 +450,7 @@ func TestMappingFromPortMappings(t *testing.T) {
 	}})
 	p := points(0)
 	p[1].MappingInfo = nil
-	id, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, p)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestSecretsNotLogged(t *testing.T) {
 	logger, logs := connectortest.Logger(t)
 	e, srv := server(t, emu.Options{User: user, Password: password})
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, Logger: logger})
-	id, ci, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,18 +543,18 @@ func TestQoSBandwidth(t *testing.T) {
 			c, e := setup(t, emu.Options{}, tt.account)
 			key := "qos-" + tt.name // the emulator's URL is the test's own
 			q := connectors.QoS{BandwidthMbps: tt.asked}
-			id, connInfo, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q)
+			id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0), QoS: q})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if s, _ := e.Service(id); s.Bandwidth != tt.want || connInfo["bandwidth"] != int(tt.want) {
 				t.Fatalf("controller bandwidth %v, connInfo %v, want %v", s.Bandwidth, connInfo["bandwidth"], tt.want)
 			}
-			if again, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q); err != nil || again != id {
+			if again, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0), QoS: q}); err != nil || again != id {
 				t.Fatalf("same key, same bandwidth: %q, %v, want %s adopted", again, err, id)
 			}
 			q.BandwidthMbps = int(tt.want) + 1
-			_, _, err = connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), q)
+			_, _, err = c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0), QoS: q})
 			if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "cannot edit") {
 				t.Fatalf("same key, other bandwidth: %v, want Permanent", err)
 			}

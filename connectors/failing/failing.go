@@ -20,8 +20,8 @@ const DefaultReason = "failing connector: every call fails by design"
 
 // New returns a connector whose every method returns a *connectors.Error of
 // the given kind with reason embedded in OSM's wording. The zero kind is
-// KindPermanent; pass KindRetryable when the reason is transient (the worker
-// keeps rebuilding the real connector meanwhile).
+// KindPermanent; pass KindRetryable when the reason is transient (the
+// supervisor rebuilds the real connector at the account's next change).
 func New(reason string, kind connectors.Kind) connectors.Connector {
 	if reason == "" {
 		reason = DefaultReason
@@ -49,7 +49,11 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 }
 
 // Register adds the failing connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
+
+// Capabilities declare everything, so that every call reaches the
+// connector and fails with its reason rather than being refused first.
+var Capabilities = connectors.Everything()
 
 type connector struct {
 	reason string
@@ -64,8 +68,8 @@ func (c *connector) CheckCredentials(context.Context) error {
 	return c.fail("Impossible to use WIM:\n%s", c.reason)
 }
 
-func (c *connector) CreateService(_ context.Context, _ string, t connectors.ServiceType, _ []connectors.ConnectionPoint) (string, map[string]any, error) {
-	return "", nil, c.fail("Impossible to connect %s.\n%s", t, c.reason)
+func (c *connector) CreateService(_ context.Context, req connectors.Request) (string, map[string]any, error) {
+	return "", nil, c.fail("Impossible to connect %s.\n%s", req.Type, c.reason)
 }
 
 func (c *connector) GetServiceStatus(_ context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {

@@ -22,7 +22,7 @@ var calls = []call{
 		return c.CheckCredentials(ctx)
 	}},
 	{"CreateService", "Impossible to connect ELINE.\n", func(ctx context.Context, c connectors.Connector) error {
-		id, info, err := c.CreateService(ctx, "key-1", connectors.ServiceELINE, nil)
+		id, info, err := c.CreateService(ctx, connectors.Request{Key: "key-1", Type: connectors.ServiceELINE, Points: nil})
 		if id != "" || info != nil {
 			return errors.New("CreateService returned a service")
 		}

@@ -8,12 +8,13 @@
 //
 // The controller state lives in a Controller shared through a process-wide
 // map keyed by the WIM URL. Every connector built for the same URL, by any
-// worker and across worker restarts, talks to the same Controller, the way
+// account and across restarts of the process, talks to the same Controller, the way
 // real connectors share a real controller. State lasts as long as the
 // process; tests use a distinct URL each (ControllerFor gives them the
 // Controller to inspect).
 //
-// It honours every QoS field (connectors.QoSCreator): the controller keeps
+// It makes ELINE and ELAN services, edits and lists them, and honours
+// every QoS field (Capabilities): the controller keeps
 // the QoS with the service (Controller.QoS, and "bandwidth" and "latency"
 // in its status info). Its latency_ms setting below is unrelated: a delay
 // of the connector's own calls.
@@ -65,10 +66,10 @@ const (
 
 // Register adds the fake connector to r under Type. Its state_file may be
 // any path: for tests that build their registry; wimd uses RegisterConfined.
-func Register(r *connectors.Registry) { r.Register(Type, Factory, honours...) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
 
-// honours are the QoS fields fake takes: all, stored with the service.
-var honours = []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency}
+// Capabilities are fake's: everything, QoS stored with the service.
+var Capabilities = connectors.Everything()
 
 // RegisterConfined adds the fake connector to r under Type with its
 // state_file confined to folder dir and kept out of the reserved paths
@@ -87,7 +88,7 @@ func RegisterConfined(r *connectors.Registry, dir string, reserved ...string) {
 			}
 		}
 		return Factory(cfg)
-	}, honours...)
+	}, Capabilities)
 }
 
 // confined checks that path p lies inside dir and in none of reserved,
@@ -512,13 +513,10 @@ func (c *connector) CheckCredentials(ctx context.Context) error {
 	return c.do(ctx, MethodCheckCredentials, "", "", func() (string, error) { return "", nil })
 }
 
-func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
-	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
-}
-
-// CreateServiceQoS implements connectors.QoSCreator: the controller keeps
+// CreateService implements connectors.Connector: the controller keeps
 // q with the service (Controller.QoS, and the status info).
-func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	key, t, points, q := req.Key, req.Type, req.Points, req.QoS
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "fake: a service key is required")
 	}
@@ -653,8 +651,7 @@ func cloneValue(v any) any {
 }
 
 var (
-	_ connectors.Connector  = (*connector)(nil)
-	_ connectors.QoSCreator = (*connector)(nil)
+	_ connectors.Connector = (*connector)(nil)
 )
 
 func (c Call) String() string {

@@ -73,7 +73,11 @@ func harness(accountConfig map[string]any) conformance.Harness {
 			fake.ControllerFor(cfg.URL).SetCredentials("u", "the-right-one")
 			return build(t, cfg)
 		},
-		Honours: connectortest.Honours(fake.Type, fake.Register),
+		Capabilities: connectortest.Capabilities(fake.Type, fake.Register, connectors.Config{AccountConfig: accountConfig}),
+		Pair: func(t *testing.T) (connectors.Connector, connectors.Connector) {
+			cfg := newConfig(t, accountConfig)
+			return build(t, cfg), build(t, cfg)
+		},
 		QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
 			cfg := newConfig(t, accountConfig)
 			return build(t, cfg), func(id string) connectors.QoS {
@@ -107,7 +111,7 @@ func TestBuildPolls(t *testing.T) {
 	t.Parallel()
 	c := build(t, newConfig(t, map[string]any{"build_polls": 2}))
 	ctx := t.Context()
-	id, connInfo, err := c.CreateService(ctx, uuid.NewString(), connectors.ServiceELINE, points(0))
+	id, connInfo, err := c.CreateService(ctx, connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func TestLatencyHonoursContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := c.CreateService(ctx, uuid.NewString(), connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			done <- err
 		}()
 		cancel()
@@ -166,7 +170,7 @@ func TestSharedController(t *testing.T) {
 	cfg := newConfig(t, nil)
 	first := build(t, cfg)
 	key := uuid.NewString()
-	id, connInfo, err := first.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id, connInfo, err := first.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestSharedController(t *testing.T) {
 	if _, err := second.GetServiceStatus(t.Context(), id, connInfo); err != nil {
 		t.Fatalf("status from a second connector: %v", err)
 	}
-	id2, _, err := second.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id2, _, err := second.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +205,7 @@ func TestFailNext(t *testing.T) {
 			ctrl.FailNext(2, kind)
 			key := uuid.NewString()
 			for i := range 2 {
-				_, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+				_, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 				if err == nil || connectors.KindOf(err) != kind {
 					t.Fatalf("create #%d: error %v (kind %s), want kind %s", i+1, err, connectors.KindOf(err), kind)
 				}
@@ -209,7 +213,7 @@ func TestFailNext(t *testing.T) {
 			if n := ctrl.Count(); n != 0 {
 				t.Fatalf("a refused create made %d services", n)
 			}
-			if _, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0)); err != nil {
+			if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)}); err != nil {
 				t.Fatalf("create after the injected failures: %v", err)
 			}
 			calls := ctrl.Calls()
@@ -230,7 +234,7 @@ func TestLostReplyThenRetryAdopts(t *testing.T) {
 	c := build(t, cfg)
 	ctrl.LoseNextReplies(1)
 	key := uuid.NewString()
-	_, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	_, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if !connectors.Retryable(err) {
 		t.Fatalf("create with a lost reply: error %v, want Retryable", err)
 	}
@@ -238,7 +242,7 @@ func TestLostReplyThenRetryAdopts(t *testing.T) {
 	if len(services) != 1 || services[0].Key != key {
 		t.Fatalf("controller services = %+v, want the one with key %s", services, key)
 	}
-	id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +257,11 @@ func TestCreateSameKeyReplacesPoints(t *testing.T) {
 	ctrl := fake.ControllerFor(cfg.URL)
 	c := build(t, cfg)
 	key := uuid.NewString()
-	id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id2, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(5))
+	id2, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +276,7 @@ func TestEdit(t *testing.T) {
 	cfg := newConfig(t, nil)
 	ctrl := fake.ControllerFor(cfg.URL)
 	c := build(t, cfg)
-	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +304,7 @@ func TestUnknownEndpointNeverReachesController(t *testing.T) {
 	c := build(t, cfg)
 	p := points(0)
 	p[1].ServiceEndpointID = "ep-nowhere"
-	_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, p)
+	_, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: p})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(fmt.Sprint(err), "ep-nowhere") {
 		t.Fatalf("error = %v, want Permanent naming the endpoint", err)
 	}
@@ -315,7 +319,7 @@ func TestStoredPointsAreCopies(t *testing.T) {
 	c := build(t, cfg)
 	p := points(0)
 	p[0].MappingInfo = map[string]any{"site-id": "s1", "bearer": map[string]any{"bearer-reference": "b1"}}
-	id, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, p)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +383,7 @@ func TestResetAndCallCount(t *testing.T) {
 	cfg := newConfig(t, nil)
 	ctrl := fake.ControllerFor(cfg.URL)
 	c := build(t, cfg)
-	if _, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0)); err != nil {
+	if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ListServices(t.Context()); err != nil {
@@ -411,7 +415,7 @@ func TestLogging(t *testing.T) {
 	c := build(t, cfg)
 	refused := c.CheckCredentials(t.Context()) // logs the error
 	fake.ControllerFor(cfg.URL).SetCredentials("", "")
-	if _, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0)); err != nil {
+	if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)}); err != nil {
 		t.Fatal(err)
 	}
 	out := logs.String()
@@ -435,7 +439,7 @@ func TestStateFile(t *testing.T) {
 	}
 	pts := []connectors.ConnectionPoint{{ServiceEndpointID: "a", Encapsulation: connectors.EncapNone}, {ServiceEndpointID: "b", Encapsulation: connectors.EncapNone}}
 	qos := connectors.QoS{BandwidthMbps: 100, LatencyMs: 5}
-	id, _, err := connectors.Create(t.Context(), c, "key-1", connectors.ServiceELINE, pts, qos)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "key-1", Type: connectors.ServiceELINE, Points: pts, QoS: qos})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +455,7 @@ func TestStateFile(t *testing.T) {
 	if got, _ := fake.ControllerFor(second.URL).QoS(id); got != qos {
 		t.Fatalf("the reloaded controller holds QoS %+v, want %+v", got, qos)
 	}
-	again, _, err := connectors.Create(t.Context(), c2, "key-1", connectors.ServiceELINE, pts, qos)
+	again, _, err := c2.CreateService(t.Context(), connectors.Request{Key: "key-1", Type: connectors.ServiceELINE, Points: pts, QoS: qos})
 	if err != nil || again != id {
 		t.Fatalf("the reloaded controller made %q, want to adopt %q (%v)", again, id, err)
 	}
@@ -474,7 +478,7 @@ func TestChangedBehindTheClientsBack(t *testing.T) {
 	c := build(t, cfg)
 	ctx := t.Context()
 	key := uuid.NewString()
-	id, connInfo, err := c.CreateService(ctx, key, connectors.ServiceELINE, points(0))
+	id, connInfo, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +501,7 @@ func TestChangedBehindTheClientsBack(t *testing.T) {
 	if _, err := status(); !connectors.IsNotFound(err) {
 		t.Fatalf("status of a removed service: %v, want not found", err)
 	}
-	again, _, err := c.CreateService(ctx, key, connectors.ServiceELINE, points(0))
+	again, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil || again == id || ctrl.Count() != 1 {
 		t.Fatalf("create after the removal: %s (was %s), %d services, %v", again, id, ctrl.Count(), err)
 	}

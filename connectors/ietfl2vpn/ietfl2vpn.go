@@ -242,15 +242,29 @@ var elanTypes = []string{"ldp-l2tp-vpls", "bgp-vpls", "pbb-evpn"}
 
 // Register adds the ietfl2vpn connector to r under Type.
 func Register(r *connectors.Registry) {
-	r.Register(Type, Factory, connectors.QoSBandwidth)
-	// The osm dialect has no svc-bandwidth: a WIM set to it is refused
-	// QoS when an instance is written, not when its CREATE runs.
-	r.SetQoSRule(Type, func(cfg connectors.Config) []connectors.QoSField {
-		if d, err := cfg.StringSetting("dialect", DialectRFC8466); err == nil && d == DialectOSM {
-			return nil
+	r.Register(Type, Factory, Capabilities)
+}
+
+// Capabilities are ietfl2vpn's: ELINE and ELAN, edited in place, with
+// ids that follow from the key. The rfc8466 dialect lists and carries a
+// bandwidth (svc-bandwidth); the osm dialect has no bandwidth (a WIM set
+// to it is refused QoS when an instance is written, not when its CREATE
+// runs) and its server, TeraFlowSDN, cannot list (listing).
+var Capabilities = connectors.Capabilities{
+	Services:  []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
+	QoS:       []connectors.QoSField{connectors.QoSBandwidth},
+	Edit:      true,
+	List:      true,
+	ServiceID: serviceID,
+	Narrow: func(cfg connectors.Config) connectors.Capabilities {
+		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN}, Edit: true}
+		d, err := cfg.StringSetting("dialect", DialectRFC8466)
+		if err != nil || d != DialectOSM {
+			c.QoS = []connectors.QoSField{connectors.QoSBandwidth}
 		}
-		return []connectors.QoSField{connectors.QoSBandwidth}
-	})
+		c.List, _ = listing(d)
+		return c
+	},
 }
 
 type settings struct {
@@ -286,9 +300,6 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		return nil, err
 	}
 	c := &connector{rc: rc, cfg: cfg, set: set, mappings: cfg.Mappings(), log: cfg.Log(), now: time.Now}
-	if ok, why := listing(set.dialect); !ok {
-		return unlisted{c, why}, nil
-	}
 	return c, nil
 }
 
@@ -937,15 +948,12 @@ func (c *connector) checkMapping(ctx context.Context, m wimro.PortMapping, sid s
 	return nil
 }
 
-func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
-	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
-}
-
-// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth is
+// CreateService implements connectors.Connector: q's bandwidth is
 // each attachment's svc-bandwidth. An existing attachment is replaced
 // (PUT), so an adopted service gets q; where PUT is refused, a 409 adopts
 // only an attachment that holds the same bandwidth.
-func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	key, t, points, q := req.Key, req.Type, req.Points, req.QoS
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: a service key is required", Type)
 	}
@@ -1261,9 +1269,9 @@ func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[s
 	return nil
 }
 
-// ServiceIDOf implements connectors.KeyedIDs: the vpn-id is IDPrefix and
-// the key, in every dialect.
-func (c *connector) ServiceIDOf(key string) string {
+// serviceID is the vpn-id of key's service, IDPrefix and the key in every
+// dialect (Capabilities.ServiceID).
+func serviceID(key string) string {
 	if key == "" {
 		return ""
 	}
@@ -1402,7 +1410,5 @@ func (c *connector) ClearAll(ctx context.Context) error {
 }
 
 var (
-	_ connectors.Connector  = (*connector)(nil)
-	_ connectors.QoSCreator = (*connector)(nil)
-	_ connectors.KeyedIDs   = (*connector)(nil)
+	_ connectors.Connector = (*connector)(nil)
 )

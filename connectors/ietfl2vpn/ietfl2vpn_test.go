@@ -131,25 +131,32 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			account := map[string]any{"dialect": tc.dialect}
 			osm := tc.dialect == ietfl2vpn.DialectOSM
-			// The osm dialect refuses a bandwidth (OSM's bodies carry none).
-			honours := connectortest.Honours(ietfl2vpn.Type, ietfl2vpn.Register)
-			if osm {
-				honours = nil
-			}
 			var emulators sync.Map // connector → its emulator
+			// pair builds two connectors on one fresh emulator. The WIM's
+			// port mappings name the three sites, so listed services read
+			// back as endpoints.
+			pair := func(t *testing.T) (connectors.Connector, connectors.Connector) {
+				e, srv := server(t, emu.Options{BuildPolls: 2, Dialect: tc.server, User: user, Password: password})
+				var mappings []wimro.PortMapping
+				for _, p := range elanPoints(0) {
+					mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
+				}
+				cfg := connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings}
+				a, b := build(t, cfg), build(t, cfg)
+				emulators.Store(a, e)
+				emulators.Store(b, e)
+				return a, b
+			}
 			h := conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
-					// The WIM's port mappings name the three sites, so
-					// listed services read back as endpoints.
-					e, srv := server(t, emu.Options{BuildPolls: 2, Dialect: tc.server, User: user, Password: password})
-					var mappings []wimro.PortMapping
-					for _, p := range elanPoints(0) {
-						mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
-					}
-					c := build(t, connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: account, PortMappings: mappings})
-					emulators.Store(c, e)
+					c, _ := pair(t)
 					return c
 				},
+				Pair: pair,
+				// The osm dialect declares no bandwidth (OSM's bodies carry
+				// none) and no listing (TeraFlowSDN cannot list): the suite
+				// checks that a bandwidth is refused.
+				Capabilities:        connectortest.Capabilities(ietfl2vpn.Type, ietfl2vpn.Register, connectors.Config{WIMConfig: account}),
 				ListsEndpoints:      tc.dialect == ietfl2vpn.DialectRFC8466,
 				ClearAllUnsupported: osm,
 				Points:              points,
@@ -162,7 +169,6 @@ func TestConformance(t *testing.T) {
 					_, srv := server(t, emu.Options{User: user, Password: password, Dialect: tc.server})
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password, AccountConfig: account})
 				},
-				Honours: honours,
 				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
 					c, e := setup(t, emu.Options{Dialect: tc.server, Features: append([]string{"input-bw"}, emu.DefaultFeatures...)}, account)
 					emulators.Store(c, e)
@@ -239,7 +245,7 @@ func sameJSON(t *testing.T, what string, got, want any) {
 func TestCreateRequests(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
-	id, connInfo, err := c.CreateService(t.Context(), "k1", connectors.ServiceELINE, points(3))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceELINE, Points: points(3)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -296,7 +302,7 @@ func TestCreateCompensates(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
 			e.FailOn(http.MethodPut, "site-network-access=wimro-k1-1", tt.status)
-			_, _, err := c.CreateService(t.Context(), "k1", connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceELINE, Points: points(0)})
 			if connectors.KindOf(err) != tt.kind || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("error = %v (kind %s), want %s with the controller's message", err, connectors.KindOf(err), tt.kind)
 			}
@@ -318,11 +324,11 @@ func TestDeleteOrder(t *testing.T) {
 		t.Run(fmt.Sprintf("connInfo=%v", withConnInfo), func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
-			keep, _, err := c.CreateService(t.Context(), "keep", connectors.ServiceELINE, points(1))
+			keep, _, err := c.CreateService(t.Context(), connectors.Request{Key: "keep", Type: connectors.ServiceELINE, Points: points(1)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, ci, err := c.CreateService(t.Context(), "k1", connectors.ServiceELINE, points(0))
+			id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +366,7 @@ func TestStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
-			id, ci, err := c.CreateService(t.Context(), "k1", connectors.ServiceELINE, points(0))
+			id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -402,7 +408,7 @@ func slicesContains(s []string, v string) bool {
 func TestStatusBuildThenActive(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{BuildPolls: 2}, nil)
-	id, ci, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +429,14 @@ func TestRetryAdopts(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
 	key := uuid.NewString()
-	id1, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id1, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := len(e.Requests())
 	// The retry after a crash between the controller's reply and the
 	// database write: the same key again.
-	id2, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id2, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil || id2 != id1 {
 		t.Fatalf("second create = %s, %v; want %s", id2, err, id1)
 	}
@@ -440,7 +446,7 @@ func TestRetryAdopts(t *testing.T) {
 	}
 	// The same key with its second point moved: the stale attachment goes.
 	moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 100)}
-	if _, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, moved); err != nil {
+	if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: moved}); err != nil {
 		t.Fatal(err)
 	}
 	want := []emu.AccessRef{{Site: "dc-a", ID: id1 + "-0", VPNID: id1}, {Site: "dc-c", ID: id1 + "-1", VPNID: id1}}
@@ -466,7 +472,7 @@ func TestELAN(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, tt.account)
-			id, ci, err := c.CreateService(t.Context(), "lan", connectors.ServiceELAN, tt.points)
+			id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "lan", Type: connectors.ServiceELAN, Points: tt.points})
 			if err != nil {
 				t.Fatalf("CreateService(ELAN): %v", err)
 			}
@@ -493,7 +499,7 @@ func TestSettings(t *testing.T) {
 	c := build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{
 		"customer_name": "acme", "default_mtu": 9000, "location_flavor": "location", "send_frame_delivery": true,
 	}})
-	id, _, err := c.CreateService(t.Context(), "s", connectors.ServiceELINE, []connectors.ConnectionPoint{point("cust-1", 0), point("cust-2", 0)})
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "s", Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{point("cust-1", 0), point("cust-2", 0)}})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -580,7 +586,7 @@ func TestInvalidInputNeverSent(t *testing.T) {
 			if typ == "ELINE3" {
 				typ, p = connectors.ServiceELINE, append(p, point("dc-c", 100))
 			}
-			_, _, err := c.CreateService(t.Context(), "k", typ, p)
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: typ, Points: p})
 			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("error = %v, want Permanent containing %s", err, tt.contains)
 			}
@@ -604,7 +610,7 @@ func TestMappingFromPortMappings(t *testing.T) {
 	}}})
 	p := points(0)
 	p[1].MappingInfo = nil
-	id, _, err := c.CreateService(t.Context(), "pm", connectors.ServiceELINE, p)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "pm", Type: connectors.ServiceELINE, Points: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +622,7 @@ func TestMappingFromPortMappings(t *testing.T) {
 func TestPOSTFallback(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{RejectPUT: true}, nil)
-	id, _, err := c.CreateService(t.Context(), "p", connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "p", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatalf("CreateService on a POST-only server: %v", err)
 	}
@@ -627,7 +633,7 @@ func TestPOSTFallback(t *testing.T) {
 		"GET /sites 200")
 	// The retry: POST answers 409, the entries match and are adopted.
 	n := len(e.Requests())
-	if id2, _, err := c.CreateService(t.Context(), "p", connectors.ServiceELINE, points(0)); err != nil || id2 != id {
+	if id2, _, err := c.CreateService(t.Context(), connectors.Request{Key: "p", Type: connectors.ServiceELINE, Points: points(0)}); err != nil || id2 != id {
 		t.Fatalf("retried create = %s, %v", id2, err)
 	}
 	got := calls(e.Requests()[n:])
@@ -638,7 +644,7 @@ func TestPOSTFallback(t *testing.T) {
 		t.Fatalf("after the retry: %v %+v", e.ServiceIDs(), e.Accesses())
 	}
 	// The same key with another VLAN: the existing attachment differs.
-	_, _, err = c.CreateService(t.Context(), "p", connectors.ServiceELINE, points(5))
+	_, _, err = c.CreateService(t.Context(), connectors.Request{Key: "p", Type: connectors.ServiceELINE, Points: points(5)})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "already exists with other settings") {
 		t.Fatalf("create over a different entry: %v (kind %s), want Permanent", err, connectors.KindOf(err))
 	}
@@ -703,7 +709,7 @@ func TestErrors(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
 			e.FailNext(1, tt.status)
-			_, _, err := c.CreateService(t.Context(), "k", connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: points(0)})
 			if connectors.KindOf(err) != tt.kind || err == nil || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("error = %v (kind %s), want %s containing %q", err, connectors.KindOf(err), tt.kind, tt.contains)
 			}
@@ -767,7 +773,7 @@ func TestListAndClearAllOnlyOurs(t *testing.T) {
 	}
 	keys := []string{uuid.NewString(), uuid.NewString()}
 	for i, k := range keys {
-		if _, _, err := c.CreateService(t.Context(), k, connectors.ServiceELINE, points(i)); err != nil {
+		if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: k, Type: connectors.ServiceELINE, Points: points(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -804,7 +810,7 @@ func seed(t *testing.T, e *emu.Emulator, method, path, body string) {
 func TestEdit(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
-	id, ci, err := c.CreateService(t.Context(), "ed", connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "ed", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -844,7 +850,7 @@ func TestEscapedKeys(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
 	key := "a/b c,d"
-	id, ci, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, []connectors.ConnectionPoint{point("edge 3/b", 7), point("dc-a", 7)})
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{point("edge 3/b", 7), point("dc-a", 7)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -910,12 +916,12 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	e, srv := server(t, emu.Options{User: user, Password: password})
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, Logger: logger})
 	var errs []error
-	id, ci, err := c.CreateService(t.Context(), "sec", connectors.ServiceELINE, points(0))
+	id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "sec", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.FailOn(http.MethodPut, "site-network-access=wimro-sec2-1", http.StatusInternalServerError)
-	_, _, err = c.CreateService(t.Context(), "sec2", connectors.ServiceELINE, points(1)) // failure, compensation, logs
+	_, _, err = c.CreateService(t.Context(), connectors.Request{Key: "sec2", Type: connectors.ServiceELINE, Points: points(1)}) // failure, compensation, logs
 	errs = append(errs, err)
 	e.FailNext(1, http.StatusServiceUnavailable)
 	_, err = c.GetServiceStatus(t.Context(), id, ci)
@@ -930,7 +936,7 @@ func TestSecretsNotInErrorsOrLogs(t *testing.T) {
 	// name (which quotes the controller) must not carry the URL password.
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, err = withURL.CreateService(cancelled, "sec3", connectors.ServiceELINE, points(2))
+	_, _, err = withURL.CreateService(cancelled, connectors.Request{Key: "sec3", Type: connectors.ServiceELINE, Points: points(2)})
 	errs = append(errs, err)
 	if !strings.Contains(logs.String(), "ietfl2vpn service created") || !strings.Contains(logs.String(), "what it wrote is deleted") {
 		t.Fatalf("debug log = %s, want the create and compensation lines", logs.String())
@@ -1020,12 +1026,12 @@ func TestCancelledCreateDoesNotCompensate(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := build(t, connectors.Config{URL: srv.URL})
-	_, _, err := c.CreateService(ctx, "cx", connectors.ServiceELINE, points(0))
+	_, _, err := c.CreateService(ctx, connectors.Request{Key: "cx", Type: connectors.ServiceELINE, Points: points(0)})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
 	}
 	wantCalls(t, e.Requests(), "PUT "+svcs+"wimro-cx 201", "PUT "+siteA+"wimro-cx-0 201")
-	if id, _, err := c.CreateService(t.Context(), "cx", connectors.ServiceELINE, points(0)); err != nil || len(e.Accesses()) != 2 || len(e.ServiceIDs()) != 1 {
+	if id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "cx", Type: connectors.ServiceELINE, Points: points(0)}); err != nil || len(e.Accesses()) != 2 || len(e.ServiceIDs()) != 1 {
 		t.Fatalf("retry = %s, %v; accesses %+v", id, err, e.Accesses())
 	}
 }

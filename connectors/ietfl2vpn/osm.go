@@ -193,16 +193,3 @@ func listing(dialect string) (ok bool, why string) {
 	}
 	return true, ""
 }
-
-// unlisted is the connector of a dialect whose server cannot list: it
-// says so (connectors.PartialLister), so that drift reconcile refuses the
-// account instead of reporting every link missing.
-type unlisted struct {
-	*connector
-	why string
-}
-
-// PartialListing implements connectors.PartialLister.
-func (u unlisted) PartialListing() string { return u.why }
-
-var _ connectors.PartialLister = unlisted{}

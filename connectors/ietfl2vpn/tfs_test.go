@@ -2,6 +2,8 @@ package ietfl2vpn_test
 
 import (
 	"encoding/json"
+	"github.com/wimro/wimro/connectors/connectortest"
+	"github.com/wimro/wimro/connectors/ietfl2vpn"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,23 +43,21 @@ func TestTeraFlowSDN(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{"(a) listing is not claimed where the server cannot list", func(t *testing.T) {
-			c, _ := tfsSetup(t, emu.Options{}, nil)
-			pl, ok := c.(connectors.PartialLister)
-			if !ok || !strings.Contains(pl.PartialListing(), "cannot list") {
-				t.Fatalf("the osm dialect's connector claims it can list (PartialLister %v)", ok)
+			if lists("osm") {
+				t.Fatal("the osm dialect's connector declares it can list (Capabilities.List)")
 			}
-			if strict := build(t, connectors.Config{URL: "http://ctl"}); isPartial(strict) {
-				t.Fatal("the rfc8466 dialect's connector says it cannot list")
+			if !lists("rfc8466") {
+				t.Fatal("the rfc8466 dialect's connector declares it cannot list")
 			}
 		}},
 		{"(b) a retried create adopts the live service", func(t *testing.T) {
 			c, e := tfsSetup(t, emu.Options{BuildPolls: 1}, nil)
-			id, _, err := c.CreateService(t.Context(), "b", connectors.ServiceELINE, points(0))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "b", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatalf("CreateService: %v", err)
 			}
 			for i := range 2 { // while building (504), then active
-				again, _, err := c.CreateService(t.Context(), "b", connectors.ServiceELINE, points(0))
+				again, _, err := c.CreateService(t.Context(), connectors.Request{Key: "b", Type: connectors.ServiceELINE, Points: points(0)})
 				if err != nil || again != id {
 					t.Fatalf("retried create #%d = %q, %v; want %s adopted", i+1, again, err, id)
 				}
@@ -94,7 +94,7 @@ func TestTeraFlowSDN(t *testing.T) {
 					e.ServeHTTP(w, r)
 				})
 			})
-			_, _, err := c.CreateService(t.Context(), "d", connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "d", Type: connectors.ServiceELINE, Points: points(0)})
 			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "Malformed NetworkAccessConnection") {
 				t.Fatalf("CreateService = %v (kind %s), want Permanent with TeraFlowSDN's message", err, connectors.KindOf(err))
 			}
@@ -104,7 +104,7 @@ func TestTeraFlowSDN(t *testing.T) {
 		}},
 		{"(e) a service that never turns active ends in ERROR", func(t *testing.T) {
 			c, e := tfsSetup(t, emu.Options{}, nil)
-			id, ci, err := c.CreateService(t.Context(), "e", connectors.ServiceELINE, points(0))
+			id, ci, err := c.CreateService(t.Context(), connectors.Request{Key: "e", Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatalf("CreateService: %v", err)
 			}
@@ -151,7 +151,8 @@ func roundTrip(t *testing.T, info map[string]any) map[string]any {
 	return out
 }
 
-func isPartial(c connectors.Connector) bool {
-	_, ok := c.(connectors.PartialLister)
-	return ok
+// lists says whether a WIM of the dialect declares that it lists every
+// service of wimro's (Capabilities.List), which drift reconcile needs.
+func lists(dialect string) bool {
+	return connectortest.Capabilities(ietfl2vpn.Type, ietfl2vpn.Register, connectors.Config{WIMConfig: map[string]any{"dialect": dialect}}).List
 }

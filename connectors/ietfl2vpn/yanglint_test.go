@@ -89,7 +89,7 @@ func TestYanglint(t *testing.T) {
 				{connectors.ServiceELAN, []connectors.ConnectionPoint{point(s[0], 300), point(s[1], 300), point(s[2], 301)}},
 			}
 			for i, cr := range creates {
-				if _, _, err := c.CreateService(t.Context(), "y"+string(rune('0'+i)), cr.typ, cr.points); err != nil {
+				if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: "y" + string(rune('0'+i)), Type: cr.typ, Points: cr.points}); err != nil {
 					t.Fatalf("create %d (%s): %v", i, cr.typ, err)
 				}
 			}
@@ -127,7 +127,7 @@ func TestYanglintSvcBandwidth(t *testing.T) {
 	features := append([]string{"input-bw"}, emu.DefaultFeatures...)
 	c, e := setup(t, emu.Options{Features: features}, nil)
 	points := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-b", 100)}
-	if _, _, err := connectors.Create(t.Context(), c, "bw", connectors.ServiceELINE, points, connectors.QoS{BandwidthMbps: 250}); err != nil {
+	if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: "bw", Type: connectors.ServiceELINE, Points: points, QoS: connectors.QoS{BandwidthMbps: 250}}); err != nil {
 		t.Fatal(err)
 	}
 	doc := e.Dump()
@@ -142,7 +142,7 @@ func TestYanglintSvcBandwidth(t *testing.T) {
 	}
 
 	c, e = setup(t, emu.Options{}, nil)
-	_, _, err := connectors.Create(t.Context(), c, "bw", connectors.ServiceELINE, points, connectors.QoS{BandwidthMbps: 250})
+	_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "bw", Type: connectors.ServiceELINE, Points: points, QoS: connectors.QoS{BandwidthMbps: 250}})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "svc-bandwidth") {
 		t.Fatalf("create asking a bandwidth of a server without input-bw: %v, want Permanent naming svc-bandwidth", err)
 	}

@@ -127,8 +127,16 @@ const (
 
 // Register adds the connector to r under Type and TypeVPLS.
 func Register(r *connectors.Registry) {
-	r.Register(Type, Factory)
-	r.Register(TypeVPLS, Factory)
+	r.Register(Type, Factory, Capabilities)
+	r.Register(TypeVPLS, Factory, Capabilities)
+}
+
+// Capabilities are onos's: a VPLS is an ELINE or an ELAN, edited in place
+// and listed; VPLS has no QoS.
+var Capabilities = connectors.Capabilities{
+	Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
+	Edit:     true,
+	List:     true,
 }
 
 const (
@@ -274,7 +282,11 @@ func (c *connector) requireApp(ctx context.Context, op string) error {
 	return nil
 }
 
-func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
+func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	if err := Capabilities.Check(Type, req); err != nil {
+		return "", nil, err
+	}
+	key, t, points := req.Key, req.Type, req.Points
 	want, err := c.interfaces(key, t, points)
 	if err != nil {
 		return "", nil, err

@@ -89,25 +89,33 @@ var build = connectortest.Builder(onos.Type, onos.Register)
 // unchanged, so the suite's multipoint-ELINE check still applies.
 type elan struct{ connectors.Connector }
 
-func (c elan) CreateService(ctx context.Context, key string, t connectors.ServiceType, p []connectors.ConnectionPoint) (string, map[string]any, error) {
-	if t == connectors.ServiceELINE && len(p) == 3 {
-		t = connectors.ServiceELAN
+func (c elan) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	if req.Type == connectors.ServiceELINE && len(req.Points) == 3 {
+		req.Type = connectors.ServiceELAN
 	}
-	return c.Connector.CreateService(ctx, key, t, p)
+	return c.Connector.CreateService(ctx, req)
 }
 
 func harness(pts func(int) []connectors.ConnectionPoint, wrap func(connectors.Connector) connectors.Connector) conformance.Harness {
+	// pair builds two connectors on one fresh emulator. The WIM's port
+	// mappings name the three ports, so listed VPLSs read back as
+	// endpoints.
+	pair := func(t *testing.T) (connectors.Connector, connectors.Connector) {
+		e := setup(t, emu.Options{}, nil)
+		var mappings []wimro.PortMapping
+		for _, p := range elanPoints(0) {
+			mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
+		}
+		cfg := connectors.Config{URL: e.srv.URL, User: user, Password: password, PortMappings: mappings}
+		return wrap(build(t, cfg)), wrap(build(t, cfg))
+	}
 	return conformance.Harness{
 		New: func(t *testing.T) connectors.Connector {
-			// The WIM's port mappings name the three ports, so listed
-			// VPLSs read back as endpoints.
-			e := setup(t, emu.Options{}, nil)
-			var mappings []wimro.PortMapping
-			for _, p := range elanPoints(0) {
-				mappings = append(mappings, wimro.PortMapping{WANServiceEndpointID: p.ServiceEndpointID, WANServiceMappingInfo: p.MappingInfo})
-			}
-			return wrap(build(t, connectors.Config{URL: e.srv.URL, User: user, Password: password, PortMappings: mappings}))
+			c, _ := pair(t)
+			return c
 		},
+		Pair:           pair,
+		Capabilities:   connectortest.Capabilities(onos.Type, onos.Register, connectors.Config{}),
 		Points:         pts,
 		ListsEndpoints: true,
 		ELANPoints:     elanPoints,
@@ -209,7 +217,7 @@ func ours(e *emu.Emulator, key string) []emu.Interface {
 
 func create(t *testing.T, c connectors.Connector, key string, typ connectors.ServiceType, p []connectors.ConnectionPoint) map[string]any {
 	t.Helper()
-	id, info, err := c.CreateService(t.Context(), key, typ, p)
+	id, info, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: typ, Points: p})
 	if err != nil {
 		t.Fatalf("CreateService(%s): %v", key, err)
 	}
@@ -299,11 +307,11 @@ func TestLastUpdateTimeStripped(t *testing.T) {
 		want []string // our VPLSs the app runs afterwards
 	}{
 		{"create 1", func() error {
-			_, _, err := en.c.CreateService(t.Context(), k1, connectors.ServiceELINE, points(0))
+			_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: k1, Type: connectors.ServiceELINE, Points: points(0)})
 			return err
 		}, []string{k1}},
 		{"create 2", func() error {
-			_, _, err := en.c.CreateService(t.Context(), k2, connectors.ServiceELAN, elanPoints(1))
+			_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: k2, Type: connectors.ServiceELAN, Points: elanPoints(1)})
 			return err
 		}, []string{k1, k2}},
 		{"edit 1", func() error { _, err := en.c.EditService(t.Context(), k1, nil, elanPoints(5)); return err }, []string{k1, k2}},
@@ -628,7 +636,7 @@ func TestFailedCreateUndoes(t *testing.T) {
 			t.Cleanup(srv.Close)
 			c := build(t, connectors.Config{URL: srv.URL})
 			key := uuid.NewString()
-			_, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 			if connectors.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("CreateService = %v (kind %s), want %s containing %q", err, connectors.KindOf(err), tt.kind, tt.contains)
 			}
@@ -688,7 +696,7 @@ func TestVerifyReapplies(t *testing.T) {
 			srv := httptest.NewServer(clobber(t, e, "wimro-"+key, tt.clobbers))
 			t.Cleanup(srv.Close)
 			c := build(t, connectors.Config{URL: srv.URL})
-			_, info, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+			_, info, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 			writes := 0
 			for _, r := range e.Requests() {
 				if r.Method == http.MethodPost && r.Path == vplsPath && strings.Contains(r.Body, "wimro-"+key) {
@@ -741,7 +749,7 @@ func TestHTTPErrors(t *testing.T) {
 				call func() error
 			}{
 				{"create", func() error {
-					_, _, err := en.c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+					_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 					return err
 				}},
 				{"status", func() error { _, err := en.c.GetServiceStatus(t.Context(), uuid.NewString(), nil); return err }},
@@ -794,7 +802,7 @@ func TestMalformedReplies(t *testing.T) {
 			}
 			_, _ = w.Write([]byte(`{}`))
 		}, func(c connectors.Connector) error {
-			_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			return err
 		}, connectors.KindPermanent},
 		{"application not JSON", reply(200, "ok"), func(c connectors.Connector) error { return c.CheckCredentials(t.Context()) }, connectors.KindPermanent},
@@ -861,7 +869,7 @@ func TestInvalidInputNeverSent(t *testing.T) {
 			if key == "" {
 				key = uuid.NewString()
 			}
-			_, _, err := en.c.CreateService(t.Context(), key, connectors.ServiceELINE, tt.points)
+			_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: tt.points})
 			if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("error = %v (kind %s), want Permanent containing %q", err, connectors.KindOf(err), tt.contains)
 			}
@@ -1019,7 +1027,7 @@ func TestSecretsNotLeaked(t *testing.T) {
 	inURL := build(t, connectors.Config{URL: connectortest.WithUserInfo(en.srv.URL, "onos", password), Logger: logger})
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, _, lockErr := inURL.CreateService(cancelled, key, connectors.ServiceELINE, points(0))
+	_, _, lockErr := inURL.CreateService(cancelled, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	_, unreachableErr := build(t, connectors.Config{URL: connectortest.WithUserInfo(connectortest.Unreachable(t), "onos", password), Logger: logger}).ListServices(t.Context())
 
 	text := logged.String()

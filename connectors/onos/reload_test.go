@@ -91,7 +91,7 @@ func TestVPLSAppInactive(t *testing.T) {
 	}{
 		{"create", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {
 			en.e.SetAppState(emu.VPLSApp, emu.StateInstalled)
-			_, _, err := en.c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+			_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 			return connectors.ServiceStatus{}, err
 		}, connectors.KindRetryable, "", "onos create: " + cause},
 		{"edit", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {

@@ -136,7 +136,7 @@ func TestTwoProcessesSharedLocker(t *testing.T) {
 		for j, p := range []process{a, b} {
 			go func() {
 				key := uuid.NewString()
-				_, _, err := p.c.CreateService(t.Context(), key, connectors.ServiceELINE, points(j*perProcess+i))
+				_, _, err := p.c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(j*perProcess + i)})
 				results <- result{key, err}
 			}()
 		}
@@ -201,7 +201,7 @@ func TestTwoProcessesLostUpdateWithoutLocker(t *testing.T) {
 
 	doneA := make(chan error, 1)
 	go func() {
-		_, _, err := a.c.CreateService(t.Context(), keyA, connectors.ServiceELINE, points(1))
+		_, _, err := a.c.CreateService(t.Context(), connectors.Request{Key: keyA, Type: connectors.ServiceELINE, Points: points(1)})
 		doneA <- err
 	}()
 	await(t, p.paused, "A to reach its VPLS write")
@@ -244,12 +244,12 @@ func TestTwoProcessesPausedWriterHoldsSharedLock(t *testing.T) {
 
 	done := make(chan error, 2)
 	go func() {
-		_, _, err := a.c.CreateService(t.Context(), keyA, connectors.ServiceELINE, points(1))
+		_, _, err := a.c.CreateService(t.Context(), connectors.Request{Key: keyA, Type: connectors.ServiceELINE, Points: points(1)})
 		done <- err
 	}()
 	await(t, p.paused, "A to reach its VPLS write")
 	go func() {
-		_, _, err := b.c.CreateService(t.Context(), keyB, connectors.ServiceELINE, points(2))
+		_, _, err := b.c.CreateService(t.Context(), connectors.Request{Key: keyB, Type: connectors.ServiceELINE, Points: points(2)})
 		done <- err
 	}()
 	for name := ""; !strings.Contains(name, b.srv.URL); {
@@ -281,14 +281,14 @@ func TestLockWaitHonoursContext(t *testing.T) {
 	en := setup(t, emu.Options{BeforeWrite: p.beforeWrite}, nil)
 	p.pausing(t, strings.TrimPrefix(en.srv.URL, "http://"))
 	go func() {
-		_, _, _ = en.c.CreateService(context.Background(), uuid.NewString(), connectors.ServiceELINE, points(1))
+		_, _, _ = en.c.CreateService(context.Background(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(1)})
 	}()
 	await(t, p.paused, "the first create to hold the lock")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	calls := []func() error{
 		func() error {
-			_, _, err := en.c.CreateService(ctx, uuid.NewString(), connectors.ServiceELINE, points(2))
+			_, _, err := en.c.CreateService(ctx, connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(2)})
 			return err
 		},
 		func() error { return en.c.DeleteService(ctx, uuid.NewString(), nil) },

@@ -39,7 +39,7 @@ func TestModelBodies(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, linted(t, emu.Options{Version: tt.version}), map[string]any{"create_mode": tt.createMode})
 			key := uuid.NewString()
-			id, info, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, tt.points)
+			id, info, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: tt.points})
 			if err != nil {
 				t.Fatalf("CreateService: %v", err)
 			}
@@ -62,7 +62,7 @@ func TestModelBodies(t *testing.T) {
 			if err != nil || len(list) != 1 || list[0].Key != key || list[0].ID != id {
 				t.Fatalf("ListServices = %+v, %v; want the one service %s under key %s", list, err, id, key)
 			}
-			again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, tt.points)
+			again, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: tt.points})
 			if err != nil || again != id || e.Count() != tt.services {
 				t.Fatalf("retried create = %s, %v with %d services; want %s adopted", again, err, e.Count(), id)
 			}
@@ -242,7 +242,7 @@ func TestRESTCONFRoot(t *testing.T) {
 			if err := c.CheckCredentials(t.Context()); err != nil {
 				t.Fatalf("CheckCredentials: %v", err)
 			}
-			id, info, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			id, info, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil || e.Count() != 1 {
 				t.Fatalf("CreateService = %v, %d services", err, e.Count())
 			}
@@ -275,11 +275,11 @@ func TestCreateRetryAdoptsConflict(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, linted(t, tt.opts), nil)
 			key := uuid.NewString()
-			id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(1)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+			again, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(1)})
 			if err != nil || again != id || e.Count() != 1 {
 				t.Fatalf("retried create = %s, %v, %d services; want %s adopted", again, err, e.Count(), id)
 			}
@@ -320,7 +320,7 @@ func TestVersionSetting(t *testing.T) {
 			t.Cleanup(e.Close)
 			srv := serve(t, e)
 			c := build(t, connectors.Config{URL: srv.URL, AccountConfig: account})
-			_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			if tt.wantErr == "" {
 				if err != nil || len(e.LintFailures()) != 0 {
 					t.Fatalf("CreateService = %v, yanglint %v", err, e.LintFailures())

@@ -68,7 +68,7 @@ func TestPhotonicCreateRequest(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{Version: emu.Version213}, nil)
 	key := uuid.NewString()
-	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, photonicPoints(2))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: photonicPoints(2)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestPhotonicStatusIsTheANDOfTheHalves(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
 			key := uuid.NewString()
-			id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, photonicPoints(0))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: photonicPoints(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +336,7 @@ func TestPhotonicCompensation(t *testing.T) {
 			if tt.foreignZA {
 				seed(t, e, za, "someone-else", "R1-eth0.100", "R2-eth0.100")
 			}
-			_, _, err := c.CreateService(ctx, key, connectors.ServiceELINE, photonicPoints(0))
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: photonicPoints(0)})
 			if err == nil || connectors.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("CreateService error = %v (kind %s), want %s containing %q", err, connectors.KindOf(err), tt.kind, tt.contains)
 			}
@@ -353,7 +353,7 @@ func TestPhotonicCompensation(t *testing.T) {
 				t.Fatalf("error %v does not wrap context.Canceled", err)
 			}
 			// The retry adopts az and makes za.
-			id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, photonicPoints(0))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: photonicPoints(0)})
 			if err != nil || id != az+","+za || e.Count() != 2 {
 				t.Fatalf("retried create = %s, %v (%d services); want %s,%s", id, err, e.Count(), az, za)
 			}

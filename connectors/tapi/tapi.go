@@ -230,7 +230,24 @@ import (
 const Type = "tapi"
 
 // Register adds the tapi connector to r under Type.
-func Register(r *connectors.Registry) { r.Register(Type, Factory, connectors.QoSBandwidth) }
+func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
+
+// Capabilities are tapi's: ELINE, and ELAN (MULTIPOINT_CONNECTIVITY)
+// where the setting multipoint is true; a bandwidth (requested-capacity);
+// no edit; a list of the services it named.
+var Capabilities = connectors.Capabilities{
+	Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
+	QoS:      []connectors.QoSField{connectors.QoSBandwidth},
+	List:     true,
+	Narrow: func(cfg connectors.Config) connectors.Capabilities {
+		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE},
+			QoS: []connectors.QoSField{connectors.QoSBandwidth}, List: true}
+		if m, err := cfg.BoolSetting("multipoint", false); err == nil && m {
+			c.Services = append(c.Services, connectors.ServiceELAN)
+		}
+		return c
+	},
+}
 
 // Values of the create_mode, delete_mode and tapi_version settings.
 const (
@@ -668,13 +685,10 @@ func (c *connector) describe(ctx context.Context, services ...[]endPoint) error 
 	return nil
 }
 
-func (c *connector) CreateService(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint) (string, map[string]any, error) {
-	return c.CreateServiceQoS(ctx, key, t, points, connectors.QoS{})
-}
-
-// CreateServiceQoS implements connectors.QoSCreator: q's bandwidth is the
+// CreateService implements connectors.Connector: q's bandwidth is the
 // requested-capacity, in MBPS.
-func (c *connector) CreateServiceQoS(ctx context.Context, key string, t connectors.ServiceType, points []connectors.ConnectionPoint, q connectors.QoS) (string, map[string]any, error) {
+func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
+	key, t, points, q := req.Key, req.Type, req.Points, req.QoS
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "tapi: a service key is required")
 	}
@@ -1033,6 +1047,5 @@ func (c *connector) ClearAll(ctx context.Context) error {
 }
 
 var (
-	_ connectors.Connector  = (*connector)(nil)
-	_ connectors.QoSCreator = (*connector)(nil)
+	_ connectors.Connector = (*connector)(nil)
 )

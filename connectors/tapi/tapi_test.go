@@ -198,30 +198,46 @@ func TestConformance(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			// A photonic pair refuses a bandwidth: the suite checks that.
-			honours := connectortest.Honours(tapi.Type, tapi.Register)
+			caps := connectortest.Capabilities(tapi.Type, tapi.Register, connectors.Config{AccountConfig: v.account})
 			if v.elan == nil && !v.endpoints {
-				honours = nil
+				// A photonic pair refuses a bandwidth, whatever the
+				// type declares: the suite checks the refusal.
+				caps.QoS = nil
+			}
+			// pair builds two connectors on one fresh emulator that checks
+			// every body with yanglint.
+			pair := func(t *testing.T) (connectors.Connector, connectors.Connector) {
+				opts := linted(t, v.opts)
+				opts.BuildPolls = 2
+				if opts.SIPs == nil {
+					opts.SIPs = seededSIPs(opts.Version)
+				}
+				opts.User, opts.Password = user, password
+				var mappings []wimro.PortMapping
+				if v.endpoints {
+					mappings = []wimro.PortMapping{
+						{WANServiceEndpointID: "dc1", WANServiceMappingInfo: vlanMapping(portA)},
+						{WANServiceEndpointID: "dc2", WANServiceMappingInfo: vlanMapping(portB)},
+					}
+				}
+				e := emu.New(opts)
+				t.Cleanup(e.Close)
+				checkLinted(t, e)
+				srv := serve(t, e)
+				cfg := connectors.Config{URL: srv.URL + "/", User: user, Password: password, AccountConfig: v.account, PortMappings: mappings}
+				return build(t, cfg), build(t, cfg)
 			}
 			conformance.Run(t, conformance.Harness{
 				New: func(t *testing.T) connectors.Connector {
-					opts := linted(t, v.opts)
-					opts.BuildPolls = 2
-					var mappings []wimro.PortMapping
-					if v.endpoints {
-						mappings = []wimro.PortMapping{
-							{WANServiceEndpointID: "dc1", WANServiceMappingInfo: vlanMapping(portA)},
-							{WANServiceEndpointID: "dc2", WANServiceMappingInfo: vlanMapping(portB)},
-						}
-					}
-					c, _ := setupMapped(t, opts, v.account, nil, mappings)
+					c, _ := pair(t)
 					return c
 				},
-				ListsEndpoints:  v.endpoints,
-				Points:          v.points,
-				ELANPoints:      v.elan,
-				EditUnsupported: true,
-				MaxStatusPolls:  4,
+				Pair:           pair,
+				Capabilities:   caps,
+				ListsEndpoints: v.endpoints,
+				Points:         v.points,
+				ELANPoints:     v.elan,
+				MaxStatusPolls: 4,
 				Unreachable: func(t *testing.T) connectors.Connector {
 					return build(t, connectors.Config{URL: connectortest.Unreachable(t), User: user, Password: password, AccountConfig: v.account})
 				},
@@ -229,7 +245,6 @@ func TestConformance(t *testing.T) {
 					srv := serve(t, emu.New(emu.Options{SIPs: seededSIPs(""), User: user, Password: password}))
 					return build(t, connectors.Config{URL: srv.URL, User: user, Password: "not-" + password})
 				},
-				Honours: honours,
 				QoS: func(t *testing.T) (connectors.Connector, func(string) connectors.QoS) {
 					c, e := setup(t, linted(t, v.opts), v.account)
 					return c, func(id string) connectors.QoS { return storedQoS(e, id) }
@@ -273,7 +288,7 @@ func TestCreateRequest(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{Version: emu.Version213}, map[string]any{"capacity_value": "10", "capacity_unit": "MBPS"})
 	key := uuid.NewString()
-	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(3))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(3)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -329,7 +344,7 @@ func TestServiceUUID(t *testing.T) {
 
 	// A key that is not a UUID still gives a service the controller takes.
 	c, e := setup(t, emu.Options{}, nil)
-	id, _, err := c.CreateService(t.Context(), "wimro-link-1", connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: "wimro-link-1", Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil || id != tests[2].want || e.Count() != 1 {
 		t.Fatalf("CreateService(non-UUID key) = %s, %v (%d services), want %s", id, err, e.Count(), tests[2].want)
 	}
@@ -370,7 +385,7 @@ func TestDataCreateConflict(t *testing.T) {
 			c, e := setup(t, emu.Options{}, nil)
 			key := uuid.NewString()
 			seed(t, e, key, tt.seedKey(key), tt.sips...)
-			id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 			want := []string{"GET " + emu.SIPsPath, "POST " + emu.ConnectivityPath, "GET " + emu.ServicesPath + "=" + key}
 			if got := paths(e); !reflect.DeepEqual(got, want) {
 				t.Fatalf("requests = %v, want %v", got, want)
@@ -393,7 +408,7 @@ func TestRPCCreate(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{Version: emu.Version213}, map[string]any{"create_mode": "rpc"})
 	key := uuid.NewString()
-	id, connInfo, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(1)})
 	if err != nil {
 		t.Fatalf("CreateService: %v", err)
 	}
@@ -426,7 +441,7 @@ func TestRPCCreate(t *testing.T) {
 	}
 
 	// A retry finds the service by its name and sends no second RPC.
-	again, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(1))
+	again, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(1)})
 	if err != nil || again != id {
 		t.Fatalf("retried create = %s, %v; want %s", again, err, id)
 	}
@@ -434,7 +449,7 @@ func TestRPCCreate(t *testing.T) {
 		t.Fatalf("retry requests = %v, want %v", got, want[:2])
 	}
 	// The same key with other points cannot adopt.
-	_, _, err = c.CreateService(t.Context(), key, connectors.ServiceELINE, points(2))
+	_, _, err = c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(2)})
 	if connectors.KindOf(err) != connectors.KindPermanent || err == nil || !strings.Contains(err.Error(), "other end-points") {
 		t.Fatalf("create with other points = %v, want Permanent", err)
 	}
@@ -449,7 +464,7 @@ func TestRPCCreateAdoptsServiceNamedByKey(t *testing.T) {
 	key, existing := "link-7", uuid.NewString()
 	seed(t, e, uuid.NewString(), "", "R1-eth0.100", "R2-eth0.100") // another tenant's
 	seed(t, e, existing, key, "R1-eth0.100", "R2-eth0.100")
-	id, _, err := c.CreateService(t.Context(), key, connectors.ServiceELINE, points(0))
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil || id != existing {
 		t.Fatalf("CreateService = %s, %v; want to adopt %s", id, err, existing)
 	}
@@ -483,7 +498,7 @@ func TestDeleteModes(t *testing.T) {
 				account["delete_mode"] = tt.mode
 			}
 			c, e := setup(t, emu.Options{Version: tt.version}, account)
-			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -543,7 +558,7 @@ func TestStatusMapping(t *testing.T) {
 		t.Run(tt.lifecycle+"/"+tt.operational, func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
-			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -685,7 +700,7 @@ func TestRefusedBeforeCreate(t *testing.T) {
 			if tt.name == "empty key" {
 				key = ""
 			}
-			_, _, err := c.CreateService(t.Context(), key, typ, tt.points)
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: typ, Points: tt.points})
 			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("CreateService error = %v, want Permanent containing %q", err, tt.contains)
 			}
@@ -700,7 +715,7 @@ func TestMultipoint(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, map[string]any{"multipoint": true})
 	pts := append(points(0), dot1q("dc1", portA, 101))
-	id, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELAN, pts)
+	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELAN, Points: pts})
 	if err != nil {
 		t.Fatalf("CreateService(ELAN): %v", err)
 	}
@@ -736,7 +751,7 @@ func TestMappingRules(t *testing.T) {
 				{WANServiceEndpointID: "pm-dc", WANServiceMappingInfo: vlanMapping(portA)},
 			}})
 			other := connectors.ConnectionPoint{ServiceEndpointID: "dc2", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{"sip": portB}}
-			id, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, []connectors.ConnectionPoint{tt.point, other})
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: []connectors.ConnectionPoint{tt.point, other}})
 			if err != nil {
 				t.Fatalf("CreateService: %v", err)
 			}
@@ -811,7 +826,7 @@ func TestListAndClearOnlyWimro(t *testing.T) {
 		if i >= 2 {
 			pts = photonicPoints(i)
 		}
-		id, _, err := c.CreateService(t.Context(), k, connectors.ServiceELINE, pts)
+		id, _, err := c.CreateService(t.Context(), connectors.Request{Key: k, Type: connectors.ServiceELINE, Points: pts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -883,7 +898,7 @@ func TestErrorKinds(t *testing.T) {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
 			t.Parallel()
 			c, e := setup(t, emu.Options{}, nil)
-			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -914,7 +929,7 @@ func TestMalformedReplies(t *testing.T) {
 		{ServiceEndpointID: "B", Encapsulation: connectors.EncapNone, MappingInfo: map[string]any{}},
 	}
 	create := func(c connectors.Connector) error {
-		_, _, err := c.CreateService(context.Background(), uuid.NewString(), connectors.ServiceELINE, untagged)
+		_, _, err := c.CreateService(context.Background(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: untagged})
 		return err
 	}
 	status := func(c connectors.Connector) error {
@@ -990,7 +1005,7 @@ func TestSlowControllerIsRetryable(t *testing.T) {
 	calls := map[string]func() error{
 		"status": func() error { _, err := c.GetServiceStatus(t.Context(), uuid.NewString(), nil); return err },
 		"create": func() error {
-			_, _, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+			_, _, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 			return err
 		},
 		"delete": func() error { return c.DeleteService(t.Context(), uuid.NewString(), nil) },
@@ -1010,7 +1025,7 @@ func TestSlowControllerIsRetryable(t *testing.T) {
 func TestEditUnsupported(t *testing.T) {
 	t.Parallel()
 	c, e := setup(t, emu.Options{}, nil)
-	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1086,7 +1101,7 @@ func TestSecretsNotLeaked(t *testing.T) {
 	srv := serve(t, e)
 	account := map[string]any{"bearer_token": token, "create_mode": "rpc"}
 	c := build(t, connectors.Config{URL: srv.URL, User: user, Password: password, AccountConfig: account, Logger: logger})
-	id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(0))
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1099,7 +1114,7 @@ func TestSecretsNotLeaked(t *testing.T) {
 	// A password in the URL's user info must not show either.
 	inURL := build(t, connectors.Config{URL: connectortest.WithUserInfo(srv.URL, "u", password), AccountConfig: account})
 	e.FailNext(1, http.StatusBadRequest)
-	_, _, err = inURL.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, points(1))
+	_, _, err = inURL.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: points(1)})
 	errs = append(errs, err)
 	logged := logs.String()
 	connectortest.NoSecret(t, password, errs, logged)
@@ -1155,7 +1170,7 @@ func TestOSMMockCompat(t *testing.T) {
 			if err := c.CheckCredentials(t.Context()); err != nil {
 				t.Fatalf("CheckCredentials: %v", err)
 			}
-			id, connInfo, err := c.CreateService(t.Context(), uuid.NewString(), connectors.ServiceELINE, pts)
+			id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: pts})
 			if err != nil {
 				t.Fatalf("CreateService: %v", err)
 			}
@@ -1207,7 +1222,7 @@ func TestQoSAdoptCompareCapacity(t *testing.T) {
 			if err := e.AddService(s); err != nil {
 				t.Fatal(err)
 			}
-			id, _, err := connectors.Create(t.Context(), c, key, connectors.ServiceELINE, points(0), connectors.QoS{BandwidthMbps: tt.asked})
+			id, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0), QoS: connectors.QoS{BandwidthMbps: tt.asked}})
 			if tt.adopt {
 				if err != nil || id != key {
 					t.Fatalf("create = %q, %v, want service %s adopted", id, err, key)

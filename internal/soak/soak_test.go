@@ -257,9 +257,9 @@ func (h *harness) scrape(ctx context.Context) procStats {
 // final figures are read with the harness's and the controllers'
 // connections closed (quiesce), so idle keep-alive connections count in
 // neither.
-//   - goroutines, summed over the members: an account's worker is one
-//     goroutine whoever owns it, and the accounts move between members
-//     with the faults, so only the sum must come back; 10% and 10 a
+//   - goroutines, summed over the members: the actions running are
+//     goroutines wherever their account is owned, and the accounts move
+//     between members with the faults, so only the sum must come back; 10% and 10 a
 //     member allow what idles for a while by design (a pooled database
 //     connection's health check, a connection being closed). A leak of
 //     one goroutine per action (thousands a run) exceeds it at once; one

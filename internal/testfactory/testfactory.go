@@ -2,7 +2,7 @@
 // several packages share: a fresh migrated database with an engine over
 // it, and tenants, datacenters (with exit rules), WIMs with port mappings,
 // accounts, WANs (a WIM reaching datacenters of its own, with an
-// account: one action worker's share), instance networks and instances,
+// account: one account's worth of actions), instance networks and instances,
 // each made through the engine as a client would. One factory, so the packages' tests do not
 // each keep a copy that drifts.
 //
@@ -78,7 +78,7 @@ func NewOn(t testing.TB, db *persistence.DB, box *secret.Box) *Factory {
 	conns := accountconn.New(accountconn.Config{Registry: r, Box: box, DB: db, UserAgent: UserAgent})
 	eng := engine.New(db, box, nil)
 	eng.SetConnectors(conns, false)
-	eng.SetQoSSupport(r.HonouredQoSOf)
+	eng.SetCapabilities(r.Capabilities)
 	return &Factory{Ctx: t.Context(), DB: db, Box: box, Eng: eng, Registry: r, Conns: conns}
 }
 
