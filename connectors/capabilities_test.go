@@ -65,8 +65,8 @@ func TestRegistryCapabilitiesNarrowBySettings(t *testing.T) {
 		list     bool
 	}{
 		{"ietfl2vpn", connectors.Config{Type: "ietfl2vpn"}, []connectors.ServiceType{"ELINE", "ELAN"}, []connectors.QoSField{"bandwidth"}, true, true},
-		{"ietfl2vpn in the osm dialect: no bandwidth", connectors.Config{Type: "ietfl2vpn", WIMConfig: map[string]any{"dialect": "osm"}}, []connectors.ServiceType{"ELINE", "ELAN"}, nil, true, true},
-		{"ietfl2vpn, osm set on the account", connectors.Config{Type: "ietfl2vpn", AccountConfig: map[string]any{"dialect": "osm"}}, []connectors.ServiceType{"ELINE", "ELAN"}, nil, true, true},
+		{"ietfl2vpn in the osm dialect: no bandwidth, no listing (TeraFlowSDN)", connectors.Config{Type: "ietfl2vpn", WIMConfig: map[string]any{"dialect": "osm"}}, []connectors.ServiceType{"ELINE", "ELAN"}, nil, true, false},
+		{"ietfl2vpn, osm set on the account", connectors.Config{Type: "ietfl2vpn", AccountConfig: map[string]any{"dialect": "osm"}}, []connectors.ServiceType{"ELINE", "ELAN"}, nil, true, false},
 		{"tapi without multipoint: no ELAN", connectors.Config{Type: "tapi"}, []connectors.ServiceType{"ELINE"}, []connectors.QoSField{"bandwidth"}, false, true},
 		{"tapi with multipoint", connectors.Config{Type: "tapi", WIMConfig: map[string]any{"multipoint": true}}, []connectors.ServiceType{"ELINE", "ELAN"}, []connectors.QoSField{"bandwidth"}, false, true},
 		{"dynpac: no list", connectors.Config{Type: "dynpac"}, []connectors.ServiceType{"ELINE"}, []connectors.QoSField{"bandwidth"}, false, false},
