@@ -73,7 +73,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench Cluster -benchtime 1x -timeout 60m ./cmd/wimd/
 	$(GO) test -run '^$$' -bench ConsoleRender -benchtime 5x ./cmd/wimd/
 
-# soak runs the soak (internal/soak): three wimd in consul mode, one
+# soak runs the soak (internal/testkit/soak): three wimd in consul mode, one
 # PostgreSQL, one Consul agent and two controller emulators under a
 # continuous load and random faults for DURATION, the schedule drawn from
 # SEED (0: a new one, printed; the same seed replays the same faults);
@@ -85,7 +85,7 @@ SEED     ?= 0
 FAULTS   ?=
 
 soak: deps
-	$(GO) test -run '^TestSoak$$' -count=1 -v -timeout 3h ./internal/soak/ \
+	$(GO) test -run '^TestSoak$$' -count=1 -v -timeout 3h ./internal/testkit/soak/ \
 		-args -soak.duration=$(DURATION) -soak.seed=$(SEED) -soak.faults=$(FAULTS)
 
 # fuzz runs every fuzz target (request decoding and validation, port

@@ -8,7 +8,7 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
-	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
 )
 
 // TestDeleteWithoutIDOnServerThatCannotList: a DELETE whose CREATE died

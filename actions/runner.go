@@ -15,7 +15,6 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/persistence"
 )
 
 // Policy holds the timings of retries, waits and refreshes.
@@ -79,7 +78,7 @@ func (p Policy) Backoff(attempt int) time.Duration {
 // Runner runs actions. It reads what it needs from the database but never
 // writes: the caller writes the Outcome.
 type Runner struct {
-	db     *persistence.Store
+	db     Store
 	policy Policy
 	logger *slog.Logger
 	now    func() time.Time
@@ -95,11 +94,22 @@ func (r *Runner) delay(attempt int, err error) time.Duration {
 }
 
 // NewRunner returns a runner reading through s.
-func NewRunner(s *persistence.Store, p Policy, logger *slog.Logger) *Runner {
+func NewRunner(s Store, p Policy, logger *slog.Logger) *Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Runner{db: s, policy: p.withDefaults(), logger: logger, now: time.Now}
+}
+
+// Store is what the runner reads of the database, where its caller did
+// not give it (Loaded, Target.Mappings): persistence.Store is one. The
+// runner writes nothing; its Outcome is written by its caller.
+type Store interface {
+	GetWANLink(ctx context.Context, id string) (wimro.WANLink, error)
+	ListNetsOfGroup(ctx context.Context, instanceID, sceNetID string) ([]wimro.InstanceNet, error)
+	GetDatacenter(ctx context.Context, nameOrUUID, tenantID string) (wimro.Datacenter, error)
+	ListActionsOfItem(ctx context.Context, itemID string) ([]wimro.Action, error)
+	PortMappingsOfWIM(ctx context.Context, wimID string) ([]wimro.PortMapping, error)
 }
 
 // Target is what the runner needs to know of the account. Mappings, when
@@ -398,7 +408,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	mappings := t.Mappings
 	if mappings == nil {
 		var err error
-		if mappings, err = r.db.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{t.WIMID}}); err != nil {
+		if mappings, err = r.db.PortMappingsOfWIM(ctx, t.WIMID); err != nil {
 			return wimro.Outcome{}, err
 		}
 	}

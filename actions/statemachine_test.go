@@ -14,8 +14,8 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 

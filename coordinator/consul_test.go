@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // convergeTimeout bounds every wait for the cluster to agree: sessions,

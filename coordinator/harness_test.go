@@ -16,11 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/consultest"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/logtest"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/tcpproxy"
+	"github.com/wimro/wimro/internal/testkit/consultest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/logtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/tcpproxy"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
 

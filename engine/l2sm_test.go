@@ -6,7 +6,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 )
 
 // setupL2SM: tenant t0 with WIM wan1 over dcA and dcB (endpoints ep-dcA,

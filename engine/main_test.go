@@ -8,9 +8,9 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 

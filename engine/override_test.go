@@ -12,9 +12,9 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/secret"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 

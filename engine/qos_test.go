@@ -9,7 +9,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 )
 
 // qosNets is one VLD across dcA and dcB whose two networks carry the

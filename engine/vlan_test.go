@@ -8,7 +8,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 )
 
 // noneDC is the usual scenario with dcA's networks reported by nobody

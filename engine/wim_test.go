@@ -10,7 +10,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/wimro/wimro/internal/browsertest"
+	"github.com/wimro/wimro/internal/testkit/browsertest"
 )
 
 // quickStartConsole opens the console and /docs of the quick start's wimd

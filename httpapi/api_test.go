@@ -10,9 +10,9 @@ import (
 
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/openapitest"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/openapitest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 )
 

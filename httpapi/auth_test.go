@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // tokenServer serves /ping behind the bearer-token check.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/openapitest"
+	"github.com/wimro/wimro/internal/testkit/openapitest"
 )
 
 func eventsPath(ids map[string]string) string {

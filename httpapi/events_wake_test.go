@@ -24,7 +24,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/openapitest"
+	"github.com/wimro/wimro/internal/testkit/openapitest"
 	"github.com/wimro/wimro/persistence"
 )
 

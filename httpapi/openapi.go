@@ -283,7 +283,7 @@ func (g *schemaGen) errorResponses(rt Route, used map[int]bool, out map[string]a
 // streamContent is the text/event-stream media type of a stream route.
 // OpenAPI 3.0 cannot describe the events inside the text, so the schema
 // of each event's data is given by name in x-events (and checked by
-// internal/openapitest on the answers of the tests).
+// internal/testkit/openapitest on the answers of the tests).
 func (g *schemaGen) streamContent(events map[string]any) map[string]any {
 	x := map[string]any{}
 	for name, v := range events {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/logtest"
+	"github.com/wimro/wimro/internal/testkit/logtest"
 )
 
 // opsServer serves the built-in routes plus extra ones, with a token and

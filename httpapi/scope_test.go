@@ -19,8 +19,8 @@ import (
 
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
-	"github.com/wimro/wimro/internal/openapitest"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/openapitest"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 )
 
 // scopedTokens is a token file of the new format (a token of each scope,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 func TestRef(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // TestPinnedKeepsItsConnection: a Pinned runs every use on one backend

@@ -3,7 +3,7 @@ package persistence_test
 import (
 	"testing"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -31,6 +31,12 @@ type PortMappingFilter struct {
 	TenantID string
 }
 
+// PortMappingsOfWIM returns the port mappings of WIM wimID (the action
+// runner's read when its caller gave it none).
+func (s *Store) PortMappingsOfWIM(ctx context.Context, wimID string) ([]wimro.PortMapping, error) {
+	return s.ListPortMappings(ctx, PortMappingFilter{WIMIDs: []string{wimID}})
+}
+
 // ListPortMappings returns mappings ordered by (wim_id, datacenter_id, id),
 // the order the grouped API output needs.
 func (s *Store) ListPortMappings(ctx context.Context, f PortMappingFilter) ([]wimro.PortMapping, error) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // historyTables fills a fresh database with finished actions as a

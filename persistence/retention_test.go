@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/dynpac"
-	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
-	"github.com/wimro/wimro/internal/logtest"
+	dynpacemu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
+	"github.com/wimro/wimro/internal/testkit/logtest"
 	"github.com/wimro/wimro/wimthread"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/wimthread"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/logtest"
+	"github.com/wimro/wimro/internal/testkit/logtest"
 	"github.com/wimro/wimro/wimthread"
 )
 

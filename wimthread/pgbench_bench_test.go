@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)

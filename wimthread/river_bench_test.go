@@ -12,7 +12,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // The River baseline: River itself (the library, a test-only dependency)

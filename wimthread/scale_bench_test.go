@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // TestScopedTokensThroughCLI (issue 39) through the binaries: a wimd with a

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // The VNF, SDN controller and vim-* commands through the openmano binary

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	"github.com/wimro/wimro/internal/eventually"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // TestDeadControllerWayOut (issue 30, point 7) through the binaries, with

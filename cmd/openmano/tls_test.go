@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/tlstest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/tlstest"
 )
 
 // The openmano binary against a wimd binary serving HTTPS with a private

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/migrations"
 )
 

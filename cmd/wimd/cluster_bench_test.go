@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/coordinator"
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // ngroAdoption is OSM NG-RO's anchor for a failover: a target left

@@ -17,10 +17,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/consultest"
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/consultest"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // The cluster timings of the tests: a short session TTL and soaks, so that

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wimro/wimro/internal/consultest"
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/consultest"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // vplsPath is the ONOS config key that holds every VPLS: the one shared

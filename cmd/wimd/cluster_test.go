@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // Without a cluster (--coordinator none): /readyz is 200 once the

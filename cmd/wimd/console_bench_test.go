@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/wimro/wimro/internal/browsertest"
+	"github.com/wimro/wimro/internal/testkit/browsertest"
 )
 
 // BenchmarkConsoleRender: the console's topology of a tenant with 1,000

@@ -10,12 +10,12 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/browsertest"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/browsertest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // The console's tests run a real wimd and drive the page in headless
-// Chromium (internal/browsertest).
+// Chromium (internal/testkit/browsertest).
 
 // consoleWimd starts wimd with the development connectors and an API
 // token, a fake WIM wan1 reaching dcA and dcB for tenant t0 and t0's

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro/connectors/connectortest"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // metadataSecret is what the fake metadata service answers; it must never

@@ -22,13 +22,13 @@ import (
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/httpapi"
-	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/openapitest"
-	"github.com/wimro/wimro/internal/pgtest"
+	dynpacemu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	tapiemu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/openapitest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // e2eCase is one connector type driven through wimd: the WIM it registers,

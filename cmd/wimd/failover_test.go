@@ -16,8 +16,8 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/wimro/wimro/coordinator"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/tcpproxy"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/tcpproxy"
 )
 
 // catalog reads the wimd services in the agent's catalog with their

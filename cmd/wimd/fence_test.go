@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // requestLog records every request a controller received as it arrives:

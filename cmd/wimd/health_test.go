@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // accountOf finds the account in an answer: the create's or edit's

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // serveTest starts wimd on a fresh database with dataDir and the extra

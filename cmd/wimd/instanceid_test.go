@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // Issue 30, point 5: two processes started with one instance id never

@@ -20,10 +20,10 @@ import (
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/wimdtest"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/wimdtest"
 )
 
 // OSM NG-RO's ietfl2vpn SDN plugin against a built wimd, written from

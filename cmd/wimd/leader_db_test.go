@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/tcpproxy"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/tcpproxy"
 )
 
 // Issue 30, point 3: the leader loses PostgreSQL (its connections reset,

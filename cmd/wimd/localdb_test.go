@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // ownedDataDir returns a --data-dir for wimd's own PostgreSQL that the

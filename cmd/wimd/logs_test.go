@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/wimdtest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/wimdtest"
 	"github.com/wimro/wimro/migrations"
 )
 

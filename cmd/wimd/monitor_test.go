@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	"github.com/wimro/wimro/internal/pgtest"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // TestMonitorFindsServiceRemoved runs the wimd binary with

@@ -10,8 +10,8 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // TestFailingControllerLogsAtINFO: a controller that refuses a create,

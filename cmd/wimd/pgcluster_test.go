@@ -17,10 +17,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/wimro/wimro/internal/consultest"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/tlstest"
+	"github.com/wimro/wimro/internal/testkit/consultest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/tlstest"
 )
 
 // readmeRecipe is the recipe of docs/cluster.md's "A cluster on a real

@@ -19,7 +19,7 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/eventually"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 const (

@@ -19,13 +19,13 @@ import (
 	"github.com/wimro/wimro/connectors/builtin"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
-	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	onosemu "github.com/wimro/wimro/internal/emulators/onos"
-	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
-	"github.com/wimro/wimro/internal/wimdtest"
+	dynpacemu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
+	tapiemu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/wimdtest"
 )
 
 // driftCase is one listing connector and its controller for the drift

@@ -18,10 +18,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	dynpacemu "github.com/wimro/wimro/internal/emulators/dynpac"
-	"github.com/wimro/wimro/internal/eventually"
-	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
+	dynpacemu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // storedSecrets reads every sealed value of the database (account

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wimro/wimro/connectors/fake"
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
+	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
 // testSecretKey is a WIMRO_SECRET_KEY: base64 of 32 bytes.

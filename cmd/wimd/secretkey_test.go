@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // A database whose secrets were sealed with one key is never served with

@@ -17,7 +17,7 @@ import (
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/secret"
-	"github.com/wimro/wimro/internal/testfactory"
+	"github.com/wimro/wimro/internal/testkit/testfactory"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )

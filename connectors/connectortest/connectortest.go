@@ -26,7 +26,7 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/rest"
-	"github.com/wimro/wimro/internal/logtest"
+	"github.com/wimro/wimro/internal/testkit/logtest"
 )
 
 // LogBuffer is an io.Writer that concurrent writers may share (a

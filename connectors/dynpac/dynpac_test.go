@@ -15,7 +15,7 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/dynpac"
-	emu "github.com/wimro/wimro/internal/emulators/dynpac"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
 )
 
 const (

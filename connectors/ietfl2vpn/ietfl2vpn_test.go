@@ -22,8 +22,8 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
-	"github.com/wimro/wimro/internal/emulators/emulator"
-	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/connectors"
-	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
 )
 
 // osm is the account config of the osm dialect.

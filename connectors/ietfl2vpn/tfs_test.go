@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/connectors"
-	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
 )
 
 // tfsSetup returns an osm-dialect connector on the emulator in the tfs

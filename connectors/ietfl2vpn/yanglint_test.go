@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/wimro/wimro/connectors"
-	emu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
 )
 
 // The RFC 8466 module and its imports, vendored so that a fresh clone can

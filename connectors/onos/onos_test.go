@@ -22,7 +22,7 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/onos"
-	emu "github.com/wimro/wimro/internal/emulators/onos"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/onos"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors"
-	emu "github.com/wimro/wimro/internal/emulators/onos"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/onos"
 )
 
 // attachments is what the emulated VPLS application binds for service

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors"
-	emu "github.com/wimro/wimro/internal/emulators/onos"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/onos"
 )
 
 // The tests here play two wimd processes writing to one ONOS. Each

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/tapi"
-	emu "github.com/wimro/wimro/internal/emulators/tapi"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
 )
 
 // TestModelBodies (issue 40 points 1–3): on each TAPI version, each create

@@ -16,7 +16,7 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/tapi"
-	emu "github.com/wimro/wimro/internal/emulators/tapi"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
 )
 
 // photonicPorts is how many photonic ports are seeded on each side, one

@@ -23,8 +23,8 @@ import (
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/tapi"
-	"github.com/wimro/wimro/internal/emulators/emulator"
-	emu "github.com/wimro/wimro/internal/emulators/tapi"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
+	emu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
 )
 
 const (

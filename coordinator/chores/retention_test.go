@@ -7,7 +7,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/coordinator/chores"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/pgtest"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // killOnCleanup kills pid when the test ends, should the test fail

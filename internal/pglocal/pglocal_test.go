@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/wimro/wimro/internal/eventually"
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/tlstest"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/tlstest"
 )
 
 func start(t *testing.T, dir string) *pglocal.Server {

@@ -6,8 +6,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/pgwire"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
 
 // A []string sent as a uuid[] is encoded in the format pgx picks first for

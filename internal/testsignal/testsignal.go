@@ -1,7 +1,7 @@
 // Package testsignal lets a long-running part announce its progress to
 // tests, so that a test waits on the event (a round done, an assignment
 // applied, a check recorded) instead of polling state with
-// internal/eventually.
+// internal/testkit/eventually.
 //
 // A part keeps a testSignals struct of Signal fields and an Init method
 // that inits them all; tests call Init (through the package's

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // logged is a controller's request log as given, for the checker's test.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/wimro/wimro/internal/consultest"
+	"github.com/wimro/wimro/internal/testkit/consultest"
 )
 
 // The agent answers, takes sessions of the lowered minimum TTL, and

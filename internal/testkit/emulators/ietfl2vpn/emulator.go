@@ -122,7 +122,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // Module is the YANG module the emulator serves.

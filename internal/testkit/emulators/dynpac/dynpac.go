@@ -37,7 +37,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // Service statuses the emulator reports.

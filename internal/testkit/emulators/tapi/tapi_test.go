@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 const yangJSON = "application/yang-data+json"

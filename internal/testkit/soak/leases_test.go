@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // leaseSeg is one stretch of polls that saw an account's lease the same.

@@ -72,7 +72,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // VPLSApp is the name of ONOS's VPLS application.

@@ -24,12 +24,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wimro/wimro/coordinator"
-	"github.com/wimro/wimro/internal/consultest"
-	"github.com/wimro/wimro/internal/emulators/emulator"
-	l2smemu "github.com/wimro/wimro/internal/emulators/ietfl2vpn"
-	tapiemu "github.com/wimro/wimro/internal/emulators/tapi"
 	"github.com/wimro/wimro/internal/pglocal"
-	"github.com/wimro/wimro/internal/wimdtest"
+	"github.com/wimro/wimro/internal/testkit/consultest"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
+	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	tapiemu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
+	"github.com/wimro/wimro/internal/testkit/wimdtest"
 )
 
 // The shape of the cluster and its load.

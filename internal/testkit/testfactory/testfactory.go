@@ -27,8 +27,8 @@ import (
 	"github.com/wimro/wimro/connectors/failing"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
-	"github.com/wimro/wimro/internal/pgtest"
 	"github.com/wimro/wimro/internal/secret"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/persistence"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 const (

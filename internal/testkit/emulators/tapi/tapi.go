@@ -86,7 +86,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wimro/wimro/internal/emulators/emulator"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // Resource paths under the default root; with another Options.Root the

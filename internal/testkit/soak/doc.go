@@ -1,7 +1,7 @@
 // Package soak is wimro's soak test (TestSoak): a real cluster — three
 // wimd processes in consul mode, one PostgreSQL (internal/pglocal), one
-// Consul agent (internal/consultest), an IETF L2VPN controller with
-// 100 ms latency and a TAPI controller (internal/emulators) — under a
+// Consul agent (internal/testkit/consultest), an IETF L2VPN controller with
+// 100 ms latency and a TAPI controller (internal/testkit/emulators) — under a
 // continuous load of instances created, edited and deleted over 50
 // accounts, while faults chosen at random from a printed seed come
 // together: wimd SIGKILLed and restarted, SIGSTOPped for longer than its
