@@ -709,7 +709,7 @@ func TestLintedBothVersions(t *testing.T) {
 			_, svc := setup(t, Options{})
 			// SIPs whose qualifiers the version knows.
 			sips := append([]SIP{DSRSIP("R1-eth0"), DSRSIP("R2-eth0")}, PhotonicSIPsFor(version, "R3-opt1")...)
-			e := New(Options{Version: version, SIPs: sips, YANGDir: "../../../connectors/tapi/testdata/yang/" + version})
+			e := New(Options{Version: version, SIPs: sips, YANGDir: "../../../../connectors/tapi/testdata/yang/" + version})
 			t.Cleanup(e.Close)
 			if r := call(t, e, http.MethodPost, ConnectivityPath, dataBody(t, reshape(svc, other, false))); r.status != http.StatusBadRequest || !strings.Contains(r.body, "yanglint") {
 				t.Fatalf("create in %s's shape = %d %q, want 400 from yanglint", other, r.status, r.body)
