@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -262,18 +263,23 @@ func (h *harness) restart(ctx context.Context, m *member) {
 	h.log.add("%s restarted on %s (pid %d)", m.id, m.proc.Addr(), m.proc.Pid())
 }
 
-// clusterOf asks one member for GET /cluster.
-func (h *harness) clusterOf(ctx context.Context, addr string) (wimro.ClusterStatus, bool) {
+// clusterOf asks one member for GET /cluster; the error says how it did
+// not answer (no answer in time, or which status and body).
+func (h *harness) clusterOf(ctx context.Context, addr string) (wimro.ClusterStatus, error) {
 	var st wimro.ClusterStatus
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/cluster", nil)
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return st, false
+		return st, err
 	}
 	defer resp.Body.Close()
-	return st, resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return st, fmt.Errorf("%d %s", resp.StatusCode, strings.Join(strings.Fields(string(body)), " "))
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // role says whether m leads, as m itself says.
@@ -282,9 +288,9 @@ func (h *harness) role(ctx context.Context, m *member) string {
 	if !ok {
 		return "faulted"
 	}
-	st, ok := h.clusterOf(ctx, addr)
+	st, err := h.clusterOf(ctx, addr)
 	switch {
-	case !ok:
+	case err != nil:
 		return "role unknown"
 	case st.Leader == m.id:
 		return "leader"
@@ -303,20 +309,12 @@ func (h *harness) whole(ctx context.Context) (bool, string) {
 		if !ok {
 			return false, m.id + " faulted"
 		}
-		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		req, _ := http.NewRequestWithContext(rctx, "GET", "http://"+addr+"/readyz", nil)
-		resp, err := h.client.Do(req)
-		cancel()
+		if err := h.ready(ctx, addr); err != nil {
+			return false, fmt.Sprintf("%s %v", m.id, err)
+		}
+		st, err := h.clusterOf(ctx, addr)
 		if err != nil {
-			return false, fmt.Sprintf("%s /readyz: %v", m.id, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Sprintf("%s /readyz %d", m.id, resp.StatusCode)
-		}
-		st, ok := h.clusterOf(ctx, addr)
-		if !ok {
-			return false, m.id + " /cluster unanswered"
+			return false, fmt.Sprintf("%s /cluster unanswered: %v", m.id, err)
 		}
 		if len(st.Members) != len(h.members) {
 			return false, fmt.Sprintf("%s sees %d members", m.id, len(st.Members))
@@ -339,6 +337,42 @@ func (h *harness) whole(ctx context.Context) (bool, string) {
 
 // recoverWithin bounds the recovery from one fault.
 const recoverWithin = 6 * time.Minute
+
+// dumpUnanswering prints the goroutine dump of every member that does not
+// answer /readyz or /cluster (what it is stuck on is the diagnosis), then
+// starts it again so the soak goes on.
+func (h *harness) dumpUnanswering(ctx context.Context) {
+	for _, m := range h.members {
+		addr, ok := m.upAddr()
+		if !ok {
+			continue
+		}
+		if _, err := h.clusterOf(ctx, addr); err == nil && h.ready(ctx, addr) == nil {
+			continue
+		}
+		dump := m.proc.DumpGoroutines(10 * time.Second)
+		h.log.add("%s does not answer: goroutine dump (pid %d) follows", m.id, m.proc.Pid())
+		fmt.Printf("soak: goroutines of %s:\n%s\nsoak: end of the goroutines of %s\n", m.id, dump, m.id)
+		m.setState(stateDown)
+		h.restart(ctx, m)
+	}
+}
+
+// ready asks one member for GET /readyz.
+func (h *harness) ready(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/readyz", nil)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("/readyz: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz %d", resp.StatusCode)
+	}
+	return nil
+}
 
 // recover waits until the cluster is whole again and every instance
 // action pending when the fault healed has finished; it returns how long
@@ -364,6 +398,7 @@ func (h *harness) recover(ctx context.Context, rec *faultRecord) {
 	})
 	if !recovered {
 		h.bad.add("not recovered from %s (%s) within %v: %s", rec.plan.kind, rec.what, recoverWithin, why)
+		h.dumpUnanswering(ctx)
 		return
 	}
 	rec.recovered, rec.ok = time.Since(rec.healed), true

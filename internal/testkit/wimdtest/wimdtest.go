@@ -229,6 +229,30 @@ func (p *Process) ExitErr() error {
 // Log is the log of every run so far.
 func (p *Process) Log() string { return p.log.String() }
 
+// DumpGoroutines ends the current run with SIGQUIT, on which the Go
+// runtime writes every goroutine's stack to stderr, and returns what the
+// run wrote from the signal on: the dump of a process that stopped
+// answering (which it leaves exited; Restart starts it again). It waits
+// for the exit at most wait, then kills the run.
+func (p *Process) DumpGoroutines(wait time.Duration) string {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return ""
+	}
+	from := p.log.Len()
+	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return fmt.Sprintf("wimdtest: SIGQUIT: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(wait):
+		p.Kill()
+	}
+	return p.log.From(from)
+}
+
 // tail returns the last n lines of s.
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -245,6 +269,20 @@ func (s *lockedBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+// Len is how many bytes were written so far.
+func (s *lockedBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// From is what was written from offset on.
+func (s *lockedBuffer) From(offset int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b.Bytes()[offset:])
 }
 
 func (s *lockedBuffer) String() string {
