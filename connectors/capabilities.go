@@ -37,8 +37,10 @@ type Capabilities struct {
 	// it EditService is a Permanent error.
 	Edit bool
 	// List says ListServices sees every service of wimro's on the
-	// controller, which drift reconcile needs: from a partial list every
-	// link would look missing and no orphan could be found.
+	// controller, which drift reconcile needs to trust a list: from a
+	// partial list every link would look missing and no orphan could be
+	// found. Without it reconcile looks each link up by ServiceID (and
+	// finds no orphans), or refuses the account when ServiceID is unset.
 	List bool
 	// ServiceID, when set, is the id of key's service on the controller,
 	// which follows from the key alone (ietfl2vpn: "wimro-<key>"): a

@@ -182,7 +182,8 @@ type Connector interface {
 	// ListServices lists the services on the controller that this connector
 	// manages (for controllers shared with other tools: only wimro's). A
 	// connector that cannot see them all (no list route on the controller)
-	// does not declare Capabilities.List, and drift reconcile refuses it.
+	// does not declare Capabilities.List; drift reconcile then looks each
+	// link up by its Capabilities.ServiceID, or refuses it without one.
 	ListServices(ctx context.Context) ([]Service, error)
 
 	// ClearAll deletes every service ListServices would list. It is a

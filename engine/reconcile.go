@@ -51,6 +51,14 @@ import (
 // key is such a link, including one whose row is already gone with its
 // instance. A service without wimro's key is never listed, so never
 // touched.
+//
+// A controller that cannot list (TeraFlowSDN answers GET vpn-services
+// with {} whatever it holds; connectors.Capabilities.List false) is
+// probed instead when its service ids follow from wimro's key
+// (Capabilities.ServiceID): each link above is looked up by its service
+// id, and a NotFound makes it missing as a listed miss would. Orphans
+// cannot be found that way; the account's report says so
+// (AccountDrift.Note), and --fix then only re-queues missing links.
 
 // Drift kinds.
 const (
@@ -104,8 +112,14 @@ type AccountDrift struct {
 	Services int `json:"services"`
 	// OtherAccounts is how many of those services belong to links of
 	// other accounts on the same controller: theirs, not drift.
-	OtherAccounts int     `json:"other_accounts_services"`
-	Drift         []Drift `json:"drift"`
+	OtherAccounts int `json:"other_accounts_services"`
+	// Probed is true when the controller cannot list (TeraFlowSDN answers
+	// its list with {}) and each link was looked up by its service id
+	// instead: Services then counts the links found, and Note says that
+	// orphans were not searched.
+	Probed bool    `json:"probed,omitempty"`
+	Note   string  `json:"note,omitempty"`
+	Drift  []Drift `json:"drift"`
 	// Error is why the account could not be reconciled (controller
 	// unreachable, connector that cannot list): it is not drift.
 	Error string `json:"error,omitempty"`
@@ -165,6 +179,14 @@ type DriftLink struct {
 // DELETED ones should have none.
 var checkedStatuses = map[string]bool{wimro.LinkActive: true, wimro.LinkInactive: true, wimro.LinkDown: true, wimro.LinkError: true}
 
+// checkable reports whether the controller should hold link's service
+// now: the link was made, its status is one of checkedStatuses, and no
+// action works on it (busy).
+func checkable(link wimro.WANLink, busy map[string]bool) bool {
+	made := link.Created || (link.WIMInternalID != nil && *link.WIMInternalID != "")
+	return made && checkedStatuses[link.Status] && !busy[link.UUID]
+}
+
 // CompareDrift is the comparison, pure: links are the account's WAN links
 // (any status), busy the ids of the links with a SCHEDULED or BUILD action,
 // services the controller's listing. It returns the drift, orphans first,
@@ -199,8 +221,7 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 	var missing, mismatched []Drift
 	for _, l := range links {
 		link := l.Link
-		made := link.Created || (link.WIMInternalID != nil && *link.WIMInternalID != "")
-		if !made || !checkedStatuses[link.Status] || busy[link.UUID] {
+		if !checkable(link, busy) {
 			continue
 		}
 		checked++
@@ -256,8 +277,8 @@ type ReconcileOptions struct {
 // Reconcile compares the chosen accounts' WAN links with their
 // controllers and, with Fix, repairs what it can (see the drift kinds).
 // Controller calls happen outside any database transaction. An account
-// that cannot be reconciled (controller away, a connector that cannot
-// list) is reported with its Error; naming such an account alone is an
+// that cannot be reconciled (controller away, a connector that can
+// neither list nor probe) is reported with its Error; naming such an account alone is an
 // error, as is naming one that does not exist.
 func (e *Engine) Reconcile(ctx context.Context, o ReconcileOptions) (DriftReport, error) {
 	rep := DriftReport{Fix: o.Fix, Accounts: []AccountDrift{}}
@@ -315,9 +336,15 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: its connector cannot be built: %v", ad.AccountName, conn.Err)
 	}
 	c, mappings := conn.Connector, conn.Mappings
-	if !conn.Capabilities.List {
+	// A controller that cannot list is probed instead, link by link, when
+	// a link's service id follows from its key (Capabilities.ServiceID):
+	// every made link then has an id to look up, recorded or not. Where
+	// the controller chose the ids (DynPaC) a link whose id went unrecorded
+	// could not be looked up at all, so such an account stays refused.
+	probe := !conn.Capabilities.List
+	if probe && conn.Capabilities.ServiceID == nil {
 		return ad, &wimro.Error{Code: wimro.EINVALID, Field: "account",
-			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: its connector does not declare that it lists every service of wimro's on the controller, and from a partial list every link would look missing and no orphan could be found", ad.AccountName, w.Type)}
+			Message: fmt.Sprintf("account %s: reconcile does not support WIM type %s: its connector does not declare that it lists every service of wimro's on the controller, and from a partial list every link would look missing and no orphan could be found; nor do its service ids follow from wimro's key, so the links cannot be looked up one by one", ad.AccountName, w.Type)}
 	}
 	// The database first, the controller second: a service listed is then
 	// either in the snapshot or made after it, and only the latter (a link
@@ -326,8 +353,15 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 	if err != nil {
 		return ad, err
 	}
-	services, err := c.ListServices(ctx)
-	if err != nil {
+	var services []connectors.Service
+	if probe {
+		ad.Probed = true
+		ad.Note = "the controller cannot list its services: each link was looked up by its service id, and orphans (services no link knows) cannot be found on it"
+		services, err = probeServices(ctx, c, conn.Capabilities.ServiceID, st)
+		if err != nil {
+			return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: the controller did not answer a service's status: %v", ad.AccountName, err)
+		}
+	} else if services, err = c.ListServices(ctx); err != nil {
 		return ad, wimro.Errorf(wimro.EUNAVAILABLE, "account %s: the controller did not list its services: %v", ad.AccountName, err)
 	}
 	ad.Services = len(services)
@@ -347,6 +381,36 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 		e.fixDrift(ctx, c, a.UUID, o.DeleteAbandoned, &ad)
 	}
 	return ad, nil
+}
+
+// probeServices stands in for the listing of a controller that cannot
+// list: it asks the status of the service of each link CompareDrift would
+// check, by the id the database recorded or, without one, the id that
+// follows from the link's key. A service the controller does not know is
+// left out, so CompareDrift finds its link missing as a listed miss; one
+// it knows is returned under the link's key, without endpoints (a status
+// does not tell them, so they are not compared). Any other error stops
+// the probe: a link must never look missing because a read failed.
+func probeServices(ctx context.Context, c connectors.Connector, serviceID func(string) string, st persistence.DriftState) ([]connectors.Service, error) {
+	var out []connectors.Service
+	for _, l := range st.Links {
+		if !checkable(l, st.Busy) {
+			continue
+		}
+		id := serviceID(l.UUID)
+		if l.WIMInternalID != nil && *l.WIMInternalID != "" {
+			id = *l.WIMInternalID
+		}
+		_, err := c.GetServiceStatus(ctx, id, l.WIMInfo)
+		switch {
+		case connectors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("service %s of link %s: %w", id, l.UUID, err)
+		}
+		out = append(out, connectors.Service{ID: id, Key: l.UUID})
+	}
+	return out, nil
 }
 
 // recheckDrift keeps of the drift CompareDrift found only what reads made

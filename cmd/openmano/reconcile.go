@@ -74,6 +74,11 @@ func setupReconcile(fs *pflag.FlagSet) runFunc {
 				}
 			}
 			tw.Flush()
+			for _, x := range accounts {
+				if a, _ := x.(map[string]any); str(a["note"]) != "" {
+					fmt.Fprintf(s.c.Stdout, "%s: %s\n", str(a["account_name"]), str(a["note"]))
+				}
+			}
 			if len(items) == 0 {
 				fmt.Fprintln(s.c.Stdout, "\nno drift")
 				return

@@ -175,6 +175,11 @@ func printDrift(w io.Writer, rep engine.DriftReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.AccountName, a.WIMName, a.WIMType, a.Links, a.Services, len(a.Drift), dash(a.Error))
 	}
 	tw.Flush()
+	for _, a := range rep.Accounts {
+		if a.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", a.AccountName, a.Note)
+		}
+	}
 	var any bool
 	for _, a := range rep.Accounts {
 		for _, d := range a.Drift {

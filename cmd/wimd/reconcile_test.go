@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,6 +39,8 @@ type driftCase struct {
 	name, wimType, url, user, password string
 	mappingInfo                        func(dc int) map[string]any
 	foreign                            func(t *testing.T) func() bool
+	// wimConfig is added to the WIM's config (a dialect).
+	wimConfig map[string]any
 }
 
 func driftCases(t *testing.T) []driftCase {
@@ -148,8 +151,9 @@ func setupDrift(t *testing.T, c driftCase, serveArgs ...string) *driftBundle {
 	for _, dc := range []string{"dcA", "dcB"} {
 		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
 	}
-	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": c.wimType, "wim_url": c.url,
-		"config": map[string]any{"wim_port_mapping": mappings}}})
+	cfg := map[string]any{"wim_port_mapping": mappings}
+	maps.Copy(cfg, c.wimConfig)
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": c.wimType, "wim_url": c.url, "config": cfg}})
 	acct := map[string]any{"name": "acct1"}
 	if c.user != "" {
 		acct["user"], acct["password"] = c.user, c.password
@@ -158,7 +162,7 @@ func setupDrift(t *testing.T, c driftCase, serveArgs ...string) *driftBundle {
 	r := connectors.NewRegistry()
 	fake.Register(r)
 	builtin.Register(r)
-	conn, err := r.New(connectors.Config{Type: c.wimType, URL: c.url, User: c.user, Password: c.password})
+	conn, err := r.New(connectors.Config{Type: c.wimType, URL: c.url, User: c.user, Password: c.password, WIMConfig: c.wimConfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +327,77 @@ func TestReconcile(t *testing.T) {
 				t.Errorf("mismatch: want %v, have %v; the controller has %v", drift[0].Want, drift[0].Have, have)
 			}
 		})
+	}
+}
+
+// TestReconcileProbesTeraFlowSDN: TeraFlowSDN (the IETF L2VPN emulator
+// in its tfs dialect, the connector in its osm one) answers every list
+// with {}, so reconcile looks each link up by its service id instead of
+// refusing the account or finding every link missing: live links are in
+// sync, one whose service was deleted behind wimd's back is missing and
+// --fix re-queues it, and the report says orphans are not searched (a
+// service no link knows stays unseen).
+func TestReconcileProbesTeraFlowSDN(t *testing.T) {
+	t.Parallel()
+	sites := []string{"dc-a", "dc-b"}
+	emu := l2smemu.New(l2smemu.Options{Dialect: l2smemu.DialectTFS, Sites: []l2smemu.Site{{ID: sites[0]}, {ID: sites[1]}}, BuildPolls: 1,
+		User: "admin", Password: "s3cret"})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	d := setupDrift(t, driftCase{name: "tfs", wimType: "ietfl2vpn", url: srv.URL, user: "admin", password: "s3cret",
+		wimConfig: map[string]any{"dialect": "osm"},
+		mappingInfo: func(dc int) map[string]any {
+			return map[string]any{"mapping_type": "l2sm-site", "site-id": sites[dc], "bearer-reference": sites[dc] + "-pe:ge-0/0/1"}
+		}})
+	inst, _ := d.api.activeInstance("t0", 2)
+	const note = "orphans (services no link knows) cannot be found"
+	code, rep := d.reconcile(t)
+	if code != 0 || len(rep.Accounts) != 1 || rep.Accounts[0].Error != "" || len(driftOf(rep)) != 0 || rep.Accounts[0].Links != 2 || rep.Accounts[0].Services != 2 {
+		t.Fatalf("two live links: exit %d, report %+v; want exit 0, two links found and no drift", code, rep)
+	}
+	if a := rep.Accounts[0]; !a.Probed || !strings.Contains(a.Note, note) {
+		t.Errorf("report of a controller that cannot list: probed %v, note %q; want probed and a note that orphans are not searched", a.Probed, a.Note)
+	}
+
+	// A service no link knows: a probe cannot see it, and says so.
+	if _, _, err := d.conn.CreateService(t.Context(), connectors.Request{Key: uuid.NewString(), Type: connectors.ServiceELINE, Points: d.points(120)}); err != nil {
+		t.Fatalf("create a service no link knows: %v", err)
+	}
+	gone := d.links(inst)[0]
+	goneID := gone["uuid"].(string)
+	if err := d.conn.DeleteService(t.Context(), gone["wim_internal_id"].(string), nil); err != nil {
+		t.Fatalf("delete link %s's service behind wimd's back: %v", goneID, err)
+	}
+	code, rep = d.reconcile(t)
+	drift := driftOf(rep)
+	if code != exitDrift || len(drift) != 1 || drift[0].Kind != engine.DriftMissing || drift[0].WANLinkID != goneID || drift[0].Fixed {
+		t.Fatalf("a deleted service: exit %d, drift %+v; want %d and one unfixed missing %s", code, drift, exitDrift, goneID)
+	}
+
+	// The table says it too.
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	app := &App{Stdout: out, Stderr: errb, Getenv: func(k string) string { return d.env[k] }}
+	if code := app.Run(t.Context(), []string{"reconcile"}); code != exitDrift || !strings.Contains(out.String(), note) {
+		t.Errorf("wimd reconcile (table): exit %d, stdout %q; want %d and the note", code, out, exitDrift)
+	}
+
+	code, rep = d.reconcile(t, "--fix")
+	if drift = driftOf(rep); code != 0 || len(drift) != 1 || !drift[0].Fixed || drift[0].ActionID == "" {
+		t.Fatalf("--fix: exit %d, drift %+v; want 0 and the missing link re-queued", code, drift)
+	}
+	eventually.Until(t, 60*time.Second, "the re-queued link ACTIVE again", func() (bool, string) {
+		for _, l := range d.links(inst) {
+			if l["uuid"] == goneID {
+				return l["status"] == "ACTIVE", fmt.Sprint(l["status"], " ", l["error_msg"])
+			}
+		}
+		return false, "link gone"
+	})
+	if !slices.Contains(emu.ServiceIDs(), "wimro-"+goneID) {
+		t.Errorf("after --fix the controller holds %v, want wimro-%s back", emu.ServiceIDs(), goneID)
+	}
+	if code, rep := d.reconcile(t); code != 0 || len(driftOf(rep)) != 0 {
+		t.Errorf("after --fix: exit %d, drift %+v; want 0 and none", code, driftOf(rep))
 	}
 }
 

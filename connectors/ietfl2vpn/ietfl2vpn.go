@@ -178,9 +178,10 @@
 //
 // Listing: TeraFlowSDN answers GET vpn-services with {} whatever it holds,
 // so the connector of the osm dialect says it cannot list
-// (connectors.PartialLister; the per-dialect rule is listing): drift
-// reconcile refuses the account rather than report every link missing and
-// re-create them with --fix. ListServices reads what the server lists
+// (Capabilities.List; the per-dialect rule is listing): drift reconcile
+// looks each link's vpn-service up by its id (Capabilities.ServiceID)
+// rather than report every link missing and re-create them with --fix,
+// and finds no orphans there. ListServices reads what the server lists
 // (nothing, on TeraFlowSDN) and ClearAll is a Permanent error.
 //
 // Errors: TeraFlowSDN answers every refusal 500 with a JSON list of
