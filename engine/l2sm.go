@@ -16,8 +16,10 @@ import (
 // a vpn-service is an NS instance of the tenant named after its vpn-id,
 // and its site-network-accesses (a datacenter of the tenant, a bearer that
 // is a port mapping's wan_service_endpoint_id there, a VLAN or none) become
-// the instance's networks and one WAN link once a point-to-point service
-// has both of its accesses. Everything else (the WIM's choice, VLANs,
+// the instance's networks and one WAN link once the service has two
+// accesses: an ELINE for a point-to-point type; for a multipoint type
+// (vpls) an ELINE while it spans two datacenters and an ELAN, on a WIM
+// that declares ELAN, once it spans more. Everything else (the WIM's choice, VLANs,
 // actions, retries, monitoring, reconcile) is the instance's.
 
 // Service types, topologies and site roles are identities of the model,
@@ -407,28 +409,38 @@ func (e *Engine) putAccess(ctx context.Context, s *persistence.Store, t wimro.Te
 			bf, d.Name, wimro.CleanText(a.BearerReference, 80), t.Name)
 	}
 	if slices.Contains(multipointTypes, svc.SvcType) {
-		return svc, e.refuseMultipoint(ctx, s, svc, maps, a.Field+".vpn-attachment.vpn-id")
+		if err := e.checkELAN(ctx, s, svc, maps, a.Field+".vpn-attachment.vpn-id"); err != nil {
+			return svc, err
+		}
 	}
 	_, err = s.PutL2VPNAccess(ctx, wimro.L2VPNAccess{TenantID: t.UUID, DatacenterID: d.UUID, NetworkAccessID: a.NetworkAccessID,
 		InstanceID: svc.InstanceID, BearerReference: a.BearerReference, VLAN: a.VLAN, SiteRole: role})
 	return svc, err
 }
 
-// refuseMultipoint answers an access to a multipoint (ELAN) vpn-service:
-// wimro has no declaration yet of which WIMs make multipoint services, so
-// it makes none through this northbound rather than fail on the
-// controller.
-func (e *Engine) refuseMultipoint(ctx context.Context, s *persistence.Store, svc wimro.L2VPNService, maps []wimro.PortMapping, field string) error {
+// checkELAN refuses an access to a multipoint (ELAN) vpn-service when
+// none of the WIMs its bearer is mapped on declares ELAN: in the request,
+// naming each WIM and what it declares, rather than in a CREATE that
+// could only fail on the controller.
+func (e *Engine) checkELAN(ctx context.Context, s *persistence.Store, svc wimro.L2VPNService, maps []wimro.PortMapping, field string) error {
 	var names []string
 	for _, m := range maps {
 		w, err := s.GetWIM(ctx, m.WIMID)
 		if err != nil {
 			return err
 		}
-		names = append(names, fmt.Sprintf("%s (type %s)", w.Name, w.Type))
+		if e.makesELAN(w) {
+			return nil
+		}
+		caps, _ := e.capabilitiesOf(w)
+		made := make([]string, len(caps.Services))
+		for i, t := range caps.Services {
+			made[i] = string(t)
+		}
+		names = append(names, fmt.Sprintf("%s (type %s, declares %s)", w.Name, w.Type, strings.Join(made, ", ")))
 	}
-	return wimro.FieldErrorf(field, "%s: vpn-service %s is %s, a multipoint (ELAN) service; the bearer's WIM %s declares no multipoint service: "+
-		"this northbound makes point-to-point services (%s) only", field, svc.VPNID, svc.SvcType, strings.Join(names, ", "), strings.Join(pointToPoint, ", "))
+	return wimro.FieldErrorf(field, "%s: vpn-service %s is %s, a multipoint (ELAN) service; the bearer's WIM %s declares no ELAN: "+
+		"use a point-to-point type (%s) or a bearer on a WIM that makes ELANs", field, svc.VPNID, svc.SvcType, strings.Join(names, "; "), strings.Join(pointToPoint, ", "))
 }
 
 // bearerMappings returns the port mappings at the datacenter whose
@@ -448,16 +460,19 @@ func bearerMappings(ctx context.Context, s *persistence.Store, t wimro.Tenant, d
 }
 
 // syncVPNLink makes the instance's networks and WAN link agree with the
-// accesses of a point-to-point vpn-service: nothing while it has fewer
-// than two, a new link when it has two and no link yet or a link made for
-// other endpoints (whose DELETE is queued). It returns the CREATE's
+// accesses of a vpn-service: nothing while it has fewer than two, a new
+// link when it has two (a point-to-point one) or two or more (a
+// multipoint one: an ELINE across two datacenters, an ELAN across more)
+// and no link yet or a link made for other endpoints (whose DELETE is
+// queued). It returns the CREATE's
 // instance action ("" when nothing changed) and the accounts to wake.
 func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService) (string, []string, error) {
 	accesses, err := s.ListL2VPNAccesses(ctx, svc.InstanceID)
 	if err != nil || len(accesses) < 2 {
 		return "", nil, err
 	}
-	if len(accesses) > 2 {
+	multipoint := slices.Contains(multipointTypes, svc.SvcType)
+	if len(accesses) > 2 && !multipoint {
 		var ids []string
 		for _, a := range accesses {
 			ids = append(ids, a.NetworkAccessID)
@@ -465,7 +480,7 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 		return "", nil, wimro.FieldErrorf("site-network-access", "vpn-service %s is %s, point-to-point: it takes two site-network-accesses, not %d (%s)",
 			svc.VPNID, svc.SvcType, len(accesses), strings.Join(ids, ", "))
 	}
-	want, err := vpwsNetworks(ctx, s, t, svc, accesses)
+	want, err := e.vpnNetworks(ctx, s, t, svc, accesses)
 	if err != nil {
 		return "", nil, err
 	}
@@ -498,25 +513,28 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 		return "", nil, err
 	}
 	if len(plans) != 1 {
-		return "", nil, wimro.FieldErrorf("site-id", "vpn-service %s: its two sites are datacenters of one VIM: wimro makes WAN links between VIMs", svc.VPNID)
+		return "", nil, wimro.FieldErrorf("site-id", "vpn-service %s: its sites are datacenters of one VIM: wimro makes WAN links between VIMs", svc.VPNID)
 	}
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
 	return ia.UUID, append(accounts, made...), err
 }
 
-// vpwsNetworks returns the two networks of a point-to-point vpn-service:
-// each access's datacenter, its bearer's PoP port on the WIM both bearers
-// are mapped on, and its VLAN. When the bearers are mapped on several
-// common WIMs, the one an instance between the two datacenters would take
-// is chosen.
-func vpwsNetworks(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService, accesses []wimro.L2VPNAccess) ([]NetworkInput, error) {
-	a, b := accesses[0], accesses[1]
-	if a.DatacenterID == b.DatacenterID {
-		return nil, wimro.FieldErrorf("site-id", "vpn-service %s: both site-network-accesses (%s, %s) are at one site: wimro makes WAN links between datacenters",
-			svc.VPNID, a.NetworkAccessID, b.NetworkAccessID)
-	}
-	maps := make([][]wimro.PortMapping, 2)
+// vpnNetworks returns the networks of a vpn-service, one per access:
+// its datacenter, its bearer's PoP port on the WIM every bearer is mapped
+// on, and its VLAN. Across more than two datacenters only a WIM that
+// declares ELAN will do. When several WIMs fit, the one an instance
+// between the datacenters would take is chosen.
+func (e *Engine) vpnNetworks(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService, accesses []wimro.L2VPNAccess) ([]NetworkInput, error) {
+	dcIDs := make([]string, len(accesses))
+	maps := make([][]wimro.PortMapping, len(accesses))
 	for i, acc := range accesses {
+		for _, prev := range accesses[:i] {
+			if prev.DatacenterID == acc.DatacenterID {
+				return nil, wimro.FieldErrorf("site-id", "vpn-service %s: site-network-accesses %s and %s are at one site: wimro makes WAN links between datacenters",
+					svc.VPNID, prev.NetworkAccessID, acc.NetworkAccessID)
+			}
+		}
+		dcIDs[i] = acc.DatacenterID
 		var err error
 		if maps[i], err = bearerMappings(ctx, s, t, acc.DatacenterID, acc.BearerReference); err != nil {
 			return nil, err
@@ -530,19 +548,21 @@ func vpwsNetworks(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc
 		}
 		return wimro.PortMapping{}, false
 	}
-	common, err := s.FindCommonWIMs(ctx, []string{a.DatacenterID, b.DatacenterID}, t.UUID)
+	common, err := s.FindCommonWIMs(ctx, dcIDs, t.UUID)
 	if err != nil {
 		return nil, err
 	}
+next:
 	for _, w := range common {
-		ma, okA := onWIM(maps[0], w.UUID)
-		mb, okB := onWIM(maps[1], w.UUID)
-		if !okA || !okB {
+		if len(accesses) > 2 && !e.makesELAN(w) {
 			continue
 		}
-		out := make([]NetworkInput, 2)
-		for i, m := range []wimro.PortMapping{ma, mb} {
-			acc := accesses[i]
+		out := make([]NetworkInput, len(accesses))
+		for i, acc := range accesses {
+			m, ok := onWIM(maps[i], w.UUID)
+			if !ok {
+				continue next
+			}
 			n := NetworkInput{SceNetID: svc.InstanceID, OsmID: acc.NetworkAccessID, Datacenter: acc.DatacenterID, Status: wimro.NetActive,
 				EncapsulationType: "none", PopSwitchDPID: m.PopSwitchDPID, PopSwitchPort: Port(m.PopSwitchPort),
 				WIMAccount: WIMChoice{Set: true, Ref: w.UUID}}
@@ -553,20 +573,22 @@ func vpwsNetworks(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc
 		}
 		return out, nil
 	}
-	wims := func(ms []wimro.PortMapping) string {
+	var ends []string
+	for i, acc := range accesses {
 		var names []string
-		for _, m := range ms {
-			w, err := s.GetWIM(ctx, m.WIMID)
-			if err == nil {
+		for _, m := range maps[i] {
+			if w, err := s.GetWIM(ctx, m.WIMID); err == nil {
 				names = append(names, w.Name)
 			}
 		}
 		sort.Strings(names)
-		return strings.Join(names, ", ")
+		ends = append(ends, fmt.Sprintf("bearer %q (access %s) is on WIM %s", acc.BearerReference, acc.NetworkAccessID, strings.Join(names, ", ")))
 	}
-	return nil, wimro.FieldErrorf("bearer.bearer-reference", "bearer.bearer-reference: vpn-service %s: bearer %q (access %s) is on WIM %s and bearer %q (access %s) on WIM %s: "+
-		"both accesses of a point-to-point service must be on one WIM", svc.VPNID, a.BearerReference, a.NetworkAccessID, wims(maps[0]),
-		b.BearerReference, b.NetworkAccessID, wims(maps[1]))
+	rule := "all accesses of a vpn-service must be on one WIM"
+	if len(accesses) > 2 {
+		rule += " that declares ELAN"
+	}
+	return nil, wimro.FieldErrorf("bearer.bearer-reference", "bearer.bearer-reference: vpn-service %s: %s: %s", svc.VPNID, strings.Join(ends, "; "), rule)
 }
 
 // sameEnds says whether the networks are those want describes (its
