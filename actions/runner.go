@@ -416,7 +416,13 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if err != nil {
 		return wimro.Outcome{}, err
 	}
-	req := connectors.Request{Key: link.UUID, Type: connectors.ServiceTypeFor(len(points)), Points: points, QoS: QoSOf(link)}
+	typ := connectors.ServiceTypeFor(len(points))
+	if link.Multipoint {
+		// A link made multipoint (an L2SM vpls) is an ELAN even over two
+		// datacenters.
+		typ = connectors.ServiceELAN
+	}
+	req := connectors.Request{Key: link.UUID, Type: typ, Points: points, QoS: QoSOf(link)}
 	if len(t.Capabilities.Services) > 0 {
 		// What the connector's type declares decides before the
 		// controller is called: an ELAN of a connector that makes none

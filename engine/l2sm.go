@@ -461,8 +461,8 @@ func bearerMappings(ctx context.Context, s *persistence.Store, t wimro.Tenant, d
 
 // syncVPNLink makes the instance's networks and WAN link agree with the
 // accesses of a vpn-service: nothing while it has fewer than two, a new
-// link when it has two (a point-to-point one) or two or more (a
-// multipoint one: an ELINE across two datacenters, an ELAN across more)
+// link when it has two (a point-to-point one: an ELINE) or two or more (a
+// multipoint one: an ELAN, over two datacenters too)
 // and no link yet or a link made for other endpoints (whose DELETE is
 // queued). It returns the CREATE's
 // instance action ("" when nothing changed) and the accounts to wake.
@@ -515,6 +515,9 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	if len(plans) != 1 {
 		return "", nil, wimro.FieldErrorf("site-id", "vpn-service %s: its sites are datacenters of one VIM: wimro makes WAN links between VIMs", svc.VPNID)
 	}
+	// A multipoint vpn-service is an ELAN whatever its number of sites:
+	// a vpls over two sites grows by a third without changing type.
+	plans[0].Multipoint = plans[0].Multipoint || multipoint
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
 	return ia.UUID, append(accounts, made...), err
 }
@@ -552,9 +555,10 @@ func (e *Engine) vpnNetworks(ctx context.Context, s *persistence.Store, t wimro.
 	if err != nil {
 		return nil, err
 	}
+	elan := len(accesses) > 2 || slices.Contains(multipointTypes, svc.SvcType)
 next:
 	for _, w := range common {
-		if len(accesses) > 2 && !e.makesELAN(w) {
+		if elan && !e.makesELAN(w) {
 			continue
 		}
 		out := make([]NetworkInput, len(accesses))
@@ -585,7 +589,7 @@ next:
 		ends = append(ends, fmt.Sprintf("bearer %q (access %s) is on WIM %s", acc.BearerReference, acc.NetworkAccessID, strings.Join(names, ", ")))
 	}
 	rule := "all accesses of a vpn-service must be on one WIM"
-	if len(accesses) > 2 {
+	if elan {
 		rule += " that declares ELAN"
 	}
 	return nil, wimro.FieldErrorf("bearer.bearer-reference", "bearer.bearer-reference: vpn-service %s: %s: %s", svc.VPNID, strings.Join(ends, "; "), rule)

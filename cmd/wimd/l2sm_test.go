@@ -430,14 +430,19 @@ func TestL2SMOSMSession(t *testing.T) {
 		t.Errorf("vpn-services after the failed creates: %s, want none", list)
 	}
 
-	// A vpls over two sites is one point-to-point service on the
-	// controller (TestL2SMELAN has three).
+	// A vpls over two sites is one ELAN on the controller, a link wimro
+	// holds as multipoint (TestL2SMELAN has three sites).
 	vpn = uuid.NewString()
 	osm.expect(http.StatusCreated, "POST", "/vpn-services", vpnServiceBody(vpn, "vpls"))
 	osm.expect(http.StatusCreated, "POST", siteAccesses("dcA"), accessBody(vpn, uuid.NewString(), "ep-0", 601))
 	osm.expect(http.StatusCreated, "POST", siteAccesses("dcB"), accessBody(vpn, uuid.NewString(), "ep-1", 602))
 	if got := onosServices(onos); len(got) != 1 || got[0] != "of:0000000000000001/1 vlan 601 + of:0000000000000002/1 vlan 602" {
 		t.Errorf("controller after a vpls over two sites: %v, want one service 601+602", got)
+	}
+	if links, _ := a.call("GET", "/openmano/t0/instances/"+vpn, nil)["wan_links"].([]any); len(links) != 1 {
+		t.Errorf("vpls over two sites: %d WAN links, want one", len(links))
+	} else if l, _ := links[0].(map[string]any); l["multipoint"] != true || !strings.Contains(fmt.Sprint(l["wim_info"]), "type:ELAN") {
+		t.Errorf("vpls over two sites: WAN link %v, want multipoint, made as an ELAN", l)
 	}
 	yangValid(t, osm.expect(http.StatusOK, "GET", "/vpn-services/vpn-service="+vpn+"/", nil))
 	osm.expect(http.StatusNoContent, "DELETE", "/vpn-services/vpn-service="+vpn+"/", nil)
