@@ -63,7 +63,7 @@ func findBinary() (string, error) {
 	if !ok {
 		return "", errors.New("cannot locate the module root (runtime.Caller)")
 	}
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 	script := filepath.Join(root, "scripts", "ensure-consul.sh")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(script)
