@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"regexp"
 	"strings"
@@ -70,7 +71,11 @@ func mapError(err error) error {
 	}
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
-	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.SafeToRetry(err) {
+	// An EOF is the server closing the connection under a statement: an
+	// immediate shutdown ends a backend that is busy sending rows without
+	// a FATAL message (no SQLSTATE), and pgx reads an unexpected EOF.
+	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return &wimro.Error{Code: wimro.EUNAVAILABLE, Message: "Database unavailable. Try again.", Err: err}
 	}
 	return err

@@ -554,7 +554,16 @@ func (a *apiStats) record(h *harness, member, method, path string, status int, t
 	a.mu.Lock()
 	a.unallowed++
 	a.mu.Unlock()
-	h.bad.add("API %d from %s on %s %s (PostgreSQL not away): %.300s", status, member, method, path, text)
+	// Say which rule the answer broke: a 500 breaks it even while
+	// PostgreSQL is away (the window opens before the halt is sent).
+	why := "PostgreSQL not away"
+	if status != http.StatusServiceUnavailable {
+		why = "only 503 is allowed"
+		if h.pgAway.contains(time.Now()) {
+			why += ", PostgreSQL away"
+		}
+	}
+	h.bad.add("API %d from %s on %s %s (%s): %.300s", status, member, method, path, why, text)
 }
 
 // vlanPool hands out VLANs so that no two live links share one (a TAPI
