@@ -316,11 +316,15 @@ func (e *Engine) DeleteVPNServices(ctx context.Context, tenantRef string) (int, 
 // replaced and the site's other accesses stay. A point-to-point
 // vpn-service that has its two accesses gets its WAN link, and one whose
 // access changed gets a new link replacing the old (the old one's DELETE
-// queued). It returns the instance actions of the links made.
-func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string, in []SiteAccessInput, create bool) ([]VPNLinkAction, error) {
-	var made []VPNLinkAction
+// queued). It returns the instance actions of the links made and the
+// network-access-ids of the accesses that did not exist before.
+func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string, in []SiteAccessInput, create bool) ([]VPNLinkAction, []string, error) {
+	var (
+		made    []VPNLinkAction
+		created []string
+	)
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		made = nil
+		made, created = nil, nil
 		t, err := s.GetTenant(ctx, tenantRef)
 		if err != nil {
 			return err
@@ -335,9 +339,12 @@ func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string,
 		}
 		var touched []wimro.L2VPNService
 		for _, a := range in {
-			svc, err := e.putAccess(ctx, s, t, d, a, create)
+			svc, isNew, err := e.putAccess(ctx, s, t, d, a, create)
 			if err != nil {
 				return err
+			}
+			if isNew {
+				created = append(created, a.NetworkAccessID)
 			}
 			if !slices.ContainsFunc(touched, func(v wimro.L2VPNService) bool { return v.InstanceID == svc.InstanceID }) {
 				touched = append(touched, svc)
@@ -356,66 +363,68 @@ func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string,
 		}
 		return s.NotifyAccounts(ctx, accounts...)
 	})
-	return made, err
+	return made, created, err
 }
 
-// putAccess validates and writes one access and returns its vpn-service.
-func (e *Engine) putAccess(ctx context.Context, s *persistence.Store, t wimro.Tenant, d wimro.Datacenter, a SiteAccessInput, create bool) (wimro.L2VPNService, error) {
+// putAccess validates and writes one access and returns its vpn-service,
+// and whether the access is new.
+func (e *Engine) putAccess(ctx context.Context, s *persistence.Store, t wimro.Tenant, d wimro.Datacenter, a SiteAccessInput, create bool) (wimro.L2VPNService, bool, error) {
 	if err := checkName(a.Field+".network-access-id", a.NetworkAccessID, 255); err != nil {
-		return wimro.L2VPNService{}, err
+		return wimro.L2VPNService{}, false, err
 	}
 	field := a.Field + ".vpn-attachment.vpn-id"
 	if a.VPNID == "" {
-		return wimro.L2VPNService{}, wimro.FieldErrorf(field, "%s is required: the vpn-service the access belongs to", field)
+		return wimro.L2VPNService{}, false, wimro.FieldErrorf(field, "%s is required: the vpn-service the access belongs to", field)
 	}
 	svc, err := tenantVPNService(ctx, s, t, a.VPNID)
 	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-		return svc, &wimro.Error{Code: wimro.EINVALID, Field: field, Err: err, Message: field + ": " + wimro.ErrorMessage(err)}
+		return svc, false, &wimro.Error{Code: wimro.EINVALID, Field: field, Err: err, Message: field + ": " + wimro.ErrorMessage(err)}
 	}
 	if err != nil {
-		return svc, err
+		return svc, false, err
 	}
 	role := "any-to-any-role"
 	if a.SiteRole != "" {
 		if role, err = identity(a.Field+".vpn-attachment.site-role", a.SiteRole, siteRoles); err != nil {
-			return svc, err
+			return svc, false, err
 		}
 	}
 	if a.VLAN != nil && (*a.VLAN < 1 || *a.VLAN > 4094) {
 		f := a.Field + ".connection.tagged-interface.dot1q-vlan-tagged.cvlan-id"
-		return svc, wimro.FieldErrorf(f, "%s must be 1 to 4094", f)
+		return svc, false, wimro.FieldErrorf(f, "%s must be 1 to 4094", f)
 	}
 	old, err := s.GetL2VPNAccess(ctx, t.UUID, d.UUID, a.NetworkAccessID)
+	isNew := wimro.ErrorCode(err) == wimro.ENOTFOUND
 	switch {
 	case err == nil && create:
-		return svc, &wimro.Error{Code: wimro.ECONFLICT, Field: a.Field + ".network-access-id",
+		return svc, false, &wimro.Error{Code: wimro.ECONFLICT, Field: a.Field + ".network-access-id",
 			Message: fmt.Sprintf("site %s already has site-network-access %s", d.Name, a.NetworkAccessID)}
 	case err == nil && old.InstanceID != svc.InstanceID:
-		return svc, &wimro.Error{Code: wimro.ECONFLICT, Field: field,
+		return svc, false, &wimro.Error{Code: wimro.ECONFLICT, Field: field,
 			Message: fmt.Sprintf("site-network-access %s of site %s belongs to another vpn-service: delete that one first", a.NetworkAccessID, d.Name)}
 	case err != nil && wimro.ErrorCode(err) != wimro.ENOTFOUND:
-		return svc, err
+		return svc, false, err
 	}
 	bf := a.Field + ".bearer.bearer-reference"
 	if a.BearerReference == "" {
-		return svc, wimro.FieldErrorf(bf, "%s is required: the wan_service_endpoint_id of a port mapping at site %s", bf, d.Name)
+		return svc, false, wimro.FieldErrorf(bf, "%s is required: the wan_service_endpoint_id of a port mapping at site %s", bf, d.Name)
 	}
 	maps, err := bearerMappings(ctx, s, t, d.UUID, a.BearerReference)
 	if err != nil {
-		return svc, err
+		return svc, false, err
 	}
 	if len(maps) == 0 {
-		return svc, wimro.FieldErrorf(bf, "%s: no port mapping at site %s has wan_service_endpoint_id %q on a WIM where tenant %s has an account",
+		return svc, false, wimro.FieldErrorf(bf, "%s: no port mapping at site %s has wan_service_endpoint_id %q on a WIM where tenant %s has an account",
 			bf, d.Name, wimro.CleanText(a.BearerReference, 80), t.Name)
 	}
 	if slices.Contains(multipointTypes, svc.SvcType) {
 		if err := e.checkELAN(ctx, s, svc, maps, a.Field+".vpn-attachment.vpn-id"); err != nil {
-			return svc, err
+			return svc, false, err
 		}
 	}
 	_, err = s.PutL2VPNAccess(ctx, wimro.L2VPNAccess{TenantID: t.UUID, DatacenterID: d.UUID, NetworkAccessID: a.NetworkAccessID,
 		InstanceID: svc.InstanceID, BearerReference: a.BearerReference, VLAN: a.VLAN, SiteRole: role})
-	return svc, err
+	return svc, isNew, err
 }
 
 // checkELAN refuses an access to a multipoint (ELAN) vpn-service when

@@ -46,7 +46,7 @@ func TestL2SMAccessRules(t *testing.T) {
 	}
 	put := func(site string, a engine.SiteAccessInput, create bool) error {
 		t.Helper()
-		_, err := b.Eng.PutSiteAccesses(b.Ctx, "t0", site, []engine.SiteAccessInput{a}, create)
+		_, _, err := b.Eng.PutSiteAccesses(b.Ctx, "t0", site, []engine.SiteAccessInput{a}, create)
 		return err
 	}
 

@@ -149,7 +149,7 @@ func (a *api) l2smRoutes() []Route {
 		{Method: "POST", Pattern: accesses, Summary: "Add site-network-accesses at a site (a datacenter of the tenant); the one completing a point-to-point service waits, bounded, for its WAN link", Tags: tags,
 			RESTCONF: true, Status: http.StatusCreated, Request: l2smAccessesInput{}, Errors: []int{http.StatusConflict}, Handler: a.postSiteAccesses},
 		{Method: "PUT", Pattern: accesses, Summary: "Create or replace site-network-accesses by network-access-id, leaving the site's other accesses alone; a changed access remakes its WAN link", Tags: tags,
-			RESTCONF: true, Status: http.StatusNoContent, Request: l2smAccessesInput{}, Handler: a.putSiteAccesses},
+			RESTCONF: true, Status: http.StatusNoContent, Request: l2smAccessesInput{}, CreatedToo: true, Handler: a.putSiteAccesses},
 	}
 }
 
@@ -430,7 +430,7 @@ func (a *api) siteAccesses(w http.ResponseWriter, r *http.Request, create bool) 
 		}
 	}
 	site := param(r, "site_id")
-	made, err := a.eng.PutSiteAccesses(r.Context(), t.UUID, site, in, create)
+	made, created, err := a.eng.PutSiteAccesses(r.Context(), t.UUID, site, in, create)
 	if err != nil {
 		a.srv.restconfError(w, r, err)
 		return
@@ -449,11 +449,13 @@ func (a *api) siteAccesses(w http.ResponseWriter, r *http.Request, create bool) 
 			return
 		}
 	}
-	if !create {
+	if len(created) == 0 {
+		// A PUT that only replaced accesses (RFC 8040 §4.5: 204).
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	w.Header().Set("Location", L2SMRoot+"/sites/site="+url.PathEscape(site)+"/site-network-accesses/site-network-access="+url.PathEscape(list[0].NetworkAccessID))
+	// A POST, or a PUT that created an access: 201 with where it is.
+	w.Header().Set("Location", L2SMRoot+"/sites/site="+url.PathEscape(site)+"/site-network-accesses/site-network-access="+url.PathEscape(created[0]))
 	w.WriteHeader(http.StatusCreated)
 }
 

@@ -27,6 +27,10 @@ func (g *schemaGen) restconfOperation(rt Route, op map[string]any, used map[int]
 		success["headers"] = map[string]any{"Location": map[string]any{"description": "The created resource.", "schema": map[string]any{"type": "string"}}}
 	}
 	responses := map[string]any{strconv.Itoa(status): success}
+	if rt.CreatedToo {
+		responses[strconv.Itoa(http.StatusCreated)] = map[string]any{"description": "Created.",
+			"headers": map[string]any{"Location": map[string]any{"description": "The created resource.", "schema": map[string]any{"type": "string"}}}}
+	}
 	statuses := append(errorStatuses(rt), http.StatusForbidden, http.StatusUnauthorized)
 	if rt.Method != http.MethodGet {
 		// The access completing a service answers its link's failure;

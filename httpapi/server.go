@@ -107,7 +107,10 @@ type Route struct {
 	// Status as its success status (0: 200).
 	RESTCONF bool
 	Status   int
-	Handler  http.HandlerFunc
+	// CreatedToo: a RESTCONF PUT answers 201 with Location when it
+	// created the resource, Status (204) when it replaced it.
+	CreatedToo bool
+	Handler    http.HandlerFunc
 }
 
 // Server is the HTTP API.

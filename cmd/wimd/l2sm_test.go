@@ -434,7 +434,14 @@ func TestL2SMOSMSession(t *testing.T) {
 	// holds as multipoint (TestL2SMELAN has three sites).
 	vpn = uuid.NewString()
 	osm.expect(http.StatusCreated, "POST", "/vpn-services", vpnServiceBody(vpn, "vpls"))
-	osm.expect(http.StatusCreated, "POST", siteAccesses("dcA"), accessBody(vpn, uuid.NewString(), "ep-0", 601))
+	// A PUT that creates an access answers 201 with its Location (RFC
+	// 8040 §4.5), one that replaces it 204.
+	accA := uuid.NewString()
+	if status, raw, hdr := osm.send("PUT", siteAccesses("dcA"), accessBody(vpn, accA, "ep-0", 601)); status != http.StatusCreated ||
+		!strings.HasSuffix(hdr.Get("Location"), "/sites/site=dcA/site-network-accesses/site-network-access="+accA) {
+		t.Fatalf("PUT creating access %s = %d %s, Location %q; want 201 with its Location", accA, status, raw, hdr.Get("Location"))
+	}
+	osm.expect(http.StatusNoContent, "PUT", siteAccesses("dcA"), accessBody(vpn, accA, "ep-0", 601))
 	osm.expect(http.StatusCreated, "POST", siteAccesses("dcB"), accessBody(vpn, uuid.NewString(), "ep-1", 602))
 	if got := onosServices(onos); len(got) != 1 || got[0] != "of:0000000000000001/1 vlan 601 + of:0000000000000002/1 vlan 602" {
 		t.Errorf("controller after a vpls over two sites: %v, want one service 601+602", got)
