@@ -27,8 +27,8 @@ type Request struct {
 // link asking QoS, which service type a link of more than two points
 // needs, whether drift reconcile can trust the controller's list.
 type Capabilities struct {
-	// Services are the service types CreateService makes (ELINE, ELAN;
-	// L3 types would be added here). At least one is required.
+	// Services are the service types CreateService makes (ELINE, ELAN,
+	// L3VPN). At least one is required.
 	Services []ServiceType
 	// QoS are the QoS fields CreateService carries to the controller;
 	// any other field asked is refused, Permanent.

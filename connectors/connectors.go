@@ -53,6 +53,9 @@ type ConnectionPoint struct {
 	// controller-specific description of the endpoint (switch dpid/port,
 	// L2SM site-id and bearer, TAPI SIP, ...). Connectors must not modify it.
 	MappingInfo map[string]any
+	// L3 is the point's site of an L3VPN (prefix, access link, routing);
+	// nil for the layer-2 types, which must not carry it.
+	L3 *L3Site
 }
 
 // ServiceType is the kind of connectivity asked for.
@@ -212,8 +215,9 @@ const MultipointNotSupported = "Multipoint connectivity is not supported yet."
 // calls it first and refuses bad input before talking to the controller. All
 // failures are Permanent: no retry can fix them.
 //
-//   - t is ELINE (exactly two points; more gives MultipointNotSupported) or
-//     ELAN (two or more);
+//   - t is ELINE (exactly two points; more gives MultipointNotSupported),
+//     ELAN or L3VPN (two or more);
+//   - an L3VPN point carries a valid L3Site, a layer-2 point none;
 //   - every point names a service endpoint;
 //   - dot1q needs a VLAN in 1..4094; none must carry no VLAN, because a tag
 //     silently dropped would connect the wrong traffic;
@@ -231,6 +235,10 @@ func ValidatePoints(t ServiceType, points []ConnectionPoint) error {
 		if len(points) < 2 {
 			return Errorf(KindPermanent, "an ELAN service needs at least 2 connection points, got %d", len(points))
 		}
+	case ServiceL3VPN:
+		if len(points) < 2 {
+			return Errorf(KindPermanent, "an L3VPN service needs at least 2 connection points, got %d", len(points))
+		}
 	default:
 		return Errorf(KindPermanent, "unsupported service type %q", t)
 	}
@@ -243,11 +251,26 @@ func ValidatePoints(t ServiceType, points []ConnectionPoint) error {
 		if err := validatePoint(p); err != nil {
 			return Errorf(KindPermanent, "connection point %d (%s): %s", i, p.ServiceEndpointID, err)
 		}
+		if err := validateLayer(t, p); err != nil {
+			return Errorf(KindPermanent, "connection point %d (%s): %s", i, p.ServiceEndpointID, err)
+		}
 		e := end{p.ServiceEndpointID, p.VLAN}
 		if j, dup := seen[e]; dup {
 			return Errorf(KindPermanent, "connection points %d and %d are the same endpoint %s (vlan %d)", j, i, p.ServiceEndpointID, p.VLAN)
 		}
 		seen[e] = i
+	}
+	return nil
+}
+
+// validateLayer checks that a point carries an L3 site exactly when the
+// service is an L3VPN: an L3 site on an ELINE would be silently dropped.
+func validateLayer(t ServiceType, p ConnectionPoint) error {
+	if t == ServiceL3VPN {
+		return validateL3(p.L3)
+	}
+	if p.L3 != nil {
+		return fmt.Errorf("an l3 site given for a %s service", t)
 	}
 	return nil
 }
