@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -615,7 +616,7 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	}
 	_, rows, plans, needs, err := e.prepareInstance(ctx, s, t, InstanceInput{Name: inst.Name, Networks: want, givenEnds: true})
 	if err != nil {
-		return "", nil, err
+		return "", nil, accessError(err, accesses)
 	}
 	if len(plans) != 1 {
 		// Given ends always make one link of one VLD.
@@ -625,7 +626,31 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	// a vpls over two sites grows by a third without changing type.
 	plans[0].Multipoint = plans[0].Multipoint || multipoint
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
-	return ia.UUID, append(accounts, made...), err
+	return ia.UUID, append(accounts, made...), accessError(err, accesses)
+}
+
+// accessError words an error about the instance's network i (the
+// openmano API's instance.networks[i], made from accesses[i]) as one about
+// that access, which is what the client named: a VLAN its datacenter has
+// taken (network_status_source none), say, refused in the request rather
+// than answered with a field the client never sent.
+func accessError(err error, accesses []wimro.L2VPNAccess) error {
+	var we *wimro.Error
+	if !errors.As(err, &we) || !strings.HasPrefix(we.Field, "instance.networks[") {
+		return err
+	}
+	out := *we
+	out.Err = err
+	out.Field = "site-network-access"
+	if strings.HasSuffix(we.Field, ".encapsulation_id") {
+		out.Field += ".connection.tagged-interface.dot1q-vlan-tagged.cvlan-id"
+	}
+	for i := range accesses {
+		name := "site-network-access " + accesses[i].NetworkAccessID
+		out.Message = strings.ReplaceAll(out.Message, fmt.Sprintf("instance.networks[%d].encapsulation_id", i), name+"'s cvlan-id")
+		out.Message = strings.ReplaceAll(out.Message, fmt.Sprintf("instance.networks[%d]", i), name)
+	}
+	return &out
 }
 
 // vpnNetworks returns the networks of a vpn-service, one per access (two

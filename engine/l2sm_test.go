@@ -239,3 +239,32 @@ func TestL2SMOneSite(t *testing.T) {
 		t.Errorf("an access at an unknown site: %v, want 404 naming it", err)
 	}
 }
+
+// A VLAN the access's datacenter has taken (network_status_source none:
+// wimro holds its VLANs) is refused naming the access and its cvlan-id,
+// the fields the client sent, not the instance's networks behind them.
+func TestL2SMVLANTaken(t *testing.T) {
+	t.Parallel()
+	b := setupL2SM(t)
+	if _, err := b.Eng.UpdateDatacenter(b.Ctx, "dcA", engine.DatacenterInput{Config: map[string]any{"network_status_source": engine.NetSourceNone}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Eng.CreateVPNServices(b.Ctx, "t0", []engine.VPNServiceInput{{VPNID: "x"}, {VPNID: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		vpn, site, id, bearer string
+		vlan                  int
+	}{{"x", "dcA", "x1", "ep-dcA", 301}, {"x", "dcB", "x2", "ep-dcB", 302}, {"y", "dcA", "y1", "ep-dcA", 301}} {
+		if _, _, err := b.Eng.PutSiteAccesses(b.Ctx, "t0", p.site, []engine.SiteAccessInput{access(p.vpn, p.id, p.bearer, p.vlan)}, true); err != nil {
+			t.Fatalf("access %s: %v", p.id, err)
+		}
+	}
+	_, _, err := b.Eng.PutSiteAccesses(b.Ctx, "t0", "dcB", []engine.SiteAccessInput{access("y", "y2", "ep-dcB", 303)}, true)
+	const field = "site-network-access.connection.tagged-interface.dot1q-vlan-tagged.cvlan-id"
+	if wimro.ErrorCode(err) != wimro.ECONFLICT || wimro.ErrorField(err) != field ||
+		!strings.Contains(wimro.ErrorMessage(err), "site-network-access y1's cvlan-id: VLAN 301 of datacenter dcA is taken") ||
+		strings.Contains(wimro.ErrorMessage(err), "instance.networks") {
+		t.Errorf("y's link over x's VLAN: %v (field %q), want 409 naming y1's cvlan-id (%s)", err, wimro.ErrorField(err), field)
+	}
+}

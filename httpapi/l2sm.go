@@ -46,6 +46,12 @@ import (
 //     is being built or up, 500 with the link's error once it failed, 503
 //     while it is DOWN or INACTIVE, 404 when the tenant has no such
 //     vpn-service.
+//   - DELETE of one site-network-access (by its site and id) waits as
+//     above for the link joining the accesses left: up or still building
+//     → 204, failed → 500; with fewer than two left there is no link and
+//     it answers 204 at once; 404 when the site has no such access.
+//     Accesses of one vpn-service may share a site: each is one point of
+//     its link.
 
 // L2SMRoot is the RESTCONF data resource of the model.
 const L2SMRoot = "/restconf/data/ietf-l2vpn-svc:l2vpn-svc"
