@@ -622,8 +622,8 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 		// Given ends always make one link of one VLD.
 		return "", nil, wimro.Errorf(wimro.EINTERNAL, "vpn-service %s: %d WAN links planned for its %d accesses, want one", svc.VPNID, len(plans), len(accesses))
 	}
-	// A multipoint vpn-service is an ELAN whatever its number of sites:
-	// a vpls over two sites grows by a third without changing type.
+	// A multipoint vpn-service is an ELAN whatever its number of
+	// accesses: a vpls of two grows by a third without changing type.
 	plans[0].Multipoint = plans[0].Multipoint || multipoint
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
 	return ia.UUID, append(accounts, made...), accessError(err, accesses)
