@@ -96,6 +96,13 @@ type InstanceInput struct {
 	// Networks: where each network of the scenario goes, by its name (the
 	// HTTP layer reads either form).
 	ScenarioNetworks map[string]ScenarioNetInput `json:"-"`
+	// givenEnds marks networks that are each an end the client named (the
+	// L2SM northbound's site-network-accesses), not a VIM's network: two
+	// of one VLD in one datacenter are two points of its WAN link (two
+	// ports, or two VLANs of one port), and a VLD within one VIM still
+	// gets its link, since the client asked the WAN to join those ports.
+	// The caller makes sure no two ends are the same port and VLAN.
+	givenEnds bool
 }
 
 // ScenarioNetInput places one network of the scenario: v6's instance

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -17,10 +18,22 @@ import (
 // and its site-network-accesses (a datacenter of the tenant, a bearer that
 // is a port mapping's wan_service_endpoint_id there, a VLAN or none) become
 // the instance's networks and one WAN link once the service has two
-// accesses: an ELINE for a point-to-point type; for a multipoint type
-// (vpls) an ELINE while it spans two datacenters and an ELAN, on a WIM
-// that declares ELAN, once it spans more. Everything else (the WIM's choice, VLANs,
-// actions, retries, monitoring, reconcile) is the instance's.
+// accesses: an ELINE for a point-to-point type, an ELAN (on a WIM that
+// declares ELAN) for a multipoint type (vpls) whatever its number of
+// accesses. Everything else (VLANs, actions, retries, monitoring,
+// reconcile) is the instance's.
+//
+// The link's points are the accesses, not the datacenters: each access is
+// one network of the instance's single VLD (osm_id the network-access-id,
+// its PoP port the bearer's port mapping, its VLAN the access's), so two
+// accesses at one site are two networks of that VLD in one datacenter and
+// two points of the link (two ports of the datacenter, or two VLANs of one
+// port), and a vpws whose accesses share a site is a WAN link between two
+// endpoints of one datacenter. Only an access that would be the same
+// point as another of its vpn-service (same site, bearer and VLAN) is
+// refused. The instance marks its networks as given ends (givenEnds), which
+// lifts the openmano API's rules of one network per VLD and datacenter and
+// of no link within one VIM.
 
 // Service types, topologies and site roles are identities of the model,
 // read with or without the module prefix.
@@ -325,15 +338,7 @@ func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string,
 	)
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
 		made, created = nil, nil
-		t, err := s.GetTenant(ctx, tenantRef)
-		if err != nil {
-			return err
-		}
-		d, err := s.GetDatacenter(ctx, siteRef, t.UUID)
-		if wimro.ErrorCode(err) == wimro.ENOTFOUND {
-			return &wimro.Error{Code: wimro.EINVALID, Field: "site-id", Err: err,
-				Message: fmt.Sprintf("site-id: site %q is not a datacenter attached to tenant %s", wimro.CleanText(siteRef, 80), t.Name)}
-		}
+		t, d, err := tenantSite(ctx, s, tenantRef, siteRef, wimro.EINVALID)
 		if err != nil {
 			return err
 		}
@@ -364,6 +369,62 @@ func (e *Engine) PutSiteAccesses(ctx context.Context, tenantRef, siteRef string,
 		return s.NotifyAccounts(ctx, accounts...)
 	})
 	return made, created, err
+}
+
+// tenantSite reads a tenant and a site of it (a datacenter attached to
+// it, by name or uuid); a site that is none is an error of code missing
+// (400 where the site is a request's, 404 where it is the resource's path).
+func tenantSite(ctx context.Context, s *persistence.Store, tenantRef, siteRef, missing string) (wimro.Tenant, wimro.Datacenter, error) {
+	t, err := s.GetTenant(ctx, tenantRef)
+	if err != nil {
+		return t, wimro.Datacenter{}, err
+	}
+	d, err := s.GetDatacenter(ctx, siteRef, t.UUID)
+	if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+		return t, d, &wimro.Error{Code: missing, Field: "site-id", Err: err,
+			Message: fmt.Sprintf("site-id: site %q is not a datacenter attached to tenant %s", wimro.CleanText(siteRef, 80), t.Name)}
+	}
+	return t, d, err
+}
+
+// DeleteSiteAccess deletes one site-network-access (by the site and its
+// network-access-id) and makes its vpn-service's WAN link agree: with one
+// access left the link goes (its DELETE queued), with two or more a link
+// joining the accesses left replaces it. It returns the instance action
+// of the link made, if one was.
+func (e *Engine) DeleteSiteAccess(ctx context.Context, tenantRef, siteRef, accessID string) ([]VPNLinkAction, error) {
+	var made []VPNLinkAction
+	err := e.db.Tx(ctx, func(s *persistence.Store) error {
+		made = nil
+		t, d, err := tenantSite(ctx, s, tenantRef, siteRef, wimro.ENOTFOUND)
+		if err != nil {
+			return err
+		}
+		acc, err := s.GetL2VPNAccess(ctx, t.UUID, d.UUID, accessID)
+		if wimro.ErrorCode(err) == wimro.ENOTFOUND {
+			return &wimro.Error{Code: wimro.ENOTFOUND, Err: err,
+				Message: fmt.Sprintf("site %s of tenant %s has no site-network-access %s", d.Name, t.Name, wimro.CleanText(accessID, 80))}
+		}
+		if err != nil {
+			return err
+		}
+		svc, err := s.GetL2VPNServiceOfInstance(ctx, acc.InstanceID)
+		if err != nil {
+			return err
+		}
+		if err := s.DeleteL2VPNAccess(ctx, t.UUID, d.UUID, accessID); err != nil {
+			return err
+		}
+		act, accounts, err := e.syncVPNLink(ctx, s, t, svc)
+		if err != nil {
+			return err
+		}
+		if act != "" {
+			made = append(made, VPNLinkAction{VPNID: svc.VPNID, ActionID: act})
+		}
+		return s.NotifyAccounts(ctx, accounts...)
+	})
+	return made, err
 }
 
 // putAccess validates and writes one access and returns its vpn-service,
@@ -422,9 +483,39 @@ func (e *Engine) putAccess(ctx context.Context, s *persistence.Store, t wimro.Te
 			return svc, false, err
 		}
 	}
+	if err := samePoint(ctx, s, svc, d, a, bf); err != nil {
+		return svc, false, err
+	}
 	_, err = s.PutL2VPNAccess(ctx, wimro.L2VPNAccess{TenantID: t.UUID, DatacenterID: d.UUID, NetworkAccessID: a.NetworkAccessID,
 		InstanceID: svc.InstanceID, BearerReference: a.BearerReference, VLAN: a.VLAN, SiteRole: role})
 	return svc, isNew, err
+}
+
+// samePoint refuses an access that is the same point as another access of
+// its vpn-service: same site, same bearer, same VLAN (or both untagged).
+// Two such points are one port and VLAN of the controller, which no
+// service can join to itself.
+func samePoint(ctx context.Context, s *persistence.Store, svc wimro.L2VPNService, d wimro.Datacenter, a SiteAccessInput, field string) error {
+	others, err := s.ListL2VPNAccesses(ctx, svc.InstanceID)
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		if o.DatacenterID != d.UUID || o.NetworkAccessID == a.NetworkAccessID || o.BearerReference != a.BearerReference {
+			continue
+		}
+		if (o.VLAN == nil) != (a.VLAN == nil) || (o.VLAN != nil && *o.VLAN != *a.VLAN) {
+			continue
+		}
+		vlan := "untagged"
+		if a.VLAN != nil {
+			vlan = fmt.Sprintf("VLAN %d", *a.VLAN)
+		}
+		return wimro.FieldErrorf(field, "%s: vpn-service %s already has site-network-access %s at site %s on bearer %q, %s: "+
+			"two accesses of a vpn-service at one site need different bearers or VLANs", field, svc.VPNID, o.NetworkAccessID, d.Name,
+			wimro.CleanText(a.BearerReference, 80), vlan)
+	}
+	return nil
 }
 
 // checkELAN refuses an access to a multipoint (ELAN) vpn-service when
@@ -469,15 +560,16 @@ func bearerMappings(ctx context.Context, s *persistence.Store, t wimro.Tenant, d
 }
 
 // syncVPNLink makes the instance's networks and WAN link agree with the
-// accesses of a vpn-service: nothing while it has fewer than two, a new
-// link when it has two (a point-to-point one: an ELINE) or two or more (a
-// multipoint one: an ELAN, over two datacenters too)
-// and no link yet or a link made for other endpoints (whose DELETE is
-// queued). It returns the CREATE's
-// instance action ("" when nothing changed) and the accounts to wake.
+// accesses of a vpn-service: no link while it has fewer than two (one
+// it had, before an access was deleted, goes), a new link when it has two
+// (a point-to-point one: an ELINE) or two or more (a multipoint one: an
+// ELAN, over two points too) and no link yet or a link made for other
+// endpoints. A link replaced or dropped has its DELETE queued. It returns
+// the CREATE's instance action ("" when none was made) and the accounts
+// to wake.
 func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService) (string, []string, error) {
 	accesses, err := s.ListL2VPNAccesses(ctx, svc.InstanceID)
-	if err != nil || len(accesses) < 2 {
+	if err != nil {
 		return "", nil, err
 	}
 	multipoint := slices.Contains(multipointTypes, svc.SvcType)
@@ -489,9 +581,11 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 		return "", nil, wimro.FieldErrorf("site-network-access", "vpn-service %s is %s, point-to-point: it takes two site-network-accesses, not %d (%s)",
 			svc.VPNID, svc.SvcType, len(accesses), strings.Join(ids, ", "))
 	}
-	want, err := e.vpnNetworks(ctx, s, t, svc, accesses)
-	if err != nil {
-		return "", nil, err
+	var want []NetworkInput
+	if len(accesses) >= 2 {
+		if want, err = e.vpnNetworks(ctx, s, t, svc, accesses); err != nil {
+			return "", nil, err
+		}
 	}
 	inst, err := s.GetInstance(ctx, t.UUID, svc.InstanceID)
 	if err != nil {
@@ -505,7 +599,7 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	if err != nil {
 		return "", nil, err
 	}
-	if len(links) == 1 && sameEnds(nets, want) {
+	if (want == nil && len(links) == 0 && len(nets) == 0) || (want != nil && len(links) == 1 && sameEnds(nets, want)) {
 		return "", nil, nil
 	}
 	var accounts []string
@@ -517,22 +611,51 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	if err := s.DeleteInstanceLinks(ctx, inst.UUID); err != nil {
 		return "", nil, err
 	}
-	_, rows, plans, needs, err := e.prepareInstance(ctx, s, t, InstanceInput{Name: inst.Name, Networks: want})
+	if want == nil {
+		return "", accounts, nil
+	}
+	_, rows, plans, needs, err := e.prepareInstance(ctx, s, t, InstanceInput{Name: inst.Name, Networks: want, givenEnds: true})
 	if err != nil {
-		return "", nil, err
+		return "", nil, accessError(err, accesses)
 	}
 	if len(plans) != 1 {
-		return "", nil, wimro.FieldErrorf("site-id", "vpn-service %s: its sites are datacenters of one VIM: wimro makes WAN links between VIMs", svc.VPNID)
+		// Given ends always make one link of one VLD.
+		return "", nil, wimro.Errorf(wimro.EINTERNAL, "vpn-service %s: %d WAN links planned for its %d accesses, want one", svc.VPNID, len(plans), len(accesses))
 	}
-	// A multipoint vpn-service is an ELAN whatever its number of sites:
-	// a vpls over two sites grows by a third without changing type.
+	// A multipoint vpn-service is an ELAN whatever its number of
+	// accesses: a vpls of two grows by a third without changing type.
 	plans[0].Multipoint = plans[0].Multipoint || multipoint
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
-	return ia.UUID, append(accounts, made...), err
+	return ia.UUID, append(accounts, made...), accessError(err, accesses)
 }
 
-// vpnNetworks returns the networks of a vpn-service, one per access:
-// its datacenter, its bearer's PoP port on the WIM every bearer is mapped
+// accessError words an error about the instance's network i (the
+// openmano API's instance.networks[i], made from accesses[i]) as one about
+// that access, which is what the client named: a VLAN its datacenter has
+// taken (network_status_source none), say, refused in the request rather
+// than answered with a field the client never sent.
+func accessError(err error, accesses []wimro.L2VPNAccess) error {
+	var we *wimro.Error
+	if !errors.As(err, &we) || !strings.HasPrefix(we.Field, "instance.networks[") {
+		return err
+	}
+	out := *we
+	out.Err = err
+	out.Field = "site-network-access"
+	if strings.HasSuffix(we.Field, ".encapsulation_id") {
+		out.Field += ".connection.tagged-interface.dot1q-vlan-tagged.cvlan-id"
+	}
+	for i := range accesses {
+		name := "site-network-access " + accesses[i].NetworkAccessID
+		out.Message = strings.ReplaceAll(out.Message, fmt.Sprintf("instance.networks[%d].encapsulation_id", i), name+"'s cvlan-id")
+		out.Message = strings.ReplaceAll(out.Message, fmt.Sprintf("instance.networks[%d]", i), name)
+	}
+	return &out
+}
+
+// vpnNetworks returns the networks of a vpn-service, one per access (two
+// accesses at one site are two networks in one datacenter): its
+// datacenter, its bearer's PoP port on the WIM every bearer is mapped
 // on, and its VLAN. Across more than two datacenters only a WIM that
 // declares ELAN will do. When several WIMs fit, the one an instance
 // between the datacenters would take is chosen.
@@ -540,12 +663,6 @@ func (e *Engine) vpnNetworks(ctx context.Context, s *persistence.Store, t wimro.
 	dcIDs := make([]string, len(accesses))
 	maps := make([][]wimro.PortMapping, len(accesses))
 	for i, acc := range accesses {
-		for _, prev := range accesses[:i] {
-			if prev.DatacenterID == acc.DatacenterID {
-				return nil, wimro.FieldErrorf("site-id", "vpn-service %s: site-network-accesses %s and %s are at one site: wimro makes WAN links between datacenters",
-					svc.VPNID, prev.NetworkAccessID, acc.NetworkAccessID)
-			}
-		}
 		dcIDs[i] = acc.DatacenterID
 		var err error
 		if maps[i], err = bearerMappings(ctx, s, t, acc.DatacenterID, acc.BearerReference); err != nil {

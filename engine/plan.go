@@ -119,7 +119,8 @@ type group struct {
 
 // deriveGroups groups the networks by sce_net_id (networks without one are
 // VNF-internal and never span datacenters) and keeps the groups that touch
-// two or more datacenters with distinct VIMs and do not opt out. It runs
+// two or more datacenters with distinct VIMs (or, for given ends, two or
+// more ends wherever they are) and do not opt out. It runs
 // in O(n log n): one pass into a map, then a sort for a stable order.
 func deriveGroups(in InstanceInput, list []NetworkInput, fields []string, nets []wimro.InstanceNet, vimURL func(dcID string) string) ([]group, error) {
 	bySce := map[string]*group{}
@@ -147,8 +148,9 @@ func deriveGroups(in InstanceInput, list []NetworkInput, fields []string, nets [
 		for _, i := range g.nets {
 			vims[vimURL(nets[i].DatacenterID)] = true
 		}
-		// Datacenters that are the same VIM need no WIM.
-		if len(vims) < 2 || (g.choice.Set && g.choice.None) {
+		// Datacenters that are the same VIM need no WIM, unless the ends
+		// are ports a client asked the WAN to join.
+		if (len(vims) < 2 && !(in.givenEnds && len(g.nets) > 1)) || (g.choice.Set && g.choice.None) {
 			continue
 		}
 		out = append(out, *g)
@@ -371,7 +373,7 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 			return inst, nil, nil, nil, err
 		}
 		row.DatacenterID = d.UUID
-		if row.SceNetID != nil {
+		if row.SceNetID != nil && !in.givenEnds {
 			key := *row.SceNetID + "/" + d.UUID
 			if seen[key] {
 				return inst, nil, nil, nil, wimro.FieldErrorf(field, "%s: sce_net_id %s has two networks in datacenter %s", field, *row.SceNetID, d.Name)

@@ -46,6 +46,12 @@ import (
 //     is being built or up, 500 with the link's error once it failed, 503
 //     while it is DOWN or INACTIVE, 404 when the tenant has no such
 //     vpn-service.
+//   - DELETE of one site-network-access (by its site and id) waits as
+//     above for the link joining the accesses left: up or still building
+//     → 204, failed → 500; with fewer than two left there is no link and
+//     it answers 204 at once; 404 when the site has no such access.
+//     Accesses of one vpn-service may share a site: each is one point of
+//     its link.
 
 // L2SMRoot is the RESTCONF data resource of the model.
 const L2SMRoot = "/restconf/data/ietf-l2vpn-svc:l2vpn-svc"
@@ -134,6 +140,7 @@ func (a *api) l2smRoutes() []Route {
 	services := L2SMRoot + "/vpn-services"
 	service := services + "/vpn-service={vpn_id}"
 	accesses := L2SMRoot + "/sites/site={site_id}/site-network-accesses"
+	access := accesses + "/site-network-access={access_id}"
 	tags := []string{"l2sm"}
 	return []Route{
 		{Method: "GET", Pattern: services, Summary: "The caller tenant's vpn-services (RFC 8466)", Tags: tags, RESTCONF: true,
@@ -150,6 +157,8 @@ func (a *api) l2smRoutes() []Route {
 			RESTCONF: true, Status: http.StatusCreated, Request: l2smAccessesInput{}, Errors: []int{http.StatusConflict}, Handler: a.postSiteAccesses},
 		{Method: "PUT", Pattern: accesses, Summary: "Create or replace site-network-accesses by network-access-id, leaving the site's other accesses alone; a changed access remakes its WAN link", Tags: tags,
 			RESTCONF: true, Status: http.StatusNoContent, Request: l2smAccessesInput{}, CreatedToo: true, Handler: a.putSiteAccesses},
+		{Method: "DELETE", Pattern: access, Summary: "Delete one site-network-access: its vpn-service's WAN link then joins the accesses left (none with fewer than two)", Tags: tags,
+			RESTCONF: true, Status: http.StatusNoContent, Errors: []int{http.StatusNotFound}, Handler: a.deleteSiteAccess},
 	}
 }
 
@@ -399,6 +408,43 @@ func (a *api) deleteVPNService(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// deleteSiteAccess deletes one access, then waits, bounded, for the link
+// that joins the accesses left (a vpls that keeps two or more).
+func (a *api) deleteSiteAccess(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.l2smTenant(w, r)
+	if !ok {
+		return
+	}
+	made, err := a.eng.DeleteSiteAccess(r.Context(), t.UUID, param(r, "site_id"), param(r, "access_id"))
+	if err == nil {
+		err = a.waitVPNLinks(r.Context(), t.UUID, made)
+	}
+	if err != nil {
+		a.srv.restconfError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// waitVPNLinks waits, at most Options.L2SMWait each, for the WAN links
+// made, and returns the first one's failure.
+func (a *api) waitVPNLinks(ctx context.Context, tenantID string, made []engine.VPNLinkAction) error {
+	wait := a.srv.opts.L2SMWait
+	if wait <= 0 {
+		wait = DefaultL2SMWait
+	}
+	for _, act := range made {
+		v, err := a.eng.WaitVPNService(ctx, tenantID, act, wait, 250*time.Millisecond)
+		if err == nil {
+			err = v.Health()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *api) postSiteAccesses(w http.ResponseWriter, r *http.Request) { a.siteAccesses(w, r, true) }
 func (a *api) putSiteAccesses(w http.ResponseWriter, r *http.Request)  { a.siteAccesses(w, r, false) }
 
@@ -435,19 +481,9 @@ func (a *api) siteAccesses(w http.ResponseWriter, r *http.Request, create bool) 
 		a.srv.restconfError(w, r, err)
 		return
 	}
-	wait := a.srv.opts.L2SMWait
-	if wait <= 0 {
-		wait = DefaultL2SMWait
-	}
-	for _, act := range made {
-		v, err := a.eng.WaitVPNService(r.Context(), t.UUID, act, wait, 250*time.Millisecond)
-		if err == nil {
-			err = v.Health()
-		}
-		if err != nil {
-			a.srv.restconfError(w, r, err)
-			return
-		}
+	if err := a.waitVPNLinks(r.Context(), t.UUID, made); err != nil {
+		a.srv.restconfError(w, r, err)
+		return
 	}
 	if len(created) == 0 {
 		// A PUT that only replaced accesses (RFC 8040 §4.5: 204).

@@ -150,6 +150,7 @@ var pathParamDescriptions = map[string]string{
 	"wim_id":        "The WIM's uuid or name.",
 	"vpn_id":        "The vpn-service's vpn-id (percent-encoded).",
 	"site_id":       "The site: a datacenter attached to the tenant, by uuid or name (percent-encoded).",
+	"access_id":     "The site-network-access's network-access-id (percent-encoded).",
 	"instance_id":   "The NS instance's uuid or name.",
 	"net_id":        "The instance network's uuid, VIM network id, osm_id or sce_net_id.",
 	"action_id":     "The instance action's uuid.",

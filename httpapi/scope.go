@@ -140,13 +140,14 @@ var routeScopes = map[string]Scope{
 	"POST /openmano/{tenant_id}/instances/{instance_id}/action/{action_id}/abandon": ScopeAdmin,
 
 	// The IETF L2VPN northbound (l2sm.go): an NFVO's reads and writes.
-	"GET " + L2SMRoot + "/vpn-services":                                ScopeRead,
-	"POST " + L2SMRoot + "/vpn-services":                               ScopeWrite,
-	"DELETE " + L2SMRoot + "/vpn-services":                             ScopeWrite,
-	"GET " + L2SMRoot + "/vpn-services/vpn-service={vpn_id}":           ScopeRead,
-	"DELETE " + L2SMRoot + "/vpn-services/vpn-service={vpn_id}":        ScopeWrite,
-	"POST " + L2SMRoot + "/sites/site={site_id}/site-network-accesses": ScopeWrite,
-	"PUT " + L2SMRoot + "/sites/site={site_id}/site-network-accesses":  ScopeWrite,
+	"GET " + L2SMRoot + "/vpn-services":                                                                  ScopeRead,
+	"POST " + L2SMRoot + "/vpn-services":                                                                 ScopeWrite,
+	"DELETE " + L2SMRoot + "/vpn-services":                                                               ScopeWrite,
+	"GET " + L2SMRoot + "/vpn-services/vpn-service={vpn_id}":                                             ScopeRead,
+	"DELETE " + L2SMRoot + "/vpn-services/vpn-service={vpn_id}":                                          ScopeWrite,
+	"POST " + L2SMRoot + "/sites/site={site_id}/site-network-accesses":                                   ScopeWrite,
+	"PUT " + L2SMRoot + "/sites/site={site_id}/site-network-accesses":                                    ScopeWrite,
+	"DELETE " + L2SMRoot + "/sites/site={site_id}/site-network-accesses/site-network-access={access_id}": ScopeWrite,
 
 	"POST /openmano/reconcile": ScopeAdmin,
 	"GET /openmano/audit":      ScopeAdmin,

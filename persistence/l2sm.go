@@ -27,6 +27,12 @@ func (s *Store) GetL2VPNService(ctx context.Context, tenantID, vpnID string) (wi
 		`SELECT `+l2vpnServiceCols+` FROM l2sm_vpn_services v WHERE v.tenant_id = $1 AND v.vpn_id = $2`, tenantID, vpnID)
 }
 
+// GetL2VPNServiceOfInstance finds the vpn-service an instance is.
+func (s *Store) GetL2VPNServiceOfInstance(ctx context.Context, instanceID string) (wimro.L2VPNService, error) {
+	return getOne[wimro.L2VPNService](ctx, s, "l2sm_vpn_services", "instance_id="+instanceID,
+		`SELECT `+l2vpnServiceCols+` FROM l2sm_vpn_services v WHERE v.instance_id = $1`, instanceID)
+}
+
 // ListL2VPNServices lists a tenant's vpn-services, oldest first.
 func (s *Store) ListL2VPNServices(ctx context.Context, tenantID string) ([]wimro.L2VPNService, error) {
 	return getAll[wimro.L2VPNService](ctx, s, "l2sm_vpn_services",
@@ -57,6 +63,14 @@ func (s *Store) PutL2VPNAccess(ctx context.Context, a wimro.L2VPNAccess) (wimro.
 			bearer_reference = EXCLUDED.bearer_reference, vlan = EXCLUDED.vlan, site_role = EXCLUDED.site_role, modified_at = now()
 		 RETURNING `+l2vpnAccessCols,
 		a.TenantID, a.DatacenterID, a.NetworkAccessID, a.InstanceID, a.BearerReference, a.VLAN, a.SiteRole)
+}
+
+// DeleteL2VPNAccess deletes a site-network-access of a tenant at a
+// datacenter.
+func (s *Store) DeleteL2VPNAccess(ctx context.Context, tenantID, datacenterID, accessID string) error {
+	_, err := s.exec(ctx, "l2sm_accesses", `DELETE FROM l2sm_accesses WHERE tenant_id = $1 AND datacenter_id = $2 AND network_access_id = $3`,
+		tenantID, datacenterID, accessID)
+	return err
 }
 
 // DeleteInstanceLinks deletes an instance's WAN links and networks (not

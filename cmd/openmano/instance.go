@@ -166,16 +166,21 @@ func (s *session) printInstance(doc any) {
 	inst := asMap(doc) // openmano's flat instance
 	s.printItem(inst, s.columnsOf([]any{inst}, s.verbose(), false), s.verbose())
 	// Networks and datacenters by name where they have one: a WAN link
-	// is named by the networks it joins.
+	// is named by the networks it joins. A network without a VIM name is
+	// named by its osm_id: an L2SM vpn-service's networks are its accesses
+	// (osm_id the network-access-id), two of which may share a datacenter.
 	netNames := map[string][]string{}
 	for _, n := range asList(inst["networks"]) {
 		m := asMap(n)
 		name := str(m["vim_name"])
 		if name == "" {
-			name = str(m["sce_net_id"])
+			name = str(m["osm_id"])
 		}
-		if vld := str(m["sce_net_id"]); vld != "" && str(m["vim_name"]) != "" {
-			netNames[vld] = append(netNames[vld], str(m["vim_name"]))
+		if vld := str(m["sce_net_id"]); vld != "" && name != "" {
+			netNames[vld] = append(netNames[vld], name)
+		}
+		if name == "" {
+			name = str(m["sce_net_id"])
 		}
 		fmt.Fprintf(s.c.Stdout, "  net      %-38s %-38s %-20s %s\n", str(m["uuid"]), name, s.datacenterName(str(m["datacenter_id"])), str(m["status"]))
 	}
@@ -183,6 +188,7 @@ func (s *session) printInstance(doc any) {
 		m := asMap(l)
 		names := netNames[str(m["sce_net_id"])]
 		slices.Sort(names)
+		names = slices.Compact(names) // a VLD's osm_id in each datacenter
 		name := strings.Join(names, ",")
 		if name == "" {
 			name = str(m["sce_net_id"])

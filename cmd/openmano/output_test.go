@@ -192,7 +192,9 @@ func TestWIMShowAndMappingRows(t *testing.T) {
 }
 
 // An instance's tables name networks and datacenters: a WAN link by the
-// networks it joins, a network's datacenter by its name.
+// networks it joins, a network's datacenter by its name. A network
+// without a VIM name is named by its osm_id: the two accesses of an L2SM
+// vpn-service at one site are told apart.
 func TestInstanceNamesInTables(t *testing.T) {
 	t.Parallel()
 	f := newFakeServer(t, map[string]answer{
@@ -201,15 +203,27 @@ func TestInstanceNamesInTables(t *testing.T) {
 			{"uuid": "n1", "sce_net_id": "v1", "vim_name": "data-a", "datacenter_id": "d1", "status": "ACTIVE"},
 			{"uuid": "n2", "sce_net_id": "v1", "vim_name": "data-b", "datacenter_id": "d2", "status": "ACTIVE"}],
 			"wan_links": [{"uuid": "l1", "sce_net_id": "v1", "status": "ACTIVE"}]}`},
+		"GET /openmano/t0/instances/vpn1": {200, `{"uuid": "i2", "name": "vpn1", "networks": [
+			{"uuid": "n3", "sce_net_id": "i2", "osm_id": "access-1", "datacenter_id": "d1", "status": "ACTIVE"},
+			{"uuid": "n4", "sce_net_id": "i2", "osm_id": "access-2", "datacenter_id": "d1", "status": "ACTIVE"}],
+			"wan_links": [{"uuid": "l2", "sce_net_id": "i2", "status": "ACTIVE"}]}`},
 	})
-	r := runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0"}), "", "instance-scenario-list", "ns1")
-	want := "" +
-		"i1                                     ns1\n" +
-		"  net      n1                                     data-a                                 dcA                  ACTIVE\n" +
-		"  net      n2                                     data-b                                 dcB                  ACTIVE\n" +
-		"  wan_link l1                                     data-a,data-b                          ACTIVE\n"
-	if r.code != 0 || r.stdout != want {
-		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	for _, tt := range []struct{ instance, want string }{
+		{"ns1", "" +
+			"i1                                     ns1\n" +
+			"  net      n1                                     data-a                                 dcA                  ACTIVE\n" +
+			"  net      n2                                     data-b                                 dcB                  ACTIVE\n" +
+			"  wan_link l1                                     data-a,data-b                          ACTIVE\n"},
+		{"vpn1", "" +
+			"i2                                     vpn1\n" +
+			"  net      n3                                     access-1                               dcA                  ACTIVE\n" +
+			"  net      n4                                     access-2                               dcA                  ACTIVE\n" +
+			"  wan_link l2                                     access-1,access-2                      ACTIVE\n"},
+	} {
+		r := runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0"}), "", "instance-scenario-list", tt.instance)
+		if r.code != 0 || r.stdout != tt.want {
+			t.Errorf("%s: exit %d, stderr %q, stdout\n%s\nwant\n%s", tt.instance, r.code, r.stderr, r.stdout, tt.want)
+		}
 	}
 }
 

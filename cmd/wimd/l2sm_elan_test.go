@@ -18,7 +18,8 @@ import (
 
 // l2smELANSetup starts a wimd with an API token in front of an ONOS
 // emulator (which makes ELANs): tenant t0 with dcA, dcB and dcC attached
-// (endpoints ep-0, ep-1, ep-2 of WIM wan1, onos), and a dynpac WIM wan2,
+// (endpoints ep-0, ep-1, ep-2 of WIM wan1, onos, and ep-0b, a second port
+// of wan1 at dcA), and a dynpac WIM wan2,
 // which declares ELINE only, mapping endpoint dp-0 at dcA; t0 has an
 // account on both.
 func l2smELANSetup(t *testing.T) (api, *onosemu.Emulator, []string) {
@@ -36,9 +37,16 @@ func l2smELANSetup(t *testing.T) (api, *onosemu.Emulator, []string) {
 		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
 			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
 		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
-		onosMaps = append(onosMaps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
+		onosPorts := []any{map[string]any{
 			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": fmt.Sprintf("ep-%d", i),
-			"wan_service_mapping_info": map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", i+1), "switch_port": "1"}}}})
+			"wan_service_mapping_info": map[string]any{"mapping_type": "onos-port", "switch_dpid": fmt.Sprintf("of:%016x", i+1), "switch_port": "1"}}}
+		if i == 0 {
+			// A second exit of dcA on wan1: two accesses at one site.
+			onosPorts = append(onosPorts, map[string]any{
+				"pop_switch_dpid": dpid, "pop_switch_port": "3", "wan_service_endpoint_id": "ep-0b",
+				"wan_service_mapping_info": map[string]any{"mapping_type": "onos-port", "switch_dpid": "of:0000000000000001", "switch_port": "3"}})
+		}
+		onosMaps = append(onosMaps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": onosPorts})
 		if i == 0 {
 			dynpacMaps = append(dynpacMaps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
 				"pop_switch_dpid": dpid, "pop_switch_port": "2", "wan_service_endpoint_id": "dp-0",

@@ -250,19 +250,7 @@ func noDrift(t *testing.T, env []string, args ...string) {
 // file it prints, as the plugin indexes it: by service_endpoint_id.
 func osmMappingFile(t *testing.T, env []string, addr string) map[string]map[string]any {
 	t.Helper()
-	var bin string
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "OPENMANO_BIN="); ok {
-			bin = v
-		}
-	}
-	host, port, _ := strings.Cut(addr, ":")
-	cmd := exec.CommandContext(t.Context(), bin, "wim-port-mapping-osm", "wan1")
-	cmd.Env = append(append(os.Environ(), env...), "OPENMANO_HOST="+host, "OPENMANO_PORT="+port, "OPENMANO_TENANT=t0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("openmano wim-port-mapping-osm wan1: %v\n%s", err, out)
-	}
+	out := openmanoCLI(t, env, addr, "wim-port-mapping-osm", "wan1")
 	var entries []map[string]any
 	if err := yaml.Unmarshal(out, &entries); err != nil {
 		t.Fatalf("openmano wim-port-mapping-osm: not a YAML list: %v\n%s", err, out)
@@ -276,6 +264,26 @@ func osmMappingFile(t *testing.T, env []string, addr string) map[string]map[stri
 		byID[id] = e
 	}
 	return byID
+}
+
+// openmanoCLI runs the built openmano as tenant t0 against the wimd at
+// addr and returns what it printed; a failure fails the test.
+func openmanoCLI(t *testing.T, env []string, addr string, args ...string) []byte {
+	t.Helper()
+	var bin string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "OPENMANO_BIN="); ok {
+			bin = v
+		}
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = append(append(os.Environ(), env...), "OPENMANO_HOST="+host, "OPENMANO_PORT="+port, "OPENMANO_TENANT=t0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openmano %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
 }
 
 // TestL2SMOSMSession drives the plugin's whole life cycle: check
@@ -353,16 +361,7 @@ func TestL2SMOSMSession(t *testing.T) {
 		return slices.Equal(got, want), fmt.Sprint(got)
 	})
 	yangValid(t, osm.expect(http.StatusOK, "GET", "/vpn-services/vpn-service="+vpn+"/", nil))
-	eventually.Until(t, 60*time.Second, "the old link's DELETE done", func() (bool, string) {
-		acts := a.call("GET", "/openmano/t0/instances/"+vpn+"/action", nil)["actions"].([]any)
-		for _, x := range acts {
-			act := x.(map[string]any)
-			if act["description"] == "DELETE" && act["number_done"] != act["number_tasks"] {
-				return false, fmt.Sprint(act)
-			}
-		}
-		return true, ""
-	})
+	deletesDone(t, a, vpn)
 	noDrift(t, env)
 
 	// delete_connectivity_service: 204, then 404 (NG-RO's "already
