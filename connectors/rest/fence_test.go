@@ -2,11 +2,18 @@ package rest_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/rest"
@@ -51,6 +58,195 @@ func TestFenceStopsChangesBeforeTheyLeave(t *testing.T) {
 		}
 		if !c.sent && (!errors.Is(err, lost) || !connectors.Retryable(err)) {
 			t.Errorf("%s refused by the fence: error %v, want the fence's, retryable", c.method, err)
+		}
+	}
+}
+
+// controller is a server that counts the requests it serves and the bytes
+// its connections read (above TLS, when it speaks TLS: what the handler
+// could have seen), and reports each connection it closes.
+type controller struct {
+	url    string
+	reqs   atomic.Int32
+	read   atomic.Int64
+	closed chan struct{}
+}
+
+// newController starts a controller, over TLS when tlsOn (HTTP/1.1 only);
+// hello runs, when not nil, as each TLS handshake reaches the server.
+func newController(t *testing.T, tlsOn bool, hello func()) *controller {
+	t.Helper()
+	c := &controller{closed: make(chan struct{}, 16)}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.reqs.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			c.closed <- struct{}{}
+		}
+	}
+	ln, scheme := srv.Listener, "http"
+	if tlsOn {
+		cfg := &tls.Config{Certificates: []tls.Certificate{testCert(t)}, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if hello != nil {
+				hello()
+			}
+			return nil, nil
+		}}
+		ln, scheme = tls.NewListener(ln, cfg), "https"
+	}
+	srv.Listener = &countingListener{Listener: ln, n: &c.read}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c.url = scheme + "://" + srv.Listener.Addr().String()
+	return c
+}
+
+// waitClosed waits for the server to see one connection closed: every
+// byte the client wrote on it has been read by then.
+func (c *controller) waitClosed(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection of the refused request was not closed within 10s")
+	}
+}
+
+// testCert is httptest's certificate for 127.0.0.1.
+func testCert(t *testing.T) tls.Certificate {
+	s := httptest.NewTLSServer(http.NotFoundHandler())
+	s.Close()
+	return s.TLS.Certificates[0]
+}
+
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, n: l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Issue 31: the fence is checked at the last moment before a change's
+// first byte leaves, not only when Do starts. Each case loses the fence
+// after Do's own check passed, while the request waits for its connection:
+// while it is dialled (the host name being resolved), in its TLS
+// handshake, or when a pooled keep-alive connection is handed to it (a
+// process SIGSTOPped there and resumed after its lease). The controller
+// must read not one byte of the request, and the error says it was not
+// sent, retryably, with the fence's reason.
+func TestFenceCheckedWhenTheRequestIsWritten(t *testing.T) {
+	t.Parallel()
+	lost := errors.New("lease gone")
+	cases := []struct {
+		name string
+		tls  bool
+		lose string // "dial", "handshake" or "pooled": where the fence is lost
+	}{
+		{"new connection, fence lost while dialling", false, "dial"},
+		{"new TLS connection, fence lost in the handshake", true, "handshake"},
+		{"pooled connection, fence lost when it is handed over", false, "pooled"},
+		{"pooled TLS connection, fence lost when it is handed over", true, "pooled"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var held atomic.Bool
+			held.Store(true)
+			fence := func() error {
+				if held.Load() {
+					return nil
+				}
+				return lost
+			}
+			var hello func()
+			if c.lose == "handshake" {
+				hello = func() { held.Store(false) }
+			}
+			ctl := newController(t, c.tls, hello)
+			url := ctl.url
+			policy, err := connectors.ParseAddressPolicy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy = policy.WithLookup(func(context.Context, string) ([]netip.Addr, error) {
+				if c.lose == "dial" {
+					held.Store(false)
+				}
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			})
+			url = strings.Replace(url, "127.0.0.1", "ctl.test", 1)
+			cl := client(t, connectors.Config{URL: url, Addresses: policy, AccountConfig: map[string]any{"insecure_skip_verify": true}})
+			ctx := connectors.WithFence(t.Context(), fence)
+			sent := int32(0)
+			if c.lose == "pooled" {
+				// A first change opens the keep-alive connection; the
+				// second one is handed that connection, and loses the
+				// fence then.
+				if _, err := cl.Do(ctx, "first", rest.Request{Method: http.MethodPut, Path: "/first", Body: []byte("{}")}); err != nil {
+					t.Fatal(err)
+				}
+				sent = 1
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+					if !info.Reused {
+						t.Error("the second change was not given the pooled connection")
+					}
+					held.Store(false)
+				}})
+			}
+			before := ctl.read.Load()
+			_, err = cl.Do(ctx, "op", rest.Request{Method: http.MethodPut, Path: "/x", Body: []byte(`{"a":1}`)})
+			if n := ctl.reqs.Load(); n != sent {
+				t.Fatalf("the controller served %d requests, want %d: the change was sent after its fence was lost", n, sent)
+			}
+			if !errors.Is(err, lost) || !connectors.Retryable(err) || !strings.Contains(err.Error(), "PUT /x not sent") {
+				t.Fatalf("error = %v, want a retryable %q naming the fence's reason", err, "PUT /x not sent")
+			}
+			ctl.waitClosed(t)
+			if n := ctl.read.Load() - before; n != 0 {
+				t.Fatalf("the controller read %d bytes of the refused change", n)
+			}
+		})
+	}
+}
+
+// The changes go over HTTP/1.1 (one request at a time on a connection,
+// which the fence needs) even to a controller that speaks HTTP/2; the
+// reads keep HTTP/2.
+func TestChangesSpeakHTTP1(t *testing.T) {
+	t.Parallel()
+	protos := make(chan string, 2)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { protos <- r.Method + " " + r.Proto }))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	cl := client(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"insecure_skip_verify": true}})
+	ctx := connectors.WithFence(t.Context(), func() error { return nil })
+	for _, want := range []string{"GET HTTP/2.0", "PUT HTTP/1.1", "DELETE HTTP/1.1"} {
+		method, _, _ := strings.Cut(want, " ")
+		if _, err := cl.Do(ctx, "op", rest.Request{Method: method, Path: "/x"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-protos; got != want {
+			t.Errorf("controller got %s, want %s", got, want)
 		}
 	}
 }
