@@ -84,10 +84,10 @@ func (f *sendFence) refused() (connectors.Kind, error) {
 	return f.kind, f.err
 }
 
-// errUnfenced refuses a change on a connection that is not a fenceConn
-// (a wrapper that hides it, such as a SOCKS proxy's): its writes could
-// not be checked.
-var errUnfenced = errors.New("its connection cannot be fenced (a SOCKS proxy?)")
+// errUnfenced refuses a change on a connection with no fenceConn under
+// it (a wrapper fenceConnOf does not know; net/http wraps none but TLS,
+// a SOCKS proxy included): its writes could not be checked.
+var errUnfenced = errors.New("its connection cannot be fenced")
 
 // withSendFence returns ctx with a cancel and the trace that arms the
 // connection the transport gives the request (and every redirect or

@@ -27,7 +27,7 @@ func TestConnectionArmedWithTheFence(t *testing.T) {
 		{"fenceConn", func(c *fenceConn) net.Conn { return c }, true},
 		{"TLS", func(c *fenceConn) net.Conn { return tls.Client(c, &tls.Config{}) }, true},
 		{"TLS in TLS (an HTTPS proxy)", func(c *fenceConn) net.Conn { return tls.Client(tls.Client(c, &tls.Config{}), &tls.Config{}) }, true},
-		{"unknown wrapper", func(c *fenceConn) net.Conn { return struct{ net.Conn }{c} }, false},
+		{"unknown wrapper", func(c *fenceConn) net.Conn { return &struct{ net.Conn }{c} }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,15 +1,19 @@
 package rest_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,5 +252,153 @@ func TestChangesSpeakHTTP1(t *testing.T) {
 		if got := <-protos; got != want {
 			t.Errorf("controller got %s, want %s", got, want)
 		}
+	}
+}
+
+// startProxy starts a forward proxy, SOCKS5 or HTTP (CONNECT), on
+// 127.0.0.1; connecting runs each time a client has asked it for a
+// connection, before it connects and answers.
+func startProxy(t *testing.T, scheme string, connecting func()) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				var target string
+				if scheme == "socks5" {
+					target = socksRequest(c, r)
+				} else if req, err := http.ReadRequest(r); err == nil && req.Method == http.MethodConnect {
+					target = req.Host
+				}
+				if target == "" {
+					return
+				}
+				connecting()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				ok := "HTTP/1.1 200 OK\r\n\r\n"
+				if scheme == "socks5" {
+					ok = "\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+				}
+				if _, err := io.WriteString(c, ok); err != nil {
+					return
+				}
+				// Either side closing closes both.
+				go func() { _, _ = io.Copy(up, r); _ = up.Close(); _ = c.Close() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return &url.URL{Scheme: scheme, Host: ln.Addr().String()}
+}
+
+// socksRequest answers a SOCKS5 greeting (no authentication) and returns
+// the host:port of the CONNECT request that follows ("" on error).
+func socksRequest(c net.Conn, r *bufio.Reader) string {
+	b := make([]byte, 2)
+	if _, err := io.ReadFull(r, b); err != nil || b[0] != 5 {
+		return ""
+	}
+	if _, err := io.ReadFull(r, make([]byte, b[1])); err != nil {
+		return ""
+	}
+	if _, err := c.Write([]byte{5, 0}); err != nil {
+		return ""
+	}
+	head := make([]byte, 4) // version, command, reserved, address type
+	if _, err := io.ReadFull(r, head); err != nil || head[1] != 1 {
+		return ""
+	}
+	var host []byte
+	switch head[3] {
+	case 1, 4:
+		host = make([]byte, map[byte]int{1: 4, 4: 16}[head[3]])
+	case 3:
+		n, err := r.ReadByte()
+		if err != nil {
+			return ""
+		}
+		host = make([]byte, n)
+	default:
+		return ""
+	}
+	port := make([]byte, 2)
+	if _, err := io.ReadFull(r, host); err != nil {
+		return ""
+	}
+	if _, err := io.ReadFull(r, port); err != nil {
+		return ""
+	}
+	h := string(host)
+	if head[3] != 3 {
+		h = net.IP(host).String()
+	}
+	return net.JoinHostPort(h, strconv.Itoa(int(port[0])<<8|int(port[1])))
+}
+
+// Through a proxy the connection a change waits for is longer to make:
+// the fence lost while the proxy connects keeps the change from leaving,
+// and a change whose fence holds goes through the proxy.
+func TestFenceThroughAProxy(t *testing.T) {
+	t.Parallel()
+	lost := errors.New("lease gone")
+	cases := []struct {
+		proxy string
+		tls   bool
+	}{
+		{"socks5", false},
+		{"socks5", true},
+		{"http", true}, // CONNECT
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s TLS %v", c.proxy, c.tls), func(t *testing.T) {
+			t.Parallel()
+			var held, loseOnConnect atomic.Bool
+			held.Store(true)
+			loseOnConnect.Store(true)
+			ctx := connectors.WithFence(t.Context(), func() error {
+				if held.Load() {
+					return nil
+				}
+				return lost
+			})
+			proxy := startProxy(t, c.proxy, func() {
+				if loseOnConnect.Load() {
+					held.Store(false)
+				}
+			})
+			ctl := newController(t, c.tls, nil)
+			cl := client(t, connectors.Config{URL: ctl.url, AccountConfig: map[string]any{"insecure_skip_verify": true}})
+			rest.SetProxy(cl, proxy)
+			_, err := cl.Do(ctx, "op", rest.Request{Method: http.MethodPost, Path: "/x", Body: []byte("{}")})
+			if n := ctl.reqs.Load(); n != 0 {
+				t.Fatalf("the controller served %d requests: the change was sent after its fence was lost", n)
+			}
+			if !errors.Is(err, lost) || !connectors.Retryable(err) {
+				t.Fatalf("error = %v, want the fence's, retryable", err)
+			}
+			ctl.waitClosed(t)
+			if n := ctl.read.Load(); n != 0 {
+				t.Fatalf("the controller read %d bytes of the refused change", n)
+			}
+			loseOnConnect.Store(false)
+			held.Store(true)
+			if _, err := cl.Do(ctx, "op", rest.Request{Method: http.MethodPost, Path: "/x", Body: []byte("{}")}); err != nil || ctl.reqs.Load() != 1 {
+				t.Fatalf("change with its fence held: %v, %d requests served; want 1", err, ctl.reqs.Load())
+			}
+		})
 	}
 }

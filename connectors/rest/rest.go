@@ -9,10 +9,11 @@
 // reaches errors only through Clip. A request that changes the
 // controller (POST, PUT, PATCH, DELETE) is sent only if the fence its
 // context carries (connectors.WithFence) holds as its first byte is
-// written (fence.go); such requests speak HTTP/1.1 on connections of
-// their own, and a SOCKS proxy cannot carry them. The RESTCONF
-// helpers (media type, key escaping, ietf-restconf:errors bodies) live here
-// too, for the ietfl2vpn and tapi connectors.
+// written, whatever the way to the controller (direct, TLS, an HTTP or
+// SOCKS proxy; fence.go); such requests speak HTTP/1.1 on connections of
+// their own. The RESTCONF helpers (media type, key escaping,
+// ietf-restconf:errors bodies) live here too, for the ietfl2vpn and tapi
+// connectors.
 //
 // Connector settings read from the account config, then the WIM config:
 //
