@@ -118,6 +118,40 @@ func (c *controller) waitClosed(t *testing.T) {
 	}
 }
 
+// refused checks that the change Do returned err for reached the
+// controller in no way: served (requests) stays at sent, the error is a
+// retryable "not sent" carrying lost, and the controller's connections
+// read nothing more than read0 before the one of the change closed.
+func (c *controller) refused(t *testing.T, err, lost error, sent int32, read0 int64) {
+	t.Helper()
+	if n := c.reqs.Load(); n != sent {
+		t.Fatalf("the controller served %d requests, want %d: the change was sent after its fence was lost", n, sent)
+	}
+	if !errors.Is(err, lost) || !connectors.Retryable(err) || !strings.Contains(err.Error(), " not sent: ") {
+		t.Fatalf("error = %v, want a retryable \"not sent\" naming the fence's reason", err)
+	}
+	c.waitClosed(t)
+	if n := c.read.Load() - read0; n != 0 {
+		t.Fatalf("the controller read %d bytes of the refused change", n)
+	}
+}
+
+// lease is a fence that holds until lose.
+type lease struct {
+	lost atomic.Bool
+}
+
+var errLost = errors.New("lease gone")
+
+func (l *lease) lose() { l.lost.Store(true) }
+
+func (l *lease) fence() error {
+	if l.lost.Load() {
+		return errLost
+	}
+	return nil
+}
+
 // testCert is httptest's certificate for 127.0.0.1.
 func testCert(t *testing.T) tls.Certificate {
 	s := httptest.NewTLSServer(http.NotFoundHandler())
@@ -159,7 +193,6 @@ func (c *countingConn) Read(b []byte) (int, error) {
 // sent, retryably, with the fence's reason.
 func TestFenceCheckedWhenTheRequestIsWritten(t *testing.T) {
 	t.Parallel()
-	lost := errors.New("lease gone")
 	cases := []struct {
 		name string
 		tls  bool
@@ -173,17 +206,10 @@ func TestFenceCheckedWhenTheRequestIsWritten(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var held atomic.Bool
-			held.Store(true)
-			fence := func() error {
-				if held.Load() {
-					return nil
-				}
-				return lost
-			}
+			var l lease
 			var hello func()
 			if c.lose == "handshake" {
-				hello = func() { held.Store(false) }
+				hello = l.lose
 			}
 			ctl := newController(t, c.tls, hello)
 			url := ctl.url
@@ -193,13 +219,13 @@ func TestFenceCheckedWhenTheRequestIsWritten(t *testing.T) {
 			}
 			policy = policy.WithLookup(func(context.Context, string) ([]netip.Addr, error) {
 				if c.lose == "dial" {
-					held.Store(false)
+					l.lose()
 				}
 				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 			})
 			url = strings.Replace(url, "127.0.0.1", "ctl.test", 1)
 			cl := client(t, connectors.Config{URL: url, Addresses: policy, AccountConfig: map[string]any{"insecure_skip_verify": true}})
-			ctx := connectors.WithFence(t.Context(), fence)
+			ctx := connectors.WithFence(t.Context(), l.fence)
 			sent := int32(0)
 			if c.lose == "pooled" {
 				// A first change opens the keep-alive connection; the
@@ -213,21 +239,12 @@ func TestFenceCheckedWhenTheRequestIsWritten(t *testing.T) {
 					if !info.Reused {
 						t.Error("the second change was not given the pooled connection")
 					}
-					held.Store(false)
+					l.lose()
 				}})
 			}
-			before := ctl.read.Load()
+			read0 := ctl.read.Load()
 			_, err = cl.Do(ctx, "op", rest.Request{Method: http.MethodPut, Path: "/x", Body: []byte(`{"a":1}`)})
-			if n := ctl.reqs.Load(); n != sent {
-				t.Fatalf("the controller served %d requests, want %d: the change was sent after its fence was lost", n, sent)
-			}
-			if !errors.Is(err, lost) || !connectors.Retryable(err) || !strings.Contains(err.Error(), "PUT /x not sent") {
-				t.Fatalf("error = %v, want a retryable %q naming the fence's reason", err, "PUT /x not sent")
-			}
-			ctl.waitClosed(t)
-			if n := ctl.read.Load() - before; n != 0 {
-				t.Fatalf("the controller read %d bytes of the refused change", n)
-			}
+			ctl.refused(t, err, errLost, sent, read0)
 		})
 	}
 }
@@ -354,7 +371,6 @@ func socksRequest(c net.Conn, r *bufio.Reader) string {
 // and a change whose fence holds goes through the proxy.
 func TestFenceThroughAProxy(t *testing.T) {
 	t.Parallel()
-	lost := errors.New("lease gone")
 	cases := []struct {
 		proxy string
 		tls   bool
@@ -366,36 +382,19 @@ func TestFenceThroughAProxy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s TLS %v", c.proxy, c.tls), func(t *testing.T) {
 			t.Parallel()
-			var held, loseOnConnect atomic.Bool
-			held.Store(true)
-			loseOnConnect.Store(true)
-			ctx := connectors.WithFence(t.Context(), func() error {
-				if held.Load() {
-					return nil
-				}
-				return lost
-			})
-			proxy := startProxy(t, c.proxy, func() {
-				if loseOnConnect.Load() {
-					held.Store(false)
-				}
-			})
+			// The first connection loses the first lease; the second
+			// one holds.
+			first, second := &lease{}, &lease{}
+			var current atomic.Pointer[lease]
+			current.Store(first)
+			ctx := connectors.WithFence(t.Context(), func() error { return current.Load().fence() })
+			proxy := startProxy(t, c.proxy, first.lose)
 			ctl := newController(t, c.tls, nil)
 			cl := client(t, connectors.Config{URL: ctl.url, AccountConfig: map[string]any{"insecure_skip_verify": true}})
 			rest.SetProxy(cl, proxy)
 			_, err := cl.Do(ctx, "op", rest.Request{Method: http.MethodPost, Path: "/x", Body: []byte("{}")})
-			if n := ctl.reqs.Load(); n != 0 {
-				t.Fatalf("the controller served %d requests: the change was sent after its fence was lost", n)
-			}
-			if !errors.Is(err, lost) || !connectors.Retryable(err) {
-				t.Fatalf("error = %v, want the fence's, retryable", err)
-			}
-			ctl.waitClosed(t)
-			if n := ctl.read.Load(); n != 0 {
-				t.Fatalf("the controller read %d bytes of the refused change", n)
-			}
-			loseOnConnect.Store(false)
-			held.Store(true)
+			ctl.refused(t, err, errLost, 0, 0)
+			current.Store(second)
 			if _, err := cl.Do(ctx, "op", rest.Request{Method: http.MethodPost, Path: "/x", Body: []byte("{}")}); err != nil || ctl.reqs.Load() != 1 {
 				t.Fatalf("change with its fence held: %v, %d requests served; want 1", err, ctl.reqs.Load())
 			}
