@@ -161,20 +161,25 @@
 //     owned (Owned, Accounts, wimro_accounts_owned); the keeper's next
 //     round takes the lease again if it can, under the same epoch if it
 //     was still its own. This does not wait for a later renewal to say the lease is lost.
-//   - Right before every call that changes the controller (create, edit,
-//     delete: the account's connector wrapper, and again the REST client
-//     before each POST, PUT, PATCH or DELETE it sends, through
-//     connectors.WithFence), the action's lease and claim bounds are
-//     checked; a call past either is not sent, and the action comes back
-//     "interrupted" (due at once, for the lease's holder), never failed.
+//   - Right before every call that changes the controller, the action's
+//     lease and claim bounds are checked (connectors.WithFence): by the
+//     account's connector wrapper before each create, edit and delete,
+//     by the REST client when it starts a POST, PUT, PATCH or DELETE, and
+//     last in the Write of the connection that carries that request, as
+//     its first byte is about to leave: after the wait for a pooled
+//     connection, the dial, the TLS handshake and any proxy, so that a
+//     process paused in any of them sends nothing once resumed past its
+//     bound (connectors/rest, fence.go). A call past either bound is not
+//     sent, and the action comes back "interrupted" (due at once, for the
+//     lease's holder), never failed.
 //
 // What this does not guarantee, since controllers take no fencing token:
 //
 //   - A request sent before the bound passed can still land after it: one
 //     that was on the wire (or queued in the controller) when the process
 //     was paused, and one sent in the instant between the check and the
-//     write to the socket (the margin covers that instant, not a pause
-//     that falls inside it). Its outcome is then refused by the database
+//     write system call, a few instructions apart (the margin covers that
+//     instant, not a pause that falls inside it). Its outcome is then refused by the database
 //     (the completer's fencing), and the lease's new holder runs the
 //     action again, which every connector's create and delete survive
 //     (they adopt, or find nothing to delete).

@@ -119,7 +119,7 @@ func (f *actionFence) check() error {
 
 // fenced is the account's connector with its fence checked right before
 // every call that changes the controller (the rest client checks again
-// before each request it sends).
+// as each request's first byte is written).
 type fenced struct{ connectors.Connector }
 
 func (c fenced) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {

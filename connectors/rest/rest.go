@@ -6,9 +6,14 @@
 // controller's Retry-After hint on 429 and 503. It connects only where
 // the Config's connectors.AddressPolicy allows, checked on the resolved
 // addresses of every connection and on every redirect; controller text
-// reaches errors only through Clip. The RESTCONF
-// helpers (media type, key escaping, ietf-restconf:errors bodies) live here
-// too, for the ietfl2vpn and tapi connectors.
+// reaches errors only through Clip. A request that changes the
+// controller (POST, PUT, PATCH, DELETE) is sent only if the fence its
+// context carries (connectors.WithFence) holds as its first byte is
+// written, whatever the way to the controller (direct, TLS, an HTTP or
+// SOCKS proxy; fence.go); such requests speak HTTP/1.1 on connections of
+// their own. The RESTCONF helpers (media type, key escaping,
+// ietf-restconf:errors bodies) live here too, for the ietfl2vpn and tapi
+// connectors.
 //
 // Connector settings read from the account config, then the WIM config:
 //
@@ -56,9 +61,11 @@ const DefaultTimeout = 30 * time.Second
 // Client sends requests to one controller. It is safe for concurrent use.
 type Client struct {
 	// Name prefixes every error message (the connector's type).
-	name     string
-	base     string
-	http     *http.Client
+	name string
+	base string
+	http *http.Client
+	// writes sends the requests that change the controller (fence.go).
+	writes   *http.Client
 	timeout  time.Duration
 	user     string
 	password string
@@ -104,7 +111,8 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Every connection, redirects and proxies included, goes through the
 	// address policy after DNS resolution (connectors.AddressPolicy).
-	tr.DialContext = policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	dial := policy.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	tr.DialContext = dial
 	tr.Proxy = checkedProxy(policy, tr.Proxy)
 	if caFile != "" || insecure {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure} //nolint:gosec // the operator's explicit choice
@@ -125,6 +133,7 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 		name:     name,
 		base:     base,
 		http:     &http.Client{Transport: tr, CheckRedirect: checkRedirect(policy)},
+		writes:   &http.Client{Transport: fencedTransport(tr, dial), CheckRedirect: checkRedirect(policy)},
 		timeout:  time.Duration(timeoutMS) * time.Millisecond,
 		user:     cfg.User,
 		password: cfg.Password,
@@ -226,15 +235,24 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 	if err := ctx.Err(); err != nil {
 		return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %w", c.name, op, err)
 	}
-	if mutating(req.Method) {
-		// Right before the request leaves: a process that lost its lease
-		// while it waited (a pause, a slow step before) sends nothing.
+	client, write := c.http, mutating(req.Method)
+	if write {
+		// A process that lost its lease while it waited (a pause, a slow
+		// step before) sends nothing, and dials nothing; the connection
+		// checks again right before the first byte leaves (fence.go).
 		if err := connectors.Fence(ctx); err != nil {
-			return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %s %s not sent: %w", c.name, op, req.Method, req.Path, err)
+			return Reply{}, c.notSent(connectors.KindRetryable, op, req, err)
 		}
+		client = c.writes
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	var fence *sendFence
+	if write {
+		var cancelFence context.CancelCauseFunc
+		ctx, cancelFence, fence = withSendFence(ctx)
+		defer cancelFence(nil)
+	}
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
@@ -258,8 +276,13 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 	case c.token != "":
 		hr.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.http.Do(hr)
+	resp, err := client.Do(hr)
 	if err != nil {
+		if fence != nil {
+			if kind, ferr := fence.refused(); ferr != nil {
+				return Reply{}, c.notSent(kind, op, req, ferr)
+			}
+		}
 		return Reply{}, connectors.Errorf(connectors.KindOf(err), "%s %s: %s %s: %w", c.name, op, req.Method, req.Path, stripURL(err))
 	}
 	defer resp.Body.Close()
@@ -268,6 +291,12 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 		return Reply{}, connectors.Errorf(connectors.KindOf(err), "%s %s: reading the reply: %w", c.name, op, err)
 	}
 	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// notSent is the error of a request its fence (or its connection) kept
+// from being sent: nothing reached the controller.
+func (c *Client) notSent(kind connectors.Kind, op string, req Request, err error) error {
+	return connectors.Errorf(kind, "%s %s: %s %s not sent: %w", c.name, op, req.Method, req.Path, err)
 }
 
 // mutating reports whether a request of method may change the controller.
