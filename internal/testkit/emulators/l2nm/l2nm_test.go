@@ -54,7 +54,7 @@ func svc(id string, vlan any) map[string]any {
 		return map[string]any{
 			"id": id + "-" + string(rune('0'+n)), "interface-id": ifc,
 			"connection": map[string]any{"encapsulation": map[string]any{"encap-type": "ietf-vpn-common:dot1q", "dot1q": map[string]any{"cvlan-id": vlan}}},
-			"service": map[string]any{"mtu": 1500, "svc-pe-to-ce-bandwidth": map[string]any{"pe-to-ce-bandwidth": []any{map[string]any{"bw-type": "ietf-vpn-common:bw-per-port", "cir": "100000000"}}}},
+			"service":    map[string]any{"mtu": 1500, "svc-pe-to-ce-bandwidth": map[string]any{"pe-to-ce-bandwidth": []any{map[string]any{"bw-type": "ietf-vpn-common:bw-per-port", "cir": "100000000"}}}},
 		}
 	}
 	node := func(ne string, n int, ifc string) map[string]any {
