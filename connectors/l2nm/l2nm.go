@@ -234,17 +234,7 @@ func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
 func readMapping(endpointID string, info map[string]any) (endpoint, error) {
 	ep := endpoint{id: endpointID}
 	field := func(key string, required bool) (string, error) {
-		v, present := info[key]
-		s, isString := v.(string)
-		switch {
-		case (!present || v == nil) && !required:
-			return "", nil
-		case !present || v == nil:
-			return "", fmt.Errorf("the wan_service_mapping_info of service endpoint %q has no %q", endpointID, key)
-		case !isString || s == "":
-			return "", fmt.Errorf("the wan_service_mapping_info of service endpoint %q: %q must be a non-empty string, got %v", endpointID, key, v)
-		}
-		return s, nil
+		return connectors.MappingString(endpointID, info, key, required)
 	}
 	var err error
 	if ep.ne, err = field("ne-id", true); err != nil {
@@ -350,17 +340,20 @@ func (c *connector) access(vpnID string, i int, ep endpoint, q connectors.QoS) m
 // BandwidthOf reads the bandwidth (Mbit/s) a vpn-service entry asks: the
 // cir of its first access's PE-to-CE bw-per-port entry; 0 for none.
 func BandwidthOf(svc map[string]any) int {
-	for _, n := range entries(svc, "vpn-nodes", "vpn-node") {
-		for _, a := range entries(n, "vpn-network-accesses", "vpn-network-access") {
-			s, _ := a["service"].(map[string]any)
-			for _, bw := range entries(s, "svc-pe-to-ce-bandwidth", "pe-to-ce-bandwidth") {
-				cir, _ := bw["cir"].(string)
-				bps, err := strconv.ParseUint(cir, 10, 64)
-				if err == nil && strings.TrimPrefix(fmt.Sprint(bw["bw-type"]), common+":") == "bw-per-port" {
-					return int(bps / 1_000_000)
-				}
-			}
-			return 0
+	nodes := entries(svc, "vpn-nodes", "vpn-node")
+	if len(nodes) == 0 {
+		return 0
+	}
+	accesses := entries(nodes[0], "vpn-network-accesses", "vpn-network-access")
+	if len(accesses) == 0 {
+		return 0
+	}
+	s, _ := accesses[0]["service"].(map[string]any)
+	for _, bw := range entries(s, "svc-pe-to-ce-bandwidth", "pe-to-ce-bandwidth") {
+		cir, _ := bw["cir"].(string)
+		bps, err := strconv.ParseUint(cir, 10, 64)
+		if err == nil && strings.TrimPrefix(fmt.Sprint(bw["bw-type"]), common+":") == "bw-per-port" {
+			return int(bps / 1_000_000)
 		}
 	}
 	return 0
@@ -407,23 +400,6 @@ func gone(r rest.Reply) bool {
 	return r.Status == http.StatusNotFound || (r.Status == http.StatusConflict && rest.HasRESTCONFTag(r.Body, "data-missing"))
 }
 
-// member decodes the module-qualified member name of a reply (the bare
-// name is accepted too) into out.
-func (c *connector) member(op string, r rest.Reply, name string, out any) error {
-	var doc map[string]json.RawMessage
-	if err := c.rc.Decode(op, r, &doc); err != nil {
-		return err
-	}
-	raw, ok := doc[module+":"+name]
-	if !ok {
-		raw, ok = doc[name]
-	}
-	if !ok {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", Type, op, r.Status, module+":"+name, c.rc.Snippet(r.Body))
-	}
-	return c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, out)
-}
-
 // read returns the vpn-service id, or nil when the controller has none.
 func (c *connector) read(ctx context.Context, op, base, id string) (map[string]any, error) {
 	r, err := c.get(ctx, op, servicePath(base, id))
@@ -436,7 +412,7 @@ func (c *connector) read(ctx context.Context, op, base, id string) (map[string]a
 		return nil, c.fail(op, r)
 	}
 	var list []map[string]any
-	if err := c.member(op, r, "vpn-service", &list); err != nil {
+	if err := c.rc.Member(op, r, module, "vpn-service", &list); err != nil {
 		return nil, err
 	}
 	if len(list) == 0 {
@@ -547,7 +523,7 @@ func (c *connector) CreateService(ctx context.Context, req connectors.Request) (
 		}
 	}
 	if got != nil {
-		if covers(got, jsonValue(want)) {
+		if rest.Covers(got, jsonValue(want), common) {
 			c.log.Debug("l2nm vpn-service exists as asked; adopted", "service_id", id)
 		} else if err := c.put(ctx, op+" (replace the existing one)", base, want); err != nil {
 			return "", nil, err
@@ -582,40 +558,6 @@ func jsonValue(v any) any {
 	b, _ := json.Marshal(v)
 	_ = json.Unmarshal(b, &out)
 	return out
-}
-
-// covers reports whether got holds every leaf of want (the controller may
-// add defaults and state), comparing identities with or without their
-// module prefix.
-func covers(got, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			if !covers(g[k], wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !covers(g[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		g, ok := got.(string)
-		return ok && strings.TrimPrefix(g, common+":") == strings.TrimPrefix(w, common+":")
-	}
-	return got == want
 }
 
 // operOf reads the oper-status identity (without its module) of a
@@ -771,7 +713,7 @@ func (c *connector) ours(ctx context.Context, op string) (string, []map[string]a
 	var doc struct {
 		Service []map[string]any `json:"vpn-service"`
 	}
-	if err := c.member(op, r, "vpn-services", &doc); err != nil {
+	if err := c.rc.Member(op, r, module, "vpn-services", &doc); err != nil {
 		return "", nil, err
 	}
 	list := slices.DeleteFunc(doc.Service, func(s map[string]any) bool {

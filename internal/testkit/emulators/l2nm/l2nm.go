@@ -172,7 +172,7 @@ func (e *Emulator) Service(id string) map[string]any {
 	if !ok {
 		return nil
 	}
-	return clone(s.doc).(map[string]any)
+	return emulator.CloneJSON(s.doc)
 }
 
 // SetOperStatus forces the oper-status of service id to the
@@ -470,7 +470,7 @@ func (e *Emulator) patch(w http.ResponseWriter, id string, body []byte) *rcError
 	if !ok {
 		return missing(id) // RFC 8040 §4.6.1: a PATCH does not create
 	}
-	next := merge(clone(s.doc).(map[string]any), m)
+	next := merge(emulator.CloneJSON(s.doc), m)
 	if err := e.commit("the PATCH of vpn-service "+id, id, next); err != nil {
 		return err
 	}
@@ -533,7 +533,7 @@ func (e *Emulator) delete(w http.ResponseWriter, id string) *rcError {
 // withState returns a copy of s's entry with its operational state, and
 // counts the GET. e.mu is held.
 func (e *Emulator) withState(s *service) map[string]any {
-	doc := clone(s.doc).(map[string]any)
+	doc := emulator.CloneJSON(s.doc)
 	s.polls++
 	if e.opts.NoOperStatus {
 		return doc
@@ -552,7 +552,7 @@ func (e *Emulator) withState(s *service) map[string]any {
 			st = map[string]any{}
 			m["status"] = st
 		}
-		st["oper-status"] = clone(oper)
+		st["oper-status"] = emulator.CloneJSON(oper)
 	}
 	setOper(doc)
 	for _, n := range listOf(doc, "vpn-nodes", "vpn-node") {
@@ -615,25 +615,6 @@ func (e *Emulator) getOne(w http.ResponseWriter, r *http.Request, id string) *rc
 	}
 	doc := e.withState(s)
 	return e.answer(w, r, map[string]any{Module + ":vpn-service": []any{doc}}, inTop([]any{doc}))
-}
-
-// clone deep-copies a decoded JSON value.
-func clone(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = clone(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = clone(x)
-		}
-		return out
-	}
-	return v
 }
 
 // mediaOK reports whether a write's Content-Type is a JSON one.
