@@ -419,18 +419,13 @@ func (e *Emulator) post(w http.ResponseWriter, body []byte) *rcError {
 	if err := e.commit("the POST of vpn-service "+id, id, m); err != nil {
 		return err
 	}
-	w.Header().Set("Location", e.base+"/vpn-services/vpn-service="+url.PathEscape(id))
-	w.WriteHeader(http.StatusCreated)
-	return nil
+	return e.created(w, id)
 }
 
 func (e *Emulator) put(w http.ResponseWriter, id string, body []byte) *rcError {
-	m, err := entry(body)
+	m, err := keyedEntry(id, body)
 	if err != nil {
 		return err
-	}
-	if m["vpn-id"] != id {
-		return invalid("the body's vpn-id %v is not the key %q of the path", m["vpn-id"], id)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -442,6 +437,20 @@ func (e *Emulator) put(w http.ResponseWriter, id string, body []byte) *rcError {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	return e.created(w, id)
+}
+
+// keyedEntry decodes the body of a write to the entry of vpn-id id.
+func keyedEntry(id string, body []byte) (map[string]any, *rcError) {
+	m, err := entry(body)
+	if err == nil && m["vpn-id"] != id {
+		err = invalid("the body's vpn-id %v is not the key %q of the path", m["vpn-id"], id)
+	}
+	return m, err
+}
+
+// created answers 201 with the Location of vpn-service id.
+func (e *Emulator) created(w http.ResponseWriter, id string) *rcError {
 	w.Header().Set("Location", e.base+"/vpn-services/vpn-service="+url.PathEscape(id))
 	w.WriteHeader(http.StatusCreated)
 	return nil
@@ -457,12 +466,9 @@ var keys = map[string]string{
 }
 
 func (e *Emulator) patch(w http.ResponseWriter, id string, body []byte) *rcError {
-	m, err := entry(body)
+	m, err := keyedEntry(id, body)
 	if err != nil {
 		return err
-	}
-	if m["vpn-id"] != id {
-		return invalid("the body's vpn-id %v is not the key %q of the path", m["vpn-id"], id)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
