@@ -24,7 +24,9 @@
 //
 // Every body is validated with yanglint, strictly, against the published
 // modules (YANGDir: internal/testkit/emulators/yang, byte-for-byte copies
-// from github.com/YangModels/yang, standard/ietf/RFC, with their imports):
+// from github.com/YangModels/yang at 6795d9c, standard/ietf/RFC, with
+// their imports; ieee802-dot1q-types is standard/ieee/published/802.1's,
+// named with its revision 2023-10-26, as L2NM imports it without one):
 // before a change takes effect, the whole configuration datastore it would
 // leave is checked (-t config: mandatory leaves, identities, ranges,
 // leafrefs, when and must, features: every feature of ietf-vpn-common and
