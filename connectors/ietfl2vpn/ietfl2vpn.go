@@ -401,17 +401,7 @@ func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
 func (c *connector) endpoint(endpointID string, info map[string]any) (endpoint, error) {
 	ep := endpoint{id: endpointID}
 	field := func(key string, required bool) (string, error) {
-		v, present := info[key]
-		s, isString := v.(string)
-		switch {
-		case (!present || v == nil) && !required:
-			return "", nil
-		case !present || v == nil:
-			return "", fmt.Errorf("the wan_service_mapping_info of service endpoint %q has no %q", endpointID, key)
-		case !isString || s == "":
-			return "", fmt.Errorf("the wan_service_mapping_info of service endpoint %q: %q must be a non-empty string, got %v", endpointID, key, v)
-		}
-		return s, nil
+		return connectors.MappingString(endpointID, info, key, required)
 	}
 	var err error
 	if ep.site, err = field("site-id", true); err != nil {
@@ -628,36 +618,7 @@ func (c *connector) adopt(ctx context.Context, e entry, conflict rest.Reply) err
 
 // covers reports whether got holds every leaf of want, comparing
 // identities with or without the module prefix.
-func covers(got, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			if !covers(g[k], wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !covers(g[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		g, ok := got.(string)
-		return ok && strings.TrimPrefix(g, module+":") == strings.TrimPrefix(w, module+":")
-	}
-	return got == want
-}
+func covers(got, want any) bool { return rest.Covers(got, want, module) }
 
 func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
 	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
@@ -688,18 +649,7 @@ func gone(r rest.Reply) bool {
 // member decodes the member name of a RESTCONF reply ({"ietf-l2vpn-svc:<name>": …};
 // the bare name is accepted too) into out.
 func (c *connector) member(op string, r rest.Reply, name string, out any) error {
-	var doc map[string]json.RawMessage
-	if err := c.rc.Decode(op, r, &doc); err != nil {
-		return err
-	}
-	raw, ok := doc[qualified(name)]
-	if !ok {
-		raw, ok = doc[name]
-	}
-	if !ok {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", Type, op, r.Status, qualified(name), c.rc.Snippet(r.Body))
-	}
-	return c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, out)
+	return c.rc.Member(op, r, module, name, out)
 }
 
 func (c *connector) delete(ctx context.Context, what, path string) error {
@@ -957,6 +907,11 @@ func (c *connector) CreateService(ctx context.Context, req connectors.Request) (
 	key, t, points, q := req.Key, req.Type, req.Points, req.QoS
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: a service key is required", Type)
+	}
+	// ValidatePoints accepts every type wimro knows: an L3VPN would be
+	// made a vpws without this.
+	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
+		return "", nil, err
 	}
 	if q.LatencyMs != 0 {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: latency cannot be honoured: L2SM keeps latency in per-class QoS profiles wimro does not write", Type)

@@ -196,3 +196,57 @@ func HostMetaRoot(body []byte) (string, bool) {
 	}
 	return "", false
 }
+
+// Covers reports whether got, a document read back from a RESTCONF
+// server, holds every leaf of want (the server may add defaults and
+// state), with lists of the same length; identities compare with or
+// without the module prefix module ("ietf-vpn-common:any-to-any" covers
+// "any-to-any"). want is as encoding/json decodes it.
+func Covers(got, want any, module string) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !Covers(g[k], wv, module) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !Covers(g[i], w[i], module) {
+				return false
+			}
+		}
+		return true
+	case string:
+		g, ok := got.(string)
+		return ok && strings.TrimPrefix(g, module+":") == strings.TrimPrefix(w, module+":")
+	}
+	return got == want
+}
+
+// Member decodes member name of module in a RESTCONF reply
+// ({"<module>:<name>": …}; the bare name is accepted too) into out; a
+// reply without it is a Permanent error naming op.
+func (c *Client) Member(op string, r Reply, module, name string, out any) error {
+	var doc map[string]json.RawMessage
+	if err := c.Decode(op, r, &doc); err != nil {
+		return err
+	}
+	raw, ok := doc[module+":"+name]
+	if !ok {
+		raw, ok = doc[name]
+	}
+	if !ok {
+		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", c.name, op, r.Status, module+":"+name, c.Snippet(r.Body))
+	}
+	return c.Decode(op, Reply{Status: r.Status, Body: raw}, out)
+}

@@ -335,7 +335,7 @@ func (e *Emulator) Service(id string) (map[string]any, bool) {
 	if !ok {
 		return nil, false
 	}
-	return clone(s), true
+	return emulator.CloneJSON(s), true
 }
 
 // Accesses returns every site-network-access, sorted by site then id.
@@ -360,7 +360,7 @@ func (e *Emulator) Access(siteID, id string) (map[string]any, bool) {
 	if s == nil || s.accesses[id] == nil {
 		return nil, false
 	}
-	return clone(s.accesses[id]), true
+	return emulator.CloneJSON(s.accesses[id]), true
 }
 
 // Dump returns the whole datastore, seeded sites included, as one RFC 7951
@@ -662,7 +662,7 @@ func (e *Emulator) get(res resource) reply {
 		case e.osm:
 			return tfsService(http.StatusOK, res.entry)
 		}
-		return ok("vpn-service", []any{clone(s)})
+		return ok("vpn-service", []any{emulator.CloneJSON(s)})
 	case "sites":
 		return ok("sites", e.sitesTree())
 	case "site":
@@ -674,7 +674,7 @@ func (e *Emulator) get(res resource) reply {
 	if a == nil {
 		return reply{err: missing(res.path, "site-network-access "+res.entry+" does not exist in site "+res.site)}
 	}
-	return ok("site-network-access", []any{clone(a)})
+	return ok("site-network-access", []any{emulator.CloneJSON(a)})
 }
 
 func (e *Emulator) remove(res resource) reply {
@@ -862,7 +862,7 @@ func (e *Emulator) servicesTree() map[string]any {
 	if len(e.services) > 0 {
 		list := make([]any, 0, len(e.services))
 		for _, id := range slices.Sorted(maps.Keys(e.services)) {
-			list = append(list, clone(e.services[id]))
+			list = append(list, emulator.CloneJSON(e.services[id]))
 		}
 		out["vpn-service"] = list
 	}
@@ -908,33 +908,9 @@ func accessesTree(s *site) map[string]any {
 	if len(s.accesses) > 0 {
 		list := make([]any, 0, len(s.accesses))
 		for _, id := range slices.Sorted(maps.Keys(s.accesses)) {
-			list = append(list, clone(s.accesses[id]))
+			list = append(list, emulator.CloneJSON(s.accesses[id]))
 		}
 		out["site-network-access"] = list
 	}
-	return out
-}
-
-// clone deep-copies decoded JSON.
-func clone[T any](v T) T {
-	var walk func(any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case map[string]any:
-			m := make(map[string]any, len(x))
-			for k, c := range x {
-				m[k] = walk(c)
-			}
-			return m
-		case []any:
-			s := make([]any, len(x))
-			for i, c := range x {
-				s[i] = walk(c)
-			}
-			return s
-		}
-		return v
-	}
-	out, _ := walk(v).(T)
 	return out
 }
