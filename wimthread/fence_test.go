@@ -55,9 +55,8 @@ func TestLeasePastItsLocalBoundIsNotOwned(t *testing.T) {
 		t.Errorf("lost %+v, want the account's lease past its local bound", loss)
 	}
 	owned("the lease lost", 0)
-	// LeaseHealth turns with time, not with an event: it is looked at after
-	// each keeper round.
-	sig.KeeperRound.Until(t, patience, "LeaseHealth to report the renewals", func() (bool, string) { return s.LeaseHealth() != nil, "nil" })
+	// LeaseHealth turns with the clock (a lease after the last renewal), which no part announces: polled.
+	waitFor(t, "LeaseHealth to report the renewals", func() (bool, string) { return s.LeaseHealth() != nil, "nil" })
 	t.Logf("not owned %v after renewals stopped; LeaseHealth: %v", time.Since(blocked).Round(time.Millisecond), s.LeaseHealth())
 
 	if err := tx.Rollback(b.ctx); err != nil {
@@ -65,5 +64,6 @@ func TestLeasePastItsLocalBoundIsNotOwned(t *testing.T) {
 	}
 	sig.AccountDriven.Wait(t, patience, "the account driven again")
 	owned("the lease taken back", 1)
+	// A round that reaches the database makes it nil again.
 	sig.KeeperRound.Until(t, patience, "LeaseHealth nil again", func() (bool, string) { return s.LeaseHealth() == nil, fmt.Sprint(s.LeaseHealth()) })
 }
