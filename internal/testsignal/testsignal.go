@@ -94,14 +94,14 @@ func (s *Signal[T]) Until(tb TB, timeout time.Duration, what string, cond func()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		ok, state := cond()
-		if ok {
+		if ok, _ := cond(); ok {
 			return
 		}
 		select {
 		case <-*p:
 		case <-deadline.C:
-			if ok, state = cond(); ok {
+			ok, state := cond()
+			if ok {
 				state += " (holds now, but no signal announced it)"
 			}
 			tb.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, state)
