@@ -142,9 +142,10 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 		return status == api.HealthCritical && strings.Contains(output, "database unavailable") && info == nil,
 			fmt.Sprintf("check %s (%q), session alive %v", status, output, info != nil)
 	})
-	eventually.Until(t, convergeTimeout, "the leader to log "+victim.id+" lost", func() (bool, string) {
-		return h.leaderLogged(leader.id, "member lost: its session ended without it leaving", victim.id, "session invalidated"), "not logged"
-	})
+	leader.coord.signals.MemberGone.WaitFor(t, convergeTimeout, "the leader to see "+victim.id+" lost", func(d departure) bool { return d == departure{victim.id, false} })
+	if !h.leaderLogged(leader.id, "member lost: its session ended without it leaving", victim.id, "session invalidated") {
+		t.Fatalf("the leader saw %s lost without logging it", victim.id)
+	}
 	checks[victim.id].set(nil)
 	eventually.Until(t, convergeTimeout, "the cluster to converge again with "+victim.id, h.converged)
 	if status, _, err := h.serviceStatus(victim.id); err != nil || status != api.HealthPassing {
@@ -155,8 +156,9 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 	if status, _, err := h.serviceStatus(victim.id); err != nil || status != "absent" {
 		t.Fatalf("%s stopped: its service is %s (%v), want it deregistered", victim.id, status, err)
 	}
-	eventually.Until(t, convergeTimeout, "the leader to log "+victim.id+" left", func() (bool, string) {
-		return h.leaderLogged(leader.id, "member left the cluster", victim.id, "clean leave"), "not logged"
-	})
+	leader.coord.signals.MemberGone.WaitFor(t, convergeTimeout, "the leader to see "+victim.id+" leave", func(d departure) bool { return d == departure{victim.id, true} })
+	if !h.leaderLogged(leader.id, "member left the cluster", victim.id, "clean leave") {
+		t.Fatalf("the leader saw %s leave without logging it", victim.id)
+	}
 	eventually.Until(t, convergeTimeout, "the two left to split the accounts", h.converged)
 }

@@ -135,15 +135,13 @@ func TestConsulSessionDestroyedBehindLeader(t *testing.T) {
 	h.createAccounts(12)
 	h.startConverged(3)
 	leader := h.leaders()[0]
+	leader.coord.signals.Session.Init() // from now on
 	id := leader.coord.sessions.id()
 	starts := leader.chore.starts.Load()
 	if _, err := h.agent.Client().Session().Destroy(id, nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually.Until(t, convergeTimeout, "the leader to drop its destroyed session", func() (bool, string) {
-		now := leader.coord.sessions.id()
-		return now != id, "session " + now
-	})
+	leader.coord.signals.Session.WaitFor(t, convergeTimeout, "the leader to drop its destroyed session", func(s string) bool { return s != id })
 	eventually.Until(t, convergeTimeout, "the cluster to converge again", h.converged)
 	if l := h.leaders()[0]; l == leader && leader.chore.starts.Load() == starts {
 		t.Fatal("the leader kept its term through the loss of its session")
@@ -195,6 +193,7 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 		h.start(id, runners[id])
 	}
 	eventually.Until(t, convergeTimeout, "a and b to split 24 accounts", h.converged)
+	leader := h.leaders()[0]
 
 	moving := owners([]string{"a", "b", "c"}, accounts)["c"]
 	if len(moving) == 0 {
@@ -213,9 +212,10 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 		}
 		return c.coord.Ready(), "c not ready"
 	})
-	eventually.Until(t, convergeTimeout, "the leader to report waiting moves", func() (bool, string) {
-		return strings.Contains(h.logs.String(), "moves waiting for their previous owner"), "not yet"
-	})
+	leader.coord.signals.MovesWaiting.WaitFor(t, convergeTimeout, "the leader to report waiting moves", func(n int) bool { return n > 0 })
+	if !strings.Contains(h.logs.String(), "moves waiting for their previous owner") {
+		t.Fatal("the leader has moves waiting but did not log them")
+	}
 	if got, _ := c.runner.current(); len(got) != 0 {
 		t.Fatalf("c was given %d accounts while their old owners held the leases", len(got))
 	}
@@ -244,15 +244,15 @@ func TestConsulOutage(t *testing.T) {
 	}
 	eventually.Until(t, convergeTimeout, "a and b to split 10 accounts", h.converged)
 	before := callCounts(runners)
+	leader := h.leaders()[0]
+	leader.coord.signals.Leading.Init() // from now on
 	h.agent.Stop()
-	eventually.Until(t, ttl+time.Second, "the leader to step down", func() (bool, string) {
-		for _, n := range h.alive() {
-			if n.coord.leading.Load() || n.chore.running.Load() {
-				return false, n.id + " still leads"
-			}
+	leader.coord.signals.Leading.WaitFor(t, ttl+time.Second, "the leader to step down", func(leading bool) bool { return !leading })
+	for _, n := range h.alive() {
+		if n.coord.leading.Load() || n.chore.running.Load() {
+			t.Fatalf("%s still leads (or runs the chores) after the leader stepped down", n.id)
 		}
-		return true, ""
-	})
+	}
 	h.agent.Restart()
 	eventually.Until(t, convergeTimeout, "the cluster to converge again", h.converged)
 	noNewSets(t, runners, before)

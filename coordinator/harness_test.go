@@ -224,6 +224,7 @@ func (h *harness) startOn(id string, runner Runner, db *persistence.DB, health f
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	c.signals.Init()
 	if err := c.Start(ctx); err != nil {
 		h.t.Fatal(err)
 	}
