@@ -79,6 +79,7 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 		h.startOn(id, h.leasing(id, false), h.db, checks[id].check)
 	}
 	eventually.Until(t, convergeTimeout, "a, b and c to split 9 accounts", h.converged)
+	// The catalog's health is Consul's state, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "a, b and c passing in the catalog", func() (bool, string) {
 		entries, err := h.catalog()
 		if err != nil {
@@ -130,6 +131,7 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 	}
 
 	checks[victim.id].set(errors.New("account leases not renewed for 5s: database unavailable"))
+	// The catalog's health is Consul's state, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, victim.id+" critical in the catalog and its session invalidated", func() (bool, string) {
 		status, output, err := h.serviceStatus(victim.id)
 		if err != nil {

@@ -116,6 +116,7 @@ func TestConsulLeaderStopHandsOver(t *testing.T) {
 	}
 	stopped := time.Now()
 	margin := 3 * time.Second // a loaded machine under -race
+	// Any of the others may win, each with signals of its own: polled.
 	eventually.Until(t, testLeaderSoak+margin, "another leader", func() (bool, string) {
 		l := h.leaders()
 		return len(l) == 1 && l[0] != old, fmt.Sprintf("%d leaders", len(l))
@@ -169,6 +170,7 @@ func TestConsulAgentRestart(t *testing.T) {
 	eventually.Until(t, convergeTimeout, "three coordinators to split 15 accounts", h.converged)
 	before := callCounts(runners)
 	h.agent.Restart()
+	// Members join in Consul's keys, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "every member to join the new agent", func() (bool, string) {
 		st, err := h.alive()[0].coord.Status(context.Background())
 		if err != nil {
@@ -201,6 +203,7 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 	}
 	c := h.start("c", nil)
 	// a and b are told to let go, but hold the leases: c gets nothing yet.
+	// (Three coordinators' progress, each with signals of its own: polled.)
 	eventually.Until(t, convergeTimeout, "the moving accounts to be revoked from a and b", func() (bool, string) {
 		for _, id := range []string{"a", "b"} {
 			cur, _ := runners[id].current()
@@ -316,6 +319,7 @@ func TestConsulUnhealthyLeaderStepsDownAndRejoins(t *testing.T) {
 	sick := h.leaders()[0]
 	checks[sick.id].set(errors.New("account leases not renewed for 3s: database unavailable"))
 	cut := time.Now()
+	// Any of the others may win, each with signals of its own: polled.
 	eventually.Until(t, convergeTimeout, "another leader", func() (bool, string) {
 		l := h.leaders()
 		return len(l) == 1 && l[0] != sick && !sick.chore.running.Load(), fmt.Sprintf("%d leaders, chores of %s running %v", len(l), sick.id, sick.chore.running.Load())
@@ -323,6 +327,7 @@ func TestConsulUnhealthyLeaderStepsDownAndRejoins(t *testing.T) {
 	if took := time.Since(cut); took >= ttl {
 		t.Errorf("a new leader after %v: the sick leader's key waited for its session", took)
 	}
+	// The assignments in Consul's keys, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "the others to own every account", func() (bool, string) {
 		st, err := h.leaders()[0].coord.Status(context.Background())
 		if err != nil {
@@ -363,7 +368,7 @@ func TestConsulLeaderWithoutDatabaseConfirmsMembers(t *testing.T) {
 	eventually.Until(t, convergeTimeout, "a to lead and own every account", h.converged)
 	proxy.Cut()
 	b := h.start("b", nil)
-	eventually.Until(t, convergeTimeout, "b to be ready", func() (bool, string) {
+	b.coord.signals.Assigned.Until(t, convergeTimeout, "b to be ready", func() (bool, string) {
 		return b.coord.Ready(), "b not ready"
 	})
 	if !leader.coord.leading.Load() {

@@ -7,7 +7,8 @@ import "github.com/wimro/wimro/internal/testsignal"
 // coordinator logs (internal/testsignal). Only tests call Init; otherwise
 // every Send is a no-op.
 type testSignals struct {
-	// Assigned carries the accounts just handed to the runner (None).
+	// Assigned carries the accounts just handed to the runner (by a
+	// Consul coordinator, once Ready says so).
 	Assigned testsignal.Signal[[]string]
 	// Leading carries a term of a Consul coordinator beginning (true, its
 	// chores started) or ending (false, its chores stopped).
