@@ -79,6 +79,7 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 		h.startOn(id, h.leasing(id, false), h.db, checks[id].check)
 	}
 	eventually.Until(t, convergeTimeout, "a, b and c to split 9 accounts", h.converged)
+	// The catalog's health is Consul's state, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "a, b and c passing in the catalog", func() (bool, string) {
 		entries, err := h.catalog()
 		if err != nil {
@@ -130,6 +131,7 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 	}
 
 	checks[victim.id].set(errors.New("account leases not renewed for 5s: database unavailable"))
+	// The catalog's health is Consul's state, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, victim.id+" critical in the catalog and its session invalidated", func() (bool, string) {
 		status, output, err := h.serviceStatus(victim.id)
 		if err != nil {
@@ -142,9 +144,10 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 		return status == api.HealthCritical && strings.Contains(output, "database unavailable") && info == nil,
 			fmt.Sprintf("check %s (%q), session alive %v", status, output, info != nil)
 	})
-	eventually.Until(t, convergeTimeout, "the leader to log "+victim.id+" lost", func() (bool, string) {
-		return h.leaderLogged(leader.id, "member lost: its session ended without it leaving", victim.id, "session invalidated"), "not logged"
-	})
+	leader.coord.signals.MemberGone.WaitFor(t, convergeTimeout, "the leader to see "+victim.id+" lost", func(d departure) bool { return d == departure{victim.id, false} })
+	if !h.leaderLogged(leader.id, "member lost: its session ended without it leaving", victim.id, "session invalidated") {
+		t.Fatalf("the leader saw %s lost without logging it", victim.id)
+	}
 	checks[victim.id].set(nil)
 	eventually.Until(t, convergeTimeout, "the cluster to converge again with "+victim.id, h.converged)
 	if status, _, err := h.serviceStatus(victim.id); err != nil || status != api.HealthPassing {
@@ -155,8 +158,9 @@ func TestConsulServiceCheckInCatalog(t *testing.T) {
 	if status, _, err := h.serviceStatus(victim.id); err != nil || status != "absent" {
 		t.Fatalf("%s stopped: its service is %s (%v), want it deregistered", victim.id, status, err)
 	}
-	eventually.Until(t, convergeTimeout, "the leader to log "+victim.id+" left", func() (bool, string) {
-		return h.leaderLogged(leader.id, "member left the cluster", victim.id, "clean leave"), "not logged"
-	})
+	leader.coord.signals.MemberGone.WaitFor(t, convergeTimeout, "the leader to see "+victim.id+" leave", func(d departure) bool { return d == departure{victim.id, true} })
+	if !h.leaderLogged(leader.id, "member left the cluster", victim.id, "clean leave") {
+		t.Fatalf("the leader saw %s leave without logging it", victim.id)
+	}
 	eventually.Until(t, convergeTimeout, "the two left to split the accounts", h.converged)
 }

@@ -176,6 +176,8 @@ type Consul struct {
 	// Owned by the election loop, and by Stop once that loop ended.
 	term   *term
 	chores chores
+
+	signals testSignals
 }
 
 // NewConsul checks cfg and returns a stopped Consul. It contacts nothing.
@@ -217,6 +219,7 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 		c.check = newServiceCheck(client, cfg, healthy, c.fail, logger)
 	}
 	c.sessions = newSessions(client, sessionName(cfg.InstanceID, cfg.Boot), cfg.SessionTTL, cfg.LockDelay, c.check, logger)
+	c.sessions.signals = &c.signals
 	return c, nil
 }
 

@@ -71,6 +71,7 @@ func (c *Consul) followAssignments(ctx context.Context) {
 			}
 			c.logger.Info("account assignment applied", slog.Int("accounts", len(next)),
 				slog.Int("added", len(added)), slog.Int("removed", len(removed)))
+			c.signals.Assigned.Send(next)
 		}
 	}
 }

@@ -170,6 +170,7 @@ func (c *Consul) beginTerm(ctx context.Context, sess *session) {
 	}()
 	c.term = t
 	c.leading.Store(true)
+	c.signals.Leading.Send(true)
 }
 
 // endTerm stops the leader's duties and chores; it reports whether a term
@@ -186,6 +187,7 @@ func (c *Consul) endTerm(ctx context.Context, reason string) (string, error) {
 	<-t.done
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	defer c.signals.Leading.Send(false) // once the chores stopped
 	return reason, c.chores.stop(sctx)
 }
 

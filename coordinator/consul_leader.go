@@ -28,7 +28,7 @@ func (c *Consul) lead(ctx context.Context, sessionID, prev string) {
 
 	var (
 		view = clusterView{start: time.Now(), left: map[string]time.Time{}, grace: c.cfg.SessionTTL,
-			self: c.cfg.InstanceID, prevLeader: prev}
+			self: c.cfg.InstanceID, prevLeader: prev, signals: &c.signals}
 		soak      = newSettler(c.cfg.LeaderSoak)
 		retry     <-chan time.Time
 		check     = time.NewTicker(c.cfg.Relist)
@@ -50,6 +50,7 @@ func (c *Consul) lead(ctx context.Context, sessionID, prev string) {
 		case pending > 0:
 			if pending != lastCount {
 				c.logger.Info("moves waiting for their previous owner to let go", slog.Int("accounts", pending))
+				c.signals.MovesWaiting.Send(pending)
 			}
 			wait := c.cfg.LeaderSoak
 			if expiry > 0 {
@@ -122,6 +123,7 @@ type clusterView struct {
 	grace       time.Duration
 	self        string // this process's id
 	prevLeader  string // the leader before this term, if another
+	signals     *testSignals
 }
 
 // departed reports whether member has been gone for the grace period (a
@@ -166,6 +168,7 @@ func (v *clusterView) setMembers(list memberList, logger *slog.Logger) (changed,
 		// The previous leader is gone if it is no member: say how.
 		if p := v.prevLeader; p != "" && p != v.self && !slices.Contains(now, p) {
 			logDeparture(logger, p, clean[p], "the previous leader")
+			v.signals.MemberGone.Send(departure{p, clean[p]})
 		}
 		logger.Info("cluster membership", slog.Int("members", len(now)), slog.String("members_ids", strings.Join(now, ",")))
 		return true, false
@@ -179,6 +182,7 @@ func (v *clusterView) setMembers(list memberList, logger *slog.Logger) (changed,
 	for _, m := range left {
 		v.left[m] = at
 		logDeparture(logger, m, clean[m], "a member")
+		v.signals.MemberGone.Send(departure{m, clean[m]})
 		leavesOnly = leavesOnly && clean[m]
 	}
 	for _, m := range joined {

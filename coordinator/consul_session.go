@@ -40,6 +40,8 @@ type sessions struct {
 	cur     *session
 	changed chan struct{} // closed and replaced whenever cur changes
 	stale   []string      // given up, maybe alive: destroyed when Consul answers
+
+	signals *testSignals // the coordinator's
 }
 
 func newSessions(client *api.Client, name string, ttl, lockDelay time.Duration, check *serviceCheck, logger *slog.Logger) *sessions {
@@ -90,6 +92,11 @@ func (s *sessions) set(cur *session) {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
+	if cur == nil {
+		s.signals.Session.Send("")
+	} else {
+		s.signals.Session.Send(cur.id)
+	}
 }
 
 // giveUp ends sess; alive says Consul may still hold it (not renewed in

@@ -116,6 +116,7 @@ func TestConsulLeaderStopHandsOver(t *testing.T) {
 	}
 	stopped := time.Now()
 	margin := 3 * time.Second // a loaded machine under -race
+	// Any of the others may win, each with signals of its own: polled.
 	eventually.Until(t, testLeaderSoak+margin, "another leader", func() (bool, string) {
 		l := h.leaders()
 		return len(l) == 1 && l[0] != old, fmt.Sprintf("%d leaders", len(l))
@@ -135,15 +136,13 @@ func TestConsulSessionDestroyedBehindLeader(t *testing.T) {
 	h.createAccounts(12)
 	h.startConverged(3)
 	leader := h.leaders()[0]
+	leader.coord.signals.Session.Init() // from now on
 	id := leader.coord.sessions.id()
 	starts := leader.chore.starts.Load()
 	if _, err := h.agent.Client().Session().Destroy(id, nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually.Until(t, convergeTimeout, "the leader to drop its destroyed session", func() (bool, string) {
-		now := leader.coord.sessions.id()
-		return now != id, "session " + now
-	})
+	leader.coord.signals.Session.WaitFor(t, convergeTimeout, "the leader to drop its destroyed session", func(s string) bool { return s != id })
 	eventually.Until(t, convergeTimeout, "the cluster to converge again", h.converged)
 	if l := h.leaders()[0]; l == leader && leader.chore.starts.Load() == starts {
 		t.Fatal("the leader kept its term through the loss of its session")
@@ -171,6 +170,7 @@ func TestConsulAgentRestart(t *testing.T) {
 	eventually.Until(t, convergeTimeout, "three coordinators to split 15 accounts", h.converged)
 	before := callCounts(runners)
 	h.agent.Restart()
+	// Members join in Consul's keys, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "every member to join the new agent", func() (bool, string) {
 		st, err := h.alive()[0].coord.Status(context.Background())
 		if err != nil {
@@ -195,6 +195,7 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 		h.start(id, runners[id])
 	}
 	eventually.Until(t, convergeTimeout, "a and b to split 24 accounts", h.converged)
+	leader := h.leaders()[0]
 
 	moving := owners([]string{"a", "b", "c"}, accounts)["c"]
 	if len(moving) == 0 {
@@ -202,6 +203,7 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 	}
 	c := h.start("c", nil)
 	// a and b are told to let go, but hold the leases: c gets nothing yet.
+	// (Three coordinators' progress, each with signals of its own: polled.)
 	eventually.Until(t, convergeTimeout, "the moving accounts to be revoked from a and b", func() (bool, string) {
 		for _, id := range []string{"a", "b"} {
 			cur, _ := runners[id].current()
@@ -213,9 +215,10 @@ func TestConsulMoveWaitsForLeaseRelease(t *testing.T) {
 		}
 		return c.coord.Ready(), "c not ready"
 	})
-	eventually.Until(t, convergeTimeout, "the leader to report waiting moves", func() (bool, string) {
-		return strings.Contains(h.logs.String(), "moves waiting for their previous owner"), "not yet"
-	})
+	leader.coord.signals.MovesWaiting.WaitFor(t, convergeTimeout, "the leader to report waiting moves", func(n int) bool { return n > 0 })
+	if !strings.Contains(h.logs.String(), "moves waiting for their previous owner") {
+		t.Fatal("the leader has moves waiting but did not log them")
+	}
 	if got, _ := c.runner.current(); len(got) != 0 {
 		t.Fatalf("c was given %d accounts while their old owners held the leases", len(got))
 	}
@@ -244,15 +247,15 @@ func TestConsulOutage(t *testing.T) {
 	}
 	eventually.Until(t, convergeTimeout, "a and b to split 10 accounts", h.converged)
 	before := callCounts(runners)
+	leader := h.leaders()[0]
+	leader.coord.signals.Leading.Init() // from now on
 	h.agent.Stop()
-	eventually.Until(t, ttl+time.Second, "the leader to step down", func() (bool, string) {
-		for _, n := range h.alive() {
-			if n.coord.leading.Load() || n.chore.running.Load() {
-				return false, n.id + " still leads"
-			}
+	leader.coord.signals.Leading.WaitFor(t, ttl+time.Second, "the leader to step down", func(leading bool) bool { return !leading })
+	for _, n := range h.alive() {
+		if n.coord.leading.Load() || n.chore.running.Load() {
+			t.Fatalf("%s still leads (or runs the chores) after the leader stepped down", n.id)
 		}
-		return true, ""
-	})
+	}
 	h.agent.Restart()
 	eventually.Until(t, convergeTimeout, "the cluster to converge again", h.converged)
 	noNewSets(t, runners, before)
@@ -316,6 +319,7 @@ func TestConsulUnhealthyLeaderStepsDownAndRejoins(t *testing.T) {
 	sick := h.leaders()[0]
 	checks[sick.id].set(errors.New("account leases not renewed for 3s: database unavailable"))
 	cut := time.Now()
+	// Any of the others may win, each with signals of its own: polled.
 	eventually.Until(t, convergeTimeout, "another leader", func() (bool, string) {
 		l := h.leaders()
 		return len(l) == 1 && l[0] != sick && !sick.chore.running.Load(), fmt.Sprintf("%d leaders, chores of %s running %v", len(l), sick.id, sick.chore.running.Load())
@@ -323,6 +327,7 @@ func TestConsulUnhealthyLeaderStepsDownAndRejoins(t *testing.T) {
 	if took := time.Since(cut); took >= ttl {
 		t.Errorf("a new leader after %v: the sick leader's key waited for its session", took)
 	}
+	// The assignments in Consul's keys, which no part here announces: polled.
 	eventually.Until(t, convergeTimeout, "the others to own every account", func() (bool, string) {
 		st, err := h.leaders()[0].coord.Status(context.Background())
 		if err != nil {
@@ -363,7 +368,7 @@ func TestConsulLeaderWithoutDatabaseConfirmsMembers(t *testing.T) {
 	eventually.Until(t, convergeTimeout, "a to lead and own every account", h.converged)
 	proxy.Cut()
 	b := h.start("b", nil)
-	eventually.Until(t, convergeTimeout, "b to be ready", func() (bool, string) {
+	b.coord.signals.Assigned.Until(t, convergeTimeout, "b to be ready", func() (bool, string) {
 		return b.coord.Ready(), "b not ready"
 	})
 	if !leader.coord.leading.Load() {

@@ -224,6 +224,7 @@ func (h *harness) startOn(id string, runner Runner, db *persistence.DB, health f
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	c.signals.Init()
 	if err := c.Start(ctx); err != nil {
 		h.t.Fatal(err)
 	}
@@ -314,7 +315,9 @@ func (h *harness) leaders() []*node {
 // converged reports whether the live coordinators agree: one leader,
 // running the chores alone; every one ready; Consul listing every live
 // member, and assigning every account to exactly the member rendezvous
-// hashing picks, whose runner was given it.
+// hashing picks, whose runner was given it. It reads Consul's keys and
+// several coordinators at once, which no one signal announces: the tests
+// poll it.
 func (h *harness) converged() (bool, string) {
 	alive := h.alive()
 	leaders := h.leaders()

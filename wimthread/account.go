@@ -45,11 +45,16 @@ type account struct {
 	built    bool
 	stale    atomic.Bool
 	connName atomic.Pointer[string] // the connector's WIM type, for the metrics
+
+	signals *testSignals
 }
 
 // stop makes the account take no new action and cancels those running.
 // Call with table.mu held.
 func (a *account) stop() {
+	if !a.stopping {
+		a.signals.AccountStopped.Send(a.id)
+	}
 	a.stopping = true
 	a.cancel()
 }

@@ -56,6 +56,8 @@ type claimer struct {
 	// for more while some are).
 	running sync.WaitGroup
 	pending atomic.Int64
+
+	signals *testSignals
 }
 
 func (c *claimer) start(ctx context.Context, out chan<- outcome) error {
@@ -188,6 +190,7 @@ func (c *claimer) claimOnce(ctx context.Context, conn *persistence.Pinned) (time
 	}
 	at.recorded = time.Now()
 	c.metrics.claimTook(len(res.Claimed))
+	c.signals.Claimed.Send(len(res.Claimed))
 	c.targets.buildTargets(ctx, c.accountsOf(res.Claimed))
 	var stray []persistence.ClaimKey
 	t.mu.Lock()
@@ -292,5 +295,6 @@ func (c *claimer) runAction(a *account, cl persistence.Claimed, at claimTimes) {
 	c.t.mu.Unlock()
 	c.pending.Add(-1)
 	signal(c.wake)
+	c.signals.ActionRan.Send(cl.Action.ItemID)
 	c.out <- outcome{Finished: persistence.Finished{Action: cl.Action, Outcome: o, Lease: a.lease}, acct: a}
 }

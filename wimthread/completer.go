@@ -53,6 +53,8 @@ type completer struct {
 	svc             startstop.Service
 
 	in chan outcome // from start to finish
+
+	signals *testSignals
 }
 
 // start begins writing and returns where outcomes go.
@@ -177,6 +179,7 @@ func (c *completer) flush(conn *persistence.Pinned, batch []outcome) {
 		c.claims.giveUp(persistence.KeyOf(o.Action))
 		o.acct.actionLog(o.Action).Error("action outcome not written; the claim is given up and the action will run again", slog.Any("error", err))
 	}
+	c.signals.ClaimsGivenUp.Send(len(batch))
 }
 
 // commit writes a batch in one statement, retrying while the database is
@@ -227,12 +230,14 @@ func (c *completer) commit(conn *persistence.Pinned, batch []outcome) error {
 				}
 				cancel()
 			}
+			c.signals.OutcomesWritten.Send(len(batch))
 			return nil
 		}
 		if !transient(err) || time.Now().Add(delay).After(deadline) {
 			return err
 		}
 		c.logger.Warn("writing action outcomes failed; retrying", slog.Int("actions", len(batch)), slog.Int("attempt", attempt), slog.Any("error", err))
+		c.signals.WriteRetried.Send(attempt)
 		time.Sleep(delay) // back-off between retries of an I/O call, not synchronisation
 		delay = min(2*delay, 2*time.Second)
 	}

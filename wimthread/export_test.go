@@ -3,5 +3,8 @@ package wimthread
 // TestSignals are the supervisor's test signals (signals.go).
 type TestSignals = testSignals
 
+// LeaseLoss is what TestSignals.LeaseLost carries.
+type LeaseLoss = leaseLoss
+
 // TestSignals returns s's test signals, for a test to Init and wait on.
-func (s *Supervisor) TestSignals() *TestSignals { return &s.signals }
+func (s *Supervisor) TestSignals() *TestSignals { return s.signals }

@@ -61,10 +61,15 @@ func TestOutcomeAwaitingWriteFreesItsSlot(t *testing.T) {
 	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM instance_actions WHERE uuid = $1 FOR UPDATE`, v.ActionID); err != nil {
 		t.Fatal(err)
 	}
-	b.start(t, registry(), wimthread.Options{Parallel: 1})
-	waitFor(t, "both services made while the first outcome is not yet written", func() (bool, string) {
-		return b.ctrl.Count() == 2, fmt.Sprintf("%d services", b.ctrl.Count())
+	s := b.start(t, registry(), wimthread.Options{Parallel: 1})
+	ran := 0
+	s.TestSignals().ActionRan.WaitFor(t, patience, "both links run while the first outcome is not yet written", func(string) bool {
+		ran++
+		return ran == 2
 	})
+	if n := b.ctrl.Count(); n != 2 {
+		t.Fatalf("%d services after both links ran, want 2", n)
+	}
 	ia, err := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
 	if err != nil {
 		t.Fatal(err)

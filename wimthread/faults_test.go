@@ -468,7 +468,7 @@ func TestDeleteNeverGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 3 * fast.MaxAttempts
-	waitFor(t, fmt.Sprintf("the DELETE at attempt %d", want), func() (bool, string) {
+	b.written(t, fmt.Sprintf("the DELETE at attempt %d", want), func() (bool, string) {
 		acts, err := b.db.ListActionsOfItem(b.ctx, link.UUID)
 		if err != nil {
 			return false, err.Error()
@@ -483,8 +483,8 @@ func TestDeleteNeverGivesUp(t *testing.T) {
 	// Every retry is an event: attempts 1, 2, ... in order, the 503 as
 	// the error, and a next try within the attempt's back-off window,
 	// never more than RetryMax away.
-	// (Events show once every older transaction has ended: read until
-	// they are there.)
+	// (Events show once every older transaction has ended, which nothing
+	// announces: read until they are there.)
 	var retries []wimro.Event
 	waitFor(t, fmt.Sprintf("%d retry events", want), func() (bool, string) {
 		page, err := b.db.ReadEvents(b.ctx, del.UUID, wimro.EventCursor{}, 0)

@@ -38,6 +38,8 @@ type keeper struct {
 	conn *persistence.Session
 	// health is the outcome of the last renewal round (LeaseHealth).
 	health leaseHealth
+
+	signals *testSignals
 }
 
 // leaseHealth remembers when the keeper last reached PostgreSQL and the
@@ -76,6 +78,7 @@ func (k *keeper) release(ctx context.Context) error {
 	}
 	if len(leases) > 0 {
 		k.logger.Info("released account leases", slog.Int("accounts", len(leases)))
+		k.signals.LeasesReleased.Send(leases)
 	}
 	return nil
 }
@@ -120,6 +123,7 @@ func (k *keeper) run(ctx context.Context) {
 		k.renew(ctx)
 		k.releaseGivenUp(ctx)
 		k.apply(ctx)
+		k.signals.KeeperRound.Send(struct{}{})
 		select {
 		case <-ctx.Done():
 			return
@@ -218,6 +222,7 @@ func (k *keeper) dropLost(held, kept []persistence.Lease, start time.Time) {
 		}
 		t.dropLease(l.AccountID)
 		t.metrics.leaseLost(lostRenewal)
+		k.signals.LeaseLost.Send(leaseLoss{l.AccountID, lostRenewal})
 		k.logger.Warn("account lease lost; the account is no longer driven here", slog.String("account_id", l.AccountID), slog.Int64("epoch", l.Epoch))
 	}
 }
@@ -288,6 +293,7 @@ func (k *keeper) apply(ctx context.Context) {
 			}
 		} else {
 			k.logger.Info("released account leases", slog.Int("accounts", len(release)))
+			k.signals.LeasesReleased.Send(release)
 		}
 	}
 	if len(missing) > 0 {
@@ -310,6 +316,7 @@ func (k *keeper) apply(ctx context.Context) {
 			t.mu.Unlock()
 			if len(got) > 0 {
 				k.logger.Info("took account leases", slog.Int("accounts", len(got)))
+				k.signals.LeasesTaken.Send(got)
 			}
 			if n := len(missing) - len(got); n > 0 {
 				k.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -42,7 +41,8 @@ func leaseRenewalCost(b *testing.B, lease time.Duration) {
 		}
 		const owner = "cost-bench"
 		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Lease: lease, Poll: time.Second})
-		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
+		// A keeper round drives the accounts whose leases it took.
+		s.TestSignals().KeeperRound.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
 			n := len(s.Accounts())
 			return n == accounts, fmt.Sprint(n)
 		})

@@ -209,7 +209,8 @@ func (s *Supervisor) checkLink(a *account, l persistence.MonitoredLink, timeout 
 	ctx, cancel := context.WithTimeout(a.ctx, timeout)
 	st, err := t.Connector.GetServiceStatus(ctx, l.ServiceID, l.ConnInfo)
 	cancel()
-	s.signals.LinkRead.Send(l.UUID)
+	// Told once any change found is recorded (or found not to be).
+	defer s.signals.LinkRead.Send(l.UUID)
 	if a.ctx.Err() != nil {
 		return // the account stopped here: its new owner reads the link
 	}

@@ -35,11 +35,12 @@ func (b *bundle) monitored(t *testing.T, interval time.Duration, n int) (*promet
 	return reg, log, links, v.ActionID
 }
 
-// link waits until link id has status and its message satisfies msgOK.
+// link waits until link id has status and its message satisfies msgOK,
+// as the links monitor of the supervisor started last records it.
 func (b *bundle) link(t *testing.T, id, status string, msgOK func(string) bool) wimro.WANLink {
 	t.Helper()
 	var l wimro.WANLink
-	waitFor(t, "link "+id+" "+status, func() (bool, string) {
+	b.sup.TestSignals().LinkRead.Until(t, patience, "link "+id+" "+status, func() (bool, string) {
 		var err error
 		if l, err = b.db.GetWANLink(b.ctx, id); err != nil {
 			return false, err.Error()
@@ -102,6 +103,8 @@ func TestMonitorFindsLinksDownAndBack(t *testing.T) {
 	if !back.StatusSince.After(down.StatusSince) {
 		t.Fatalf("status_since %v did not move from %v", back.StatusSince, down.StatusSince)
 	}
+	// Events show once every older transaction has ended, which nothing
+	// announces.
 	waitFor(t, "the events", func() (bool, string) {
 		got := strings.Join(b.linkEvents(t, ia, faulted.UUID), "|")
 		return strings.HasSuffix(got, "ACTIVE|DOWN: port ep-dcA is down|ACTIVE"), got

@@ -213,6 +213,7 @@ wimro_queue_actions{account_id=%q} 3
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(coll)
+	// Nothing runs: the age grows with the database's clock alone.
 	waitFor(t, "the oldest due action ages", func() (bool, string) {
 		age := metricValue(t, reg, "wimro_queue_oldest_due_seconds", map[string]string{"account_id": acct})
 		return age > 0, fmt.Sprintf("age %v", age)
@@ -251,14 +252,15 @@ func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	// Two CREATEs (the service answers BUILD once) and their two refreshes:
 	// four claimed, four outcomes written, in batches. The histograms are
 	// observed after the write, so they may trail the database a moment.
-	waitFor(t, "the batches observed", func() (bool, string) {
+	sig := s.TestSignals()
+	sig.OutcomesWritten.Until(t, patience, "the batches observed", func() (bool, string) {
 		claimed, written := metricSum(t, reg, "wimro_claim_actions"), metricSum(t, reg, "wimro_outcome_batch_actions")
 		writes := metricValue(t, reg, "wimro_outcome_write_duration_seconds", nil)
 		return claimed == 4 && written == 4 && writes >= 1, fmt.Sprintf("claimed %v, written %v in %v writes", claimed, written, writes)
 	})
 	// The last outcome written wakes a claim, which finds nothing: an
 	// empty claim is observed too.
-	waitFor(t, "an empty claim observed", func() (bool, string) {
+	sig.Claimed.Until(t, patience, "an empty claim observed", func() (bool, string) {
 		claims, empty := claimStatements(t, reg)
 		return empty >= 1, fmt.Sprintf("%d claims, %d empty", claims, empty)
 	})
@@ -299,7 +301,8 @@ func TestClaimsHeldWhileActionsRun(t *testing.T) {
 	s := b.start(t, r, wimthread.Options{Metrics: m})
 	reg.MustRegister(wimthread.NewSupervisorCollector(s), wimthread.NewQueueCollector(b.db))
 	v := b.instance(t, "ns", 2, wimro.NetActive)
-	waitFor(t, "two claims held", func() (bool, string) {
+	sig := s.TestSignals()
+	sig.Claimed.Until(t, patience, "two claims held", func() (bool, string) {
 		n := metricValue(t, reg, "wimro_claims_held", nil)
 		return n == 2, fmt.Sprintf("%v held", n)
 	})
@@ -310,7 +313,7 @@ func TestClaimsHeldWhileActionsRun(t *testing.T) {
 	close(release)
 	b.actionDone(t, v.UUID, v.ActionID)
 	b.noUnfinished(t)
-	waitFor(t, "no claim held", func() (bool, string) {
+	sig.OutcomesWritten.Until(t, patience, "no claim held", func() (bool, string) {
 		n := metricValue(t, reg, "wimro_claims_held", nil)
 		return n == 0, fmt.Sprintf("%v held", n)
 	})
@@ -391,7 +394,7 @@ func TestActionsFinishedCountsOnlyEndedActions(t *testing.T) {
 			b.actionDone(t, v.UUID, v.ActionID)
 			b.noUnfinished(t)
 			// Counted once written: the metric may trail the database.
-			waitFor(t, "the end counted", func() (bool, string) {
+			b.written(t, "the end counted", func() (bool, string) {
 				n := metricValue(t, reg, "wimro_actions_finished_total", map[string]string{"action": "CREATE", "status": tt.status})
 				return n >= 1, fmt.Sprintf("%v", n)
 			})
@@ -448,6 +451,8 @@ func TestLeaseLossesCounted(t *testing.T) {
 			}
 			s := wimthread.New(b.db, b.conns(registry(), nil, m), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond,
 				Lease: time.Second, Metrics: m})
+			sig := s.TestSignals()
+			sig.Init()
 			if err := s.Start(b.ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -462,16 +467,21 @@ func TestLeaseLossesCounted(t *testing.T) {
 				return metricValue(t, reg, "wimro_account_leases_lost_total", map[string]string{"reason": reason})
 			}
 			s.SetAccounts(ids)
-			waitFor(t, "the account owned", func() (bool, string) { return len(s.Owned()) == 1, fmt.Sprint(s.Owned()) })
+			sig.LeasesTaken.Wait(t, patience, "the lease taken")
+			if got := s.Owned(); len(got) != 1 {
+				t.Fatalf("owned %v after the lease was taken, want the account", got)
+			}
 			if n, n2 := lost("renewal"), lost("local_bound"); n != 0 || n2 != 0 {
 				t.Fatalf("leases lost before any loss: renewal %v, local_bound %v", n, n2)
 			}
 			end := tt.lose(t, b, ids[0])
 			defer end()
-			waitFor(t, "the loss counted", func() (bool, string) {
-				n := lost(tt.reason)
-				return n >= 1 && len(s.Owned()) == 0, fmt.Sprintf("%v lost (%s), owned %v", n, tt.reason, s.Owned())
+			sig.LeaseLost.WaitFor(t, patience, "the lease lost ("+tt.reason+")", func(l wimthread.LeaseLoss) bool {
+				return l == wimthread.LeaseLoss{Account: ids[0], Reason: tt.reason}
 			})
+			if n := lost(tt.reason); n < 1 || len(s.Owned()) != 0 {
+				t.Fatalf("%v leases lost (%s) counted, owned %v; want the loss counted and nothing owned", n, tt.reason, s.Owned())
+			}
 		})
 	}
 }

@@ -27,11 +27,6 @@ func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func (l *logBuffer) waitFor(t testing.TB, text string) {
-	t.Helper()
-	waitFor(t, "log line "+text, func() (bool, string) { return strings.Contains(l.String(), text), "not yet" })
-}
-
 // outage takes the test's database away from every client: new
 // connections are refused and the open ones are ended. end brings it
 // back; it runs at cleanup too, before the database is dropped.
@@ -114,10 +109,13 @@ func TestOutcomeUnwrittenForALeaseIsReleased(t *testing.T) {
 		end = b.outage(t)
 		close(outage)
 	})
-	b.startWith(t, r, logs.logger(), wimthread.Options{Lease: time.Second, SweepEvery: 100 * time.Millisecond})
+	s := b.startWith(t, r, logs.logger(), wimthread.Options{Lease: time.Second, SweepEvery: 100 * time.Millisecond})
 	v := b.instance(t, "ns", 1, wimro.NetActive)
 	<-outage
-	logs.waitFor(t, "the claim is given up")
+	s.TestSignals().ClaimsGivenUp.Wait(t, patience, "the claim given up")
+	if !strings.Contains(logs.String(), "the claim is given up") {
+		t.Fatalf("the claim was given up without saying so:\n%s", logs.String())
+	}
 	end()
 	b.actionDone(t, v.UUID, v.ActionID)
 	links := b.linksActive(t, v.UUID)
@@ -145,10 +143,13 @@ func TestOutcomeWriteRetriedAfterShortOutage(t *testing.T) {
 		end = b.outage(t)
 		close(outage)
 	})
-	b.startWith(t, r, logs.logger(), wimthread.Options{Lease: 20 * time.Second, SweepEvery: 100 * time.Millisecond})
+	s := b.startWith(t, r, logs.logger(), wimthread.Options{Lease: 20 * time.Second, SweepEvery: 100 * time.Millisecond})
 	v := b.instance(t, "ns", 1, wimro.NetActive)
 	<-outage
-	logs.waitFor(t, "writing action outcomes failed; retrying")
+	s.TestSignals().WriteRetried.Wait(t, patience, "the outcome write retried")
+	if !strings.Contains(logs.String(), "writing action outcomes failed; retrying") {
+		t.Fatalf("the write was retried without saying so:\n%s", logs.String())
+	}
 	end()
 	ia := b.actionDone(t, v.UUID, v.ActionID)
 	b.linksActive(t, v.UUID)

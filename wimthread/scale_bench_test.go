@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -67,7 +66,8 @@ func scaleAccounts(b *testing.B, monitor time.Duration) {
 		start := time.Now()
 		const owner = "scale-bench"
 		s := bd.own(b, registry(), nil, wimthread.Options{Owner: owner, Poll: time.Second, MonitorInterval: monitor})
-		eventually.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
+		// A keeper round drives the accounts whose leases it took.
+		s.TestSignals().KeeperRound.Until(b, time.Minute, "a worker per account (leases taken)", func() (bool, string) {
 			n := len(s.Accounts())
 			return n == accounts, fmt.Sprint(n)
 		})

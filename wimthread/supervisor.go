@@ -94,7 +94,8 @@ type Supervisor struct {
 	life    sync.Mutex // Start and Stop
 	started bool
 
-	signals testSignals
+	// signals are shared by the parts, each announcing its own progress.
+	signals *testSignals
 }
 
 // New returns a stopped supervisor. conns builds the accounts' connectors
@@ -106,7 +107,9 @@ func New(db *persistence.DB, conns *accountconn.Factory, logger *slog.Logger, op
 	opts = opts.withDefaults()
 	runner := actions.NewRunner(&db.Store, opts.Policy, logger)
 	cl := newClaims()
+	sig := &testSignals{}
 	t := newTable(opts.Lease, logger, opts.Metrics)
+	t.signals = sig
 	wakeClaim := make(chan struct{}, 1)
 	kick := make(chan struct{}, 1)
 	renewal := &claimRenewal{}
@@ -114,22 +117,23 @@ func New(db *persistence.DB, conns *accountconn.Factory, logger *slog.Logger, op
 	c := &claimer{
 		db: db, logger: logger, owner: opts.Owner, lease: opts.Lease, parallel: opts.Parallel, metrics: opts.Metrics,
 		runner: runner, t: t, claims: cl, targets: targets, renewal: renewal, wake: wakeClaim,
-		svc: startstop.Service{Name: "wimthread claimer"},
+		svc: startstop.Service{Name: "wimthread claimer"}, signals: sig,
 	}
 	return &Supervisor{
 		db: db, logger: logger, opts: opts, claims: cl, table: t, targets: targets,
 		keeper: &keeper{
 			db: db, logger: logger, owner: opts.Owner, lease: opts.Lease, every: opts.SweepEvery,
 			t: t, claims: cl, renewal: renewal, kick: kick, wakeClaim: wakeClaim,
-			svc: startstop.Service{Name: "wimthread lease keeper"},
+			svc: startstop.Service{Name: "wimthread lease keeper"}, signals: sig,
 		},
 		claimer: c,
 		completer: &completer{
 			db: db, logger: logger, lease: opts.Lease, metrics: opts.Metrics, runner: runner,
 			t: t, claims: cl, pending: &c.pending, wakeClaim: wakeClaim, kick: kick,
-			svc: startstop.Service{Name: "wimthread completer"},
+			svc: startstop.Service{Name: "wimthread completer"}, signals: sig,
 		},
 		monitors: startstop.Service{Name: "wimthread monitors"},
+		signals:  sig,
 	}
 }
 

@@ -36,6 +36,8 @@ type table struct {
 	// ctx is the parent of the accounts' contexts, from open to close.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	signals *testSignals
 }
 
 func newTable(lease time.Duration, logger *slog.Logger, metrics *Metrics) *table {
@@ -190,15 +192,18 @@ func (t *table) expire(id string, b *leaseBound) {
 	l := t.leases[id]
 	t.dropLease(id)
 	t.metrics.leaseLost(lostLocalBound)
+	t.signals.LeaseLost.Send(leaseLoss{id, lostLocalBound})
 	t.logger.Warn("account lease not renewed within its local bound; the account is no longer driven here",
 		slog.String("account_id", id), slog.Int64("epoch", l.Epoch), slog.Duration("bound", b.ttl))
 }
 
-// newAccount starts driving the account of lease l. Call with t.mu held.
+// newAccount starts driving the account of lease l. Call with t.mu held
+// (a test told of it finds it in the table).
 func (t *table) newAccount(l persistence.Lease) *account {
 	ctx, cancel := context.WithCancel(t.ctx)
+	t.signals.AccountDriven.Send(l.AccountID)
 	return &account{id: l.AccountID, lease: l, bound: t.bounds[l.AccountID], ctx: ctx, cancel: cancel,
-		log: t.logger.With(slog.String("account_id", l.AccountID))}
+		log: t.logger.With(slog.String("account_id", l.AccountID)), signals: t.signals}
 }
 
 // settle forgets the actions whose outcome is written (or given up):

@@ -26,6 +26,7 @@ import (
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/internal/testkit/testfactory"
+	"github.com/wimro/wimro/internal/testsignal"
 	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
@@ -213,17 +214,32 @@ func (b *bundle) instance(t testing.TB, name string, n int, status string, dcs .
 	return b.f.Instance(t, "t0", name, testfactory.Nets(status, testfactory.VLDs(n), dcs...))
 }
 
-// waitFor waits for database state (there is no event to wait on).
+// patience bounds every wait of the tests, on a signal or on state.
+const patience = 30 * time.Second
+
+// waitFor waits for state that no part of the supervisor announces (the
+// caller says which in a comment): it polls.
 func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	eventually.Until(t, 30*time.Second, what, cond)
+	eventually.Until(t, patience, what, cond)
+}
+
+// written waits until cond holds over what the supervisor started last
+// (b.sup) writes with action outcomes: cond is checked again after each
+// outcome write it announces.
+func (b *bundle) written(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	if b.sup == nil {
+		t.Fatalf("waiting for %s: no supervisor started by bundle.own", what)
+	}
+	b.sup.TestSignals().OutcomesWritten.Until(t, patience, what, cond)
 }
 
 // actionDone waits until an instance action has finished all its tasks.
 func (b *bundle) actionDone(t testing.TB, instanceID, actionID string) engine.InstanceActionView {
 	t.Helper()
 	var v engine.InstanceActionView
-	waitFor(t, "instance action "+actionID, func() (bool, string) {
+	b.written(t, "instance action "+actionID, func() (bool, string) {
 		var err error
 		v, err = b.eng.GetInstanceAction(b.ctx, "t0", instanceID, actionID)
 		if err != nil {
@@ -242,7 +258,7 @@ func (b *bundle) actionDone(t testing.TB, instanceID, actionID string) engine.In
 // its local networks not ACTIVE n times.
 func (b *bundle) waitedForNetworks(t testing.TB, v engine.InstanceView, n float64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the CREATE deferred %v times", n), func() (bool, string) {
+	b.written(t, fmt.Sprintf("the CREATE deferred %v times", n), func() (bool, string) {
 		ia, _ := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
 		if len(ia.WIMActions) == 0 {
 			return false, "no task"
@@ -255,7 +271,7 @@ func (b *bundle) waitedForNetworks(t testing.TB, v engine.InstanceView, n float6
 func (b *bundle) linksActive(t testing.TB, instanceID string) []wimro.WANLink {
 	t.Helper()
 	var links []wimro.WANLink
-	waitFor(t, "links ACTIVE", func() (bool, string) {
+	b.written(t, "links ACTIVE", func() (bool, string) {
 		var err error
 		links, err = b.eng.ListWANLinks(b.ctx, "t0", instanceID)
 		if err != nil {
@@ -274,7 +290,7 @@ func (b *bundle) linksActive(t testing.TB, instanceID string) []wimro.WANLink {
 
 func (b *bundle) noUnfinished(t testing.TB) {
 	t.Helper()
-	waitFor(t, "no unfinished action", func() (bool, string) {
+	b.written(t, "no unfinished action", func() (bool, string) {
 		n, err := b.db.CountUnfinishedActions(b.ctx, b.accounts(t))
 		return err == nil && n == 0, fmt.Sprintf("%d unfinished (%v)", n, err)
 	})
@@ -379,7 +395,7 @@ func TestNetworkReportsDuringTheirCreateRun(t *testing.T) {
 			t.Fatalf("round %d: %d networks, want 2", round, len(v.Networks))
 		}
 		// The CREATE has run once and waits for its networks.
-		waitFor(t, "a CREATE waiting for its networks", func() (bool, string) {
+		b.written(t, "a CREATE waiting for its networks", func() (bool, string) {
 			ia, err := b.eng.GetInstanceAction(b.ctx, "t0", v.UUID, v.ActionID)
 			if err != nil || len(ia.WIMActions) == 0 {
 				return false, fmt.Sprintf("no task (%v)", err)
@@ -396,7 +412,7 @@ func TestNetworkReportsDuringTheirCreateRun(t *testing.T) {
 			}
 		}
 		reported := time.Now()
-		eventually.Until(t, time.Second, fmt.Sprintf("round %d: the link ACTIVE within 1 s of the second report (the CREATE waits %s)", round, wait), func() (bool, string) {
+		b.sup.TestSignals().OutcomesWritten.Until(t, time.Second, fmt.Sprintf("round %d: the link ACTIVE within 1 s of the second report (the CREATE waits %s)", round, wait), func() (bool, string) {
 			links, err := b.eng.ListWANLinks(b.ctx, "t0", v.UUID)
 			if err != nil || len(links) != 1 {
 				return false, fmt.Sprintf("%d links (%v)", len(links), err)
@@ -565,8 +581,9 @@ func TestPerLinkOrderUnderParallelism(t *testing.T) {
 	}
 
 	// Delete a second instance while its creates are in flight.
+	tr.started.Init() // the creates of ns2 only
 	v2 := b.instance(t, "ns2", 6, wimro.NetActive)
-	waitFor(t, "a create in flight", func() (bool, string) { return tr.inFlight() > 0, "" })
+	tr.started.Wait(t, patience, "a create of ns2 in flight")
 	del, _, err := b.eng.DeleteInstance(b.ctx, "t0", v2.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -592,10 +609,11 @@ func TestPerLinkOrderUnderParallelism(t *testing.T) {
 	}
 }
 
-// tracker counts controller creates in flight.
+// tracker counts controller creates in flight, and tells when one starts.
 type tracker struct {
 	mu       sync.Mutex
 	now, max int
+	started  testsignal.Signal[struct{}]
 }
 
 func (t *tracker) add(d int) {
@@ -603,12 +621,9 @@ func (t *tracker) add(d int) {
 	defer t.mu.Unlock()
 	t.now += d
 	t.max = max(t.max, t.now)
-}
-
-func (t *tracker) inFlight() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.now
+	if d > 0 {
+		t.started.Send(struct{}{})
+	}
 }
 
 func (t *tracker) maxInFlight() int {
@@ -705,19 +720,29 @@ func TestSupervisorFollowsAccounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", nil)
 	s := b.start(t, registry(), wimthread.Options{})
-	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
+	sig := s.TestSignals()
+	first := sig.AccountDriven.Wait(t, patience, "the first account driven")
+	if got := s.Accounts(); len(got) != 1 || got[0] != first {
+		t.Fatalf("driven %v, want %s alone", got, first)
+	}
 	// A new account appears through NOTIFY (the account list channel); a
 	// removed one goes.
 	b.f.Tenant(t, "t1")
-	b.f.Account(t, "t1", "wan1", engine.AccountInput{})
-	waitFor(t, "two workers", func() (bool, string) { return len(s.Accounts()) == 2, fmt.Sprint(s.Accounts()) })
+	added := b.f.Account(t, "t1", "wan1", engine.AccountInput{})
+	sig.AccountDriven.WaitFor(t, patience, "the new account driven", func(id string) bool { return id == added.UUID })
+	if got := s.Accounts(); len(got) != 2 {
+		t.Fatalf("driven %v, want both accounts", got)
+	}
 	if got := s.Owned(); len(got) != 2 {
 		t.Fatalf("leases held = %v, want both accounts", got)
 	}
 	if _, err := b.eng.DeleteAccounts(b.ctx, "t1", "wan1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "one worker", func() (bool, string) { return len(s.Accounts()) == 1, fmt.Sprint(s.Accounts()) })
+	sig.AccountStopped.WaitFor(t, patience, "the deleted account no longer driven", func(id string) bool { return id == added.UUID })
+	if got := s.Accounts(); len(got) != 1 || got[0] != first {
+		t.Fatalf("driven %v, want %s alone", got, first)
+	}
 }
 
 // SetAccounts is the whole contract with a coordinator: the supervisor
@@ -728,18 +753,22 @@ func TestSetAccountsTakesAndReleasesLeases(t *testing.T) {
 	b := setup(t, "fake", nil)
 	ids := b.accounts(t)
 	s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: "only", Policy: fast, Poll: 100 * time.Millisecond})
+	sig := s.TestSignals()
+	sig.Init()
 	if err := s.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	s.SetAccounts(ids)
-	waitFor(t, "a worker and its lease", func() (bool, string) {
-		holders, _ := b.db.LeaseHolders(b.ctx)
-		return len(s.Accounts()) == 1 && len(s.Owned()) == 1 && holders[ids[0]] == "only", fmt.Sprint(s.Accounts(), holders)
-	})
+	sig.AccountDriven.Wait(t, patience, "the account driven")
+	holders, err := b.db.LeaseHolders(b.ctx)
+	if len(s.Accounts()) != 1 || len(s.Owned()) != 1 || holders[ids[0]] != "only" || err != nil {
+		t.Fatalf("driven %v, owned %v, lease holders %v (%v); want the account driven under its lease", s.Accounts(), s.Owned(), holders, err)
+	}
 	s.SetAccounts(nil)
-	waitFor(t, "no worker and no lease", func() (bool, string) {
-		holders, err := b.db.LeaseHolders(b.ctx)
-		return len(s.Accounts()) == 0 && len(s.Owned()) == 0 && err == nil && len(holders) == 0, fmt.Sprint(s.Accounts(), s.Owned(), holders, err)
-	})
+	sig.LeasesReleased.Wait(t, patience, "the lease released")
+	holders, err = b.db.LeaseHolders(b.ctx)
+	if len(s.Accounts()) != 0 || len(s.Owned()) != 0 || len(holders) != 0 || err != nil {
+		t.Fatalf("driven %v, owned %v, lease holders %v (%v); want no account and no lease", s.Accounts(), s.Owned(), holders, err)
+	}
 }

@@ -63,10 +63,7 @@ func (s *Signal[T]) Wait(tb TB, timeout time.Duration, what string) T {
 // and the last value seen.
 func (s *Signal[T]) WaitFor(tb TB, timeout time.Duration, what string, ok func(T) bool) T {
 	tb.Helper()
-	p := s.ch.Load()
-	if p == nil {
-		tb.Fatalf("waiting for %s: the signal was not initialised (call its part's test signals' Init)", what)
-	}
+	p := s.channel(tb, what)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	var last any = "nothing"
@@ -83,4 +80,43 @@ func (s *Signal[T]) WaitFor(tb TB, timeout time.Duration, what string, ok func(T
 			return zero
 		}
 	}
+}
+
+// Until returns once cond holds: it checks cond now and again after each
+// value sent, so it waits for a state the part announces the changes of
+// (a row the part writes, a metric it counts) without polling. The
+// values are dropped. It fails tb after timeout naming what it waited
+// for and the last state cond described, also when cond holds by then
+// but no value announced it (the part changed the state silently).
+func (s *Signal[T]) Until(tb TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	tb.Helper()
+	p := s.channel(tb, what)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		if ok, _ := cond(); ok {
+			return
+		}
+		select {
+		case <-*p:
+		case <-deadline.C:
+			ok, state := cond()
+			if ok {
+				state += " (holds now, but no signal announced it)"
+			}
+			tb.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, state)
+			return
+		}
+	}
+}
+
+// channel returns the signal's channel, or fails tb when Init was not
+// called.
+func (s *Signal[T]) channel(tb TB, what string) *chan T {
+	tb.Helper()
+	p := s.ch.Load()
+	if p == nil {
+		tb.Fatalf("waiting for %s: the signal was not initialised (call its part's test signals' Init)", what)
+	}
+	return p
 }

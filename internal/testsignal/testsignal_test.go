@@ -2,6 +2,8 @@ package testsignal
 
 import (
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -54,4 +56,44 @@ func TestSignal(t *testing.T) {
 		t.Fatal("a value dropped for a full buffer was delivered")
 	}
 	t.Log(msg)
+}
+
+func TestUntil(t *testing.T) {
+	t.Parallel()
+	var s Signal[struct{}]
+	var n atomic.Int64
+	cond := func() (bool, string) { return n.Load() >= 2, fmt.Sprintf("n=%d", n.Load()) }
+	if msg := failure(func(tb TB) { s.Until(tb, time.Millisecond, "n at 2", cond) }); msg == "" {
+		t.Fatal("Until on a signal never initialised returned")
+	}
+	s.Init()
+	n.Store(2)
+	s.Until(t, time.Second, "n at 2, holding already", cond) // no value needed
+
+	n.Store(0)
+	go func() {
+		n.Store(1)
+		s.Send(struct{}{})
+	}()
+	msg := failure(func(tb TB) { s.Until(tb, 50*time.Millisecond, "n at 2", cond) })
+	if !strings.Contains(msg, "last state: n=1") {
+		t.Fatalf("Until with the state short of it: %q, want the last state n=1", msg)
+	}
+
+	var checks atomic.Int64
+	msg = failure(func(tb TB) {
+		s.Until(tb, 20*time.Millisecond, "the second check", func() (bool, string) {
+			return checks.Add(1) >= 2, "checked once" // holds at the deadline's check only
+		})
+	})
+	if !strings.Contains(msg, "no signal announced it") {
+		t.Fatalf("Until with a state changed silently: %q, want it named", msg)
+	}
+
+	n.Store(0)
+	go func() {
+		n.Store(2)
+		s.Send(struct{}{})
+	}()
+	s.Until(t, 10*time.Second, "n at 2, announced", cond)
 }
