@@ -306,7 +306,7 @@ type Emulator struct {
 	emulator.Recorder
 	opts        Options
 	root        string
-	lint        *linter // nil without Options.YANGDir
+	lint        *emulator.Linter // nil without Options.YANGDir
 	contextUUID string
 	sips        map[string]SIP
 
@@ -334,7 +334,7 @@ func New(opts Options) *Emulator {
 		e.sips[s.UUID] = s
 	}
 	if opts.YANGDir != "" {
-		e.lint = newLinter(opts.YANGDir)
+		e.lint = emulator.NewLinter(opts.YANGDir, nil)
 	}
 	return e
 }
@@ -571,7 +571,7 @@ func (e *Emulator) readOnly(w http.ResponseWriter, r *http.Request, doc func() (
 	if datastore == nil {
 		datastore = answer
 	}
-	return e.answer(w, http.StatusOK, answer, "GET "+r.URL.Path, lintData, datastore, nil)
+	return e.answer(w, http.StatusOK, answer, "GET "+r.URL.Path, emulator.LintData, datastore, nil)
 }
 
 // answer writes v, after yanglint (with Options.YANGDir) has accepted
@@ -580,7 +580,7 @@ func (e *Emulator) readOnly(w http.ResponseWriter, r *http.Request, doc func() (
 // document).
 func (e *Emulator) answer(w http.ResponseWriter, status int, v any, what, kind string, lintDoc, operational any) *rcError {
 	if e.lint != nil && lintDoc != nil {
-		if err := e.lint.check("answer to "+what, kind, lintDoc, operational); err != nil {
+		if err := e.lint.Check("answer to "+what, kind, lintDoc, operational); err != nil {
 			return &rcError{status: http.StatusInternalServerError, tag: "operation-failed", msg: "the emulator's answer is not valid TAPI " + e.version() + ": " + err.Error()}
 		}
 	}
@@ -594,7 +594,7 @@ func (e *Emulator) lintRequest(what, kind string, doc, operational any) *rcError
 	if e.lint == nil {
 		return nil
 	}
-	if err := e.lint.check(what, kind, doc, operational); err != nil {
+	if err := e.lint.Check(what, kind, doc, operational); err != nil {
 		return invalid("%s is not valid TAPI %s: %v", what, e.version(), err)
 	}
 	return nil
@@ -809,7 +809,7 @@ func (e *Emulator) readService(w http.ResponseWriter, id string) *rcError {
 	}
 	list := []any{doc}
 	return e.answer(w, http.StatusOK, map[string]any{"tapi-connectivity:connectivity-service": list}, "GET service "+id,
-		lintData, e.inContext(e.sipList(), map[string]any{"connectivity-service": list}), nil)
+		emulator.LintData, e.inContext(e.sipList(), map[string]any{"connectivity-service": list}), nil)
 }
 
 func (e *Emulator) remove(id string) (found bool) {
@@ -866,7 +866,7 @@ func (e *Emulator) createData(w http.ResponseWriter, r *http.Request, body []byt
 		}
 		config["service-interface-point"] = sips
 	}
-	if err := e.lintRequest("the data-mode create body", lintConfig, map[string]any{"tapi-common:context": config}, nil); err != nil {
+	if err := e.lintRequest("the data-mode create body", emulator.LintConfig, map[string]any{"tapi-common:context": config}, nil); err != nil {
 		return err
 	}
 	var err *rcError
@@ -911,7 +911,7 @@ func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	var input any
 	_ = json.Unmarshal(raw, &input)
-	if err := e.lintRequest("the create-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:create-connectivity-service": input}, e.operational()); err != nil {
+	if err := e.lintRequest("the create-connectivity-service input", emulator.LintRPC, map[string]any{"tapi-connectivity:create-connectivity-service": input}, e.operational()); err != nil {
 		return err
 	}
 	var in serviceIn
@@ -944,7 +944,7 @@ func (e *Emulator) createRPC(w http.ResponseWriter, r *http.Request, body []byte
 	out := e.wire(s)
 	e.mu.Unlock()
 	return e.answer(w, http.StatusOK, map[string]any{"tapi-connectivity:output": map[string]any{"service": out}}, "create-connectivity-service",
-		lintReply, map[string]any{"tapi-connectivity:create-connectivity-service": map[string]any{"service": out}}, e.operational())
+		emulator.LintReply, map[string]any{"tapi-connectivity:create-connectivity-service": map[string]any{"service": out}}, e.operational())
 }
 
 func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte) *rcError {
@@ -957,7 +957,7 @@ func (e *Emulator) deleteRPC(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	var doc any
 	_ = json.Unmarshal(raw, &doc)
-	if err := e.lintRequest("the delete-connectivity-service input", lintRPC, map[string]any{"tapi-connectivity:delete-connectivity-service": doc}, e.operational()); err != nil {
+	if err := e.lintRequest("the delete-connectivity-service input", emulator.LintRPC, map[string]any{"tapi-connectivity:delete-connectivity-service": doc}, e.operational()); err != nil {
 		return err
 	}
 	var input struct {
