@@ -14,7 +14,7 @@ import (
 func service(id string, edit func(access map[string]any)) string {
 	access := map[string]any{
 		"id": id + "-0", "vpn-instance-profile": id,
-		"connection": map[string]any{"encapsulation": map[string]any{"type": "ietf-vpn-common:dot1q", "dot1q": map[string]any{"tag-type": "ietf-vpn-common:c-vlan", "cvlan-id": 100}}},
+		"connection":    map[string]any{"encapsulation": map[string]any{"type": "ietf-vpn-common:dot1q", "dot1q": map[string]any{"tag-type": "ietf-vpn-common:c-vlan", "cvlan-id": 100}}},
 		"ip-connection": map[string]any{"ipv4": map[string]any{"local-address": "192.0.2.1", "prefix-length": 30}},
 		"routing-protocols": map[string]any{"routing-protocol": []any{map[string]any{"id": "static", "type": "ietf-vpn-common:static-routing",
 			"static": map[string]any{"cascaded-lan-prefixes": map[string]any{"ipv4-lan-prefixes": []any{map[string]any{"lan": "10.0.0.0/24", "next-hop": "192.0.2.2"}}}}}}},
@@ -23,7 +23,7 @@ func service(id string, edit func(access map[string]any)) string {
 		edit(access)
 	}
 	s := map[string]any{
-		"vpn-id": id,
+		"vpn-id":                id,
 		"vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}},
 		"vpn-nodes": map[string]any{"vpn-node": []any{map[string]any{"vpn-node-id": "pe1", "ne-id": "pe1",
 			"active-vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}},
