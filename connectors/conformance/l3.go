@@ -34,13 +34,14 @@ func (s *suite) l3Points(i int) []connectors.ConnectionPoint {
 	}
 	points := clonePoints(s.h.Points(i))
 	for j := range points {
-		points[j].L3 = l3Site(j)
+		points[j].L3 = L3Site(j)
 	}
 	return points
 }
 
-// l3Site is a valid L3 site: 10.<j>.0.0/24 behind 192.0.2.<4j+2> on a /30.
-func l3Site(j int) *connectors.L3Site {
+// L3Site is a valid L3 site for the j-th datacenter of a test:
+// 10.<j>.0.0/24 behind the CE 192.0.2.<4j+2>, the PE 192.0.2.<4j+1>/30.
+func L3Site(j int) *connectors.L3Site {
 	base := netip.AddrFrom4([4]byte{192, 0, 2, byte(4*j + 1)})
 	return &connectors.L3Site{
 		Prefix:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(j), 0, 0}), 24),

@@ -676,30 +676,15 @@ func (c *connector) fail(op string, r rest.Reply) error {
 
 // empty reports a reply that says "no data here" rather than success or
 // failure: 204, or a RESTCONF 404.
-func empty(r rest.Reply) bool {
-	return r.Status == http.StatusNoContent || (r.Status == http.StatusNotFound && rest.ParseRESTCONFErrors(r.Body) != nil)
-}
+func empty(r rest.Reply) bool { return rest.EmptyReply(r) }
 
 // gone reports a DELETE reply saying the entry does not exist.
-func gone(r rest.Reply) bool {
-	return r.Status == http.StatusNotFound || (r.Status == http.StatusConflict && rest.HasRESTCONFTag(r.Body, "data-missing"))
-}
+func gone(r rest.Reply) bool { return rest.Gone(r) }
 
 // member decodes the member name of a RESTCONF reply ({"ietf-l2vpn-svc:<name>": …};
 // the bare name is accepted too) into out.
 func (c *connector) member(op string, r rest.Reply, name string, out any) error {
-	var doc map[string]json.RawMessage
-	if err := c.rc.Decode(op, r, &doc); err != nil {
-		return err
-	}
-	raw, ok := doc[qualified(name)]
-	if !ok {
-		raw, ok = doc[name]
-	}
-	if !ok {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", Type, op, r.Status, qualified(name), c.rc.Snippet(r.Body))
-	}
-	return c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, out)
+	return c.rc.Member(op, r, module, name, out)
 }
 
 func (c *connector) delete(ctx context.Context, what, path string) error {

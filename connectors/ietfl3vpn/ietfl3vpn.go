@@ -96,36 +96,23 @@ func Register(r *connectors.Registry) {
 }
 
 type settings struct {
-	customer      string
-	mtu           int
+	vpnrc.Settings
 	bandwidthMbps int
 }
 
 // Factory builds an ietfl3vpn connector. It contacts nothing; invalid
 // settings are Permanent errors naming the setting.
 func Factory(cfg connectors.Config) (connectors.Connector, error) {
-	var s settings
-	var err error
-	bad := func(format string, args ...any) error {
-		return connectors.Errorf(connectors.KindPermanent, Type+": config "+format, args...)
-	}
-	if s.customer, err = cfg.StringSetting("customer_name", "wimro"); err != nil {
+	common, err := vpnrc.ReadSettings(Type, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if s.customer == "" {
-		return nil, bad(`"customer_name" is empty`)
-	}
-	if s.mtu, err = cfg.IntSetting("default_mtu", 1500); err != nil {
-		return nil, err
-	}
-	if s.mtu < 1 || s.mtu > 65535 {
-		return nil, bad(`"default_mtu" must be in 1..65535 (svc-mtu is a uint16), got %d`, s.mtu)
-	}
+	s := settings{Settings: common}
 	if s.bandwidthMbps, err = cfg.IntSetting("default_bandwidth_mbps", 1000); err != nil {
 		return nil, err
 	}
 	if s.bandwidthMbps < 1 {
-		return nil, bad(`"default_bandwidth_mbps" must be positive, got %d`, s.bandwidthMbps)
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_bandwidth_mbps\" must be positive, got %d", Type, s.bandwidthMbps)
 	}
 	return vpnrc.New(s.model(), cfg)
 }
@@ -184,7 +171,7 @@ func q(identity string) string { return module + ":" + identity }
 func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoint) []vpnrc.Entry {
 	out := []vpnrc.Entry{{List: "/vpn-services", Member: "vpn-service", Key: id, Body: map[string]any{
 		"vpn-id":               id,
-		"customer-name":        s.customer,
+		"customer-name":        s.Customer,
 		"vpn-service-topology": q("any-to-any"),
 	}}}
 	for i, ep := range eps {
@@ -215,7 +202,7 @@ func (s settings) site(vpnID, siteID string, ep vpnrc.Endpoint, qos connectors.Q
 		mbps = s.bandwidthMbps
 	}
 	bps := strconv.FormatUint(uint64(mbps)*1_000_000, 10) // uint64: a string in RFC 7951
-	svc := map[string]any{"svc-input-bandwidth": bps, "svc-output-bandwidth": bps, "svc-mtu": s.mtu}
+	svc := map[string]any{"svc-input-bandwidth": bps, "svc-output-bandwidth": bps, "svc-mtu": s.MTU}
 	if qos.LatencyMs != 0 {
 		svc["qos"] = map[string]any{"qos-profile": map[string]any{"classes": map[string]any{"class": []any{map[string]any{
 			"class-id":  "wimro",

@@ -73,20 +73,10 @@ func TestConformance(t *testing.T) {
 	setup.Run(t)
 }
 
-// calls renders the request log as "METHOD path status", paths relative
-// to the module's root.
-func calls(e *emu.Emulator) []string {
-	var out []string
-	for _, r := range e.Requests() {
-		out = append(out, r.Method+" "+strings.TrimPrefix(r.Path, emu.Root)+" "+strconv.Itoa(r.Status))
-	}
-	return out
-}
-
 func newConnector(t *testing.T) (connectors.Connector, *emu.Emulator) {
 	t.Helper()
-	s, srv := setup.Serve(t, vpnrctest.User, vpnrctest.Password)
-	return setup.Build(t, setup.Config(srv.URL)), s.(*emu.Emulator)
+	c, e := setup.Connector(t)
+	return c, e.(*emu.Emulator)
 }
 
 // TestRequests: the vpn-service is created before the sites that
@@ -121,7 +111,7 @@ func TestRequests(t *testing.T) {
 		"GET /vpn-services 200", "GET /sites 200",
 		"DELETE /sites/site=wimro-k1-1 204", "DELETE /sites/site=wimro-k1-0 204", "DELETE /vpn-services/vpn-service=wimro-k1 204",
 	}
-	if got := calls(e); !slices.Equal(got, want) {
+	if got := vpnrctest.Calls(e); !slices.Equal(got, want) {
 		t.Fatalf("requests\n got %q\nwant %q", got, want)
 	}
 }

@@ -101,29 +101,16 @@ func Register(r *connectors.Registry) {
 	r.Register(Type, Factory, Capabilities)
 }
 
-type settings struct {
-	customer string
-	mtu      int
-}
+type settings struct{ vpnrc.Settings }
 
 // Factory builds an l3nm connector. It contacts nothing; invalid settings
 // are Permanent errors naming the setting.
 func Factory(cfg connectors.Config) (connectors.Connector, error) {
-	var s settings
-	var err error
-	if s.customer, err = cfg.StringSetting("customer_name", "wimro"); err != nil {
+	common, err := vpnrc.ReadSettings(Type, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if s.customer == "" {
-		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"customer_name\" is empty", Type)
-	}
-	if s.mtu, err = cfg.IntSetting("default_mtu", 1500); err != nil {
-		return nil, err
-	}
-	if s.mtu < 1 || s.mtu > 65535 {
-		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_mtu\" must be in 1..65535, got %d", Type, s.mtu)
-	}
-	return vpnrc.New(s.model(), cfg)
+	return vpnrc.New(settings{common}.model(), cfg)
 }
 
 func (s settings) model() vpnrc.Model {
@@ -183,7 +170,7 @@ func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoin
 	}
 	body := map[string]any{
 		"vpn-id":               id,
-		"customer-name":        s.customer,
+		"customer-name":        s.Customer,
 		"vpn-type":             vc("l3vpn"),
 		"vpn-service-topology": vc("any-to-any"),
 		"status":               adminUp(),
@@ -222,7 +209,7 @@ func (s settings) access(id string, i int, ep vpnrc.Endpoint, q connectors.QoS) 
 		ip["address"] = []any{map[string]any{"address-id": "ce", "customer-address": l3.CEAddress.String()}}
 	}
 	f := vpnrc.Family(l3)
-	svc := map[string]any{"mtu": s.mtu}
+	svc := map[string]any{"mtu": s.MTU}
 	if q.BandwidthMbps != 0 {
 		bps := strconv.FormatUint(uint64(q.BandwidthMbps)*1_000_000, 10) // uint64: a string in RFC 7951
 		svc["pe-to-ce-bandwidth"], svc["ce-to-pe-bandwidth"] = bps, bps

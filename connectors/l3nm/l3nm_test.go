@@ -62,20 +62,10 @@ func TestConformance(t *testing.T) {
 	setup.Run(t)
 }
 
-// calls renders the request log as "METHOD path status", paths relative
-// to the module's root.
-func calls(e *emu.Emulator) []string {
-	var out []string
-	for _, r := range e.Requests() {
-		out = append(out, r.Method+" "+strings.TrimPrefix(r.Path, emu.Root)+" "+strconv.Itoa(r.Status))
-	}
-	return out
-}
-
 func newConnector(t *testing.T) (connectors.Connector, *emu.Emulator) {
 	t.Helper()
-	s, srv := setup.Serve(t, vpnrctest.User, vpnrctest.Password)
-	return setup.Build(t, setup.Config(srv.URL)), s.(*emu.Emulator)
+	c, e := setup.Connector(t)
+	return c, e.(*emu.Emulator)
 }
 
 // TestCreateRequests: the vpn-id is looked up, then POSTed with one
@@ -97,7 +87,7 @@ func TestCreateRequests(t *testing.T) {
 		"GET /vpn-services/vpn-service=wimro-k1 404", "POST /vpn-services 201", "GET /vpn-services 200",
 		"GET /vpn-services/vpn-service=wimro-k1 200", "PUT /vpn-services/vpn-service=wimro-k1 204", "GET /vpn-services 200",
 	}
-	if got := calls(e); !slices.Equal(got, want) {
+	if got := vpnrctest.Calls(e); !slices.Equal(got, want) {
 		t.Fatalf("requests\n got %q\nwant %q", got, want)
 	}
 	svc, _ := e.Service(id)

@@ -8,7 +8,7 @@
 // addresses of every connection and on every redirect; controller text
 // reaches errors only through Clip. The RESTCONF
 // helpers (media type, key escaping, ietf-restconf:errors bodies) live here
-// too, for the ietfl2vpn and tapi connectors.
+// too, for the ietfl2vpn, tapi, l3nm and ietfl3vpn connectors.
 //
 // Connector settings read from the account config, then the WIM config:
 //

@@ -16,12 +16,10 @@ package vpnrc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -207,26 +205,9 @@ func (c *Connector) fail(op string, r rest.Reply) error {
 	return c.rc.Error(op, r, rest.RESTCONFDetail(r.Body))
 }
 
-// empty reports a reply that says "no data here": 204, or a RESTCONF 404.
-func empty(r rest.Reply) bool {
-	return r.Status == http.StatusNoContent || (r.Status == http.StatusNotFound && rest.ParseRESTCONFErrors(r.Body) != nil)
-}
-
-// member decodes member name of a reply ({"<module>:<name>": …}; the bare
-// name is accepted too) into out.
+// member decodes member name of a reply into out.
 func (c *Connector) member(op string, r rest.Reply, name string, out any) error {
-	var doc map[string]json.RawMessage
-	if err := c.rc.Decode(op, r, &doc); err != nil {
-		return err
-	}
-	raw, ok := doc[c.qualified(name)]
-	if !ok {
-		raw, ok = doc[name]
-	}
-	if !ok {
-		return connectors.Errorf(connectors.KindPermanent, "%s %s: the controller replied %d without %q (%s)", c.m.Type, op, r.Status, c.qualified(name), c.rc.Snippet(r.Body))
-	}
-	return c.rc.Decode(op, rest.Reply{Status: r.Status, Body: raw}, out)
+	return c.rc.Member(op, r, c.m.Module, name, out)
 }
 
 // read GETs one entry: nil without error when the server has none.
@@ -285,7 +266,7 @@ func (c *Connector) remove(ctx context.Context, e Entry) error {
 	switch {
 	case err != nil:
 		return err
-	case r.OK(), r.Status == http.StatusNotFound, r.Status == http.StatusConflict && rest.HasRESTCONFTag(r.Body, "data-missing"):
+	case r.OK(), rest.Gone(r):
 		return nil
 	}
 	return c.fail(op, r)
@@ -302,7 +283,7 @@ func (c *Connector) owned(ctx context.Context) (map[string][]Entry, []map[string
 		switch {
 		case err != nil:
 			return nil, nil, err
-		case empty(r):
+		case rest.EmptyReply(r):
 			continue
 		case !r.OK():
 			return nil, nil, c.fail(op, r)
@@ -379,12 +360,12 @@ func (c *Connector) CheckCredentials(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.Status == http.StatusNotFound && !empty(r) {
+	if r.Status == http.StatusNotFound && !rest.EmptyReply(r) {
 		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no %s RESTCONF datastore at this URL (%s)", c.m.Type, op, c.base+path, c.m.Module, c.rc.Snippet(r.Body))
 		e.Status = r.Status
 		return e
 	}
-	if !r.OK() && !empty(r) {
+	if !r.OK() && !rest.EmptyReply(r) {
 		return c.fail(op, r)
 	}
 	for _, m := range c.cfg.PortMappings {
@@ -487,22 +468,13 @@ func entriesOf(connInfo map[string]any) []Entry {
 	return out
 }
 
-func intOf(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case float64:
-		return int(n)
-	case json.Number:
-		i, _ := strconv.Atoi(n.String())
-		return i
-	}
-	return 0
-}
-
-// qosOf reads the QoS a connInfo records.
+// qosOf reads the QoS a connInfo records (decoded JSON: IntSetting reads
+// its numbers as it reads settings).
 func qosOf(connInfo map[string]any) connectors.QoS {
-	return connectors.QoS{BandwidthMbps: intOf(connInfo["bandwidth"]), LatencyMs: intOf(connInfo["latency"])}
+	info := connectors.Config{AccountConfig: connInfo}
+	bw, _ := info.IntSetting("bandwidth", 0)
+	lat, _ := info.IntSetting("latency", 0)
+	return connectors.QoS{BandwidthMbps: bw, LatencyMs: lat}
 }
 
 // GetServiceStatus reads the vpn-service: absent is NotFound; else the
@@ -681,4 +653,33 @@ func StaticLANs(l3 *connectors.L3Site) []any {
 		lans = append(lans, map[string]any{"lan": l3.Prefix.String(), "next-hop": l3.CEAddress.String()})
 	}
 	return lans
+}
+
+// Settings are the settings both models read.
+type Settings struct {
+	// Customer is customer-name of the services (setting customer_name).
+	Customer string
+	// MTU is the accesses' MTU (setting default_mtu).
+	MTU int
+}
+
+// ReadSettings reads customer_name ("wimro") and default_mtu (1500, in
+// 1..65535: L3SM's svc-mtu is a uint16) for WIM type typ; a bad value is
+// a Permanent error naming the setting.
+func ReadSettings(typ string, cfg connectors.Config) (Settings, error) {
+	var s Settings
+	var err error
+	if s.Customer, err = cfg.StringSetting("customer_name", "wimro"); err != nil {
+		return s, err
+	}
+	if s.Customer == "" {
+		return s, connectors.Errorf(connectors.KindPermanent, "%s: config \"customer_name\" is empty", typ)
+	}
+	if s.MTU, err = cfg.IntSetting("default_mtu", 1500); err != nil {
+		return s, err
+	}
+	if s.MTU < 1 || s.MTU > 65535 {
+		return s, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_mtu\" must be in 1..65535, got %d", typ, s.MTU)
+	}
+	return s, nil
 }

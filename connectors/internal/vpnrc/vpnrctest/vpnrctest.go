@@ -4,10 +4,10 @@
 package vpnrctest
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/conformance"
 	"github.com/wimro/wimro/connectors/connectortest"
+	"github.com/wimro/wimro/internal/testkit/emulators/emulator"
 )
 
 // Credentials every emulator of the tests asks for.
@@ -29,6 +30,25 @@ type Server interface {
 	LintFailures() []string
 	Linted() int
 	Close()
+	Requests() []emulator.Request
+	Root() string
+}
+
+// Calls renders the request log of e as "METHOD path status", paths
+// relative to its module's root.
+func Calls(e Server) []string {
+	var out []string
+	for _, r := range e.Requests() {
+		out = append(out, r.Method+" "+strings.TrimPrefix(r.Path, e.Root())+" "+strconv.Itoa(r.Status))
+	}
+	return out
+}
+
+// Connector returns a connector on a fresh emulator of its own.
+func (s Setup) Connector(t *testing.T) (connectors.Connector, Server) {
+	t.Helper()
+	e, srv := s.Serve(t, User, Password)
+	return s.Build(t, s.Config(srv.URL)), e
 }
 
 // Setup describes one connector and its emulator.
@@ -44,23 +64,12 @@ type Setup struct {
 	StoredQoS func(t *testing.T, s Server, id string) connectors.QoS
 }
 
-// Site is the L3 site of the j-th datacenter: 10.<j>.0.0/24 behind
-// 192.0.2.<4j+2>, the PE at 192.0.2.<4j+1>/30.
-func Site(j int) *connectors.L3Site {
-	pe := netip.AddrFrom4([4]byte{192, 0, 2, byte(4*j + 1)})
-	return &connectors.L3Site{
-		Prefix:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(j), 0, 0}), 24),
-		PEAddress: netip.PrefixFrom(pe, 30),
-		CEAddress: pe.Next(),
-	}
-}
-
 // Sites are the datacenters of the tests.
 var Sites = []string{"dc-a", "dc-b", "dc-c"}
 
 // Point is an L3 point at datacenter j on vlan (untagged when 0).
 func (s Setup) Point(j, vlan int) connectors.ConnectionPoint {
-	p := connectors.ConnectionPoint{ServiceEndpointID: "ep-" + Sites[j], Encapsulation: connectors.EncapNone, MappingInfo: s.Mapping(Sites[j]), L3: Site(j)}
+	p := connectors.ConnectionPoint{ServiceEndpointID: "ep-" + Sites[j], Encapsulation: connectors.EncapNone, MappingInfo: s.Mapping(Sites[j]), L3: conformance.L3Site(j)}
 	if vlan > 0 {
 		p.Encapsulation, p.VLAN = connectors.EncapDot1Q, vlan
 	}
@@ -163,12 +172,4 @@ func (s Setup) Run(t *testing.T) {
 			map[string]any{"error-type": "application", "error-tag": "resource-denied", "error-message": connectortest.Unstorable},
 		}}})
 	})
-}
-
-// Linted fails t unless e checked documents with yanglint.
-func Linted(t *testing.T, e Server) {
-	t.Helper()
-	if e.Linted() == 0 {
-		t.Fatal(fmt.Sprintf("the emulator validated nothing with yanglint (%T)", e))
-	}
 }
