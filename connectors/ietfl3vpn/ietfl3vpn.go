@@ -43,7 +43,14 @@
 //
 //	"device-id"         the device the access is on, as the controller names it (required)
 //	"location-id"       its location (optional; default the device id)
-//	"bearer-reference"  the bearer (optional; feature bearer-reference)
+//	"bearer-reference"  the bearer (feature bearer-reference); optional for an
+//	                    untagged point; "{vlan}" in it stands for the VLAN
+//
+// L3SM has no VLAN leaf: a tagged (dot1q) access is a bearer of its own,
+// so a dot1q point needs a bearer-reference with "{vlan}"
+// ("pe1:ge-0/0/1.{vlan}" gives pe1:ge-0/0/1.100 on VLAN 100), and is
+// refused, Permanent and naming the key, without one: the tag would be
+// silently dropped.
 //
 // # QoS
 //
@@ -69,7 +76,9 @@
 package ietfl3vpn
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/internal/vpnrc"
@@ -150,10 +159,14 @@ func siteOwner(site map[string]any) string {
 	return id
 }
 
-// check refuses a BGP peer other than the CE address: L3SM peers with the
-// access's customer-address and has no leaf for another.
+// check refuses a BGP peer other than the CE address (L3SM peers with
+// the access's customer-address and has no leaf for another), and a VLAN
+// the bearer-reference cannot name (L3SM has no VLAN leaf).
 func check(_ connectors.Request, eps []vpnrc.Endpoint) error {
 	for i, ep := range eps {
+		if err := checkVLAN(ep); err != nil {
+			return connectors.Errorf(connectors.KindPermanent, "%s: connection point %d (%s): %v", Type, i, ep.Point.ServiceEndpointID, err)
+		}
 		l3 := ep.Point.L3
 		if l3.BGP == nil {
 			continue
@@ -161,6 +174,26 @@ func check(_ connectors.Request, eps []vpnrc.Endpoint) error {
 		if l3.CEAddress.IsValid() && l3.CEAddress != l3.BGP.PeerAddress {
 			return connectors.Errorf(connectors.KindPermanent, "%s: connection point %d (%s): l3 bgp peer_address %s is not the ce_address %s: L3SM peers with the access's customer-address only", Type, i, ep.Point.ServiceEndpointID, l3.BGP.PeerAddress, l3.CEAddress)
 		}
+	}
+	return nil
+}
+
+// VLANPlaceholder in a mapping's bearer-reference stands for the point's
+// VLAN: L3SM has no VLAN leaf, so a tagged access is a bearer of its own
+// (a sub-interface, "pe1:ge-0/0/1.{vlan}").
+const VLANPlaceholder = "{vlan}"
+
+// checkVLAN: a dot1q point needs a bearer-reference naming its VLAN, an
+// untagged one a bearer-reference without the placeholder; otherwise the
+// tag would be silently dropped, or made up.
+func checkVLAN(ep vpnrc.Endpoint) error {
+	bearer := ep.Fields["bearer-reference"]
+	templated := strings.Contains(bearer, VLANPlaceholder)
+	switch {
+	case ep.Point.Encapsulation == connectors.EncapDot1Q && !templated:
+		return fmt.Errorf("vlan %d cannot be carried: L3SM has no VLAN leaf, so the port mapping's \"bearer-reference\" must name it with %s (e.g. \"pe1:ge-0/0/1.%s\")", ep.Point.VLAN, VLANPlaceholder, VLANPlaceholder)
+	case ep.Point.Encapsulation != connectors.EncapDot1Q && templated:
+		return fmt.Errorf("the port mapping's \"bearer-reference\" %q names a VLAN (%s), but the point is untagged", bearer, VLANPlaceholder)
 	}
 	return nil
 }
@@ -221,7 +254,7 @@ func (s settings) site(vpnID, siteID string, ep vpnrc.Endpoint, qos connectors.Q
 		"vpn-attachment":           map[string]any{"vpn-id": vpnID, "site-role": q("any-to-any-role")},
 	}
 	if b := ep.Fields["bearer-reference"]; b != "" {
-		access["bearer"] = map[string]any{"bearer-reference": b}
+		access["bearer"] = map[string]any{"bearer-reference": strings.ReplaceAll(b, VLANPlaceholder, strconv.Itoa(ep.Point.VLAN))}
 	}
 	return map[string]any{
 		"site-id":               siteID,

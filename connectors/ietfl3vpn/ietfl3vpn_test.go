@@ -19,7 +19,7 @@ var setup = vpnrctest.Setup{
 		return emu.New(emu.Options{User: user, Password: password})
 	},
 	Mapping: func(site string) map[string]any {
-		return map[string]any{"device-id": site + "-pe", "location-id": site, "bearer-reference": site + "-pe:ge-0/0/1"}
+		return map[string]any{"device-id": site + "-pe", "location-id": site, "bearer-reference": site + "-pe:ge-0/0/1.{vlan}"}
 	},
 	StoredQoS: storedQoS,
 }
@@ -102,6 +102,9 @@ func TestRequests(t *testing.T) {
 	if got := access["device-reference"]; got != "dc-b-pe" {
 		t.Errorf("device-reference %v, want dc-b-pe", got)
 	}
+	if got := access["bearer"].(map[string]any)["bearer-reference"]; got != "dc-b-pe:ge-0/0/1.100" {
+		t.Errorf("bearer-reference %v, want dc-b-pe:ge-0/0/1.100 (the VLAN in the template)", got)
+	}
 	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +157,10 @@ func TestRefusals(t *testing.T) {
 	otherPeer[0].L3.BGP = &connectors.BGPPeer{PeerAS: 65001, PeerAddress: otherPeer[0].L3.PEAddress.Addr().Next().Next()}
 	noDevice := setup.Points(0)
 	noDevice[0].MappingInfo = map[string]any{"location-id": "dc-a"}
+	untemplated := setup.Points(0)
+	untemplated[1].MappingInfo = map[string]any{"device-id": "dc-b-pe", "bearer-reference": "dc-b-pe:ge-0/0/1"}
+	untagged := setup.Points(0)
+	untagged[0].Encapsulation, untagged[0].VLAN = connectors.EncapNone, 0
 	tests := []struct {
 		name   string
 		points []connectors.ConnectionPoint
@@ -161,6 +168,8 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"bgp peer not the ce", otherPeer, "peer_address"},
 		{"no device-id", noDevice, `"device-id"`},
+		{"dot1q without {vlan} in the bearer", untemplated, "vlan 100 cannot be carried"},
+		{"untagged with {vlan} in the bearer", untagged, "untagged"},
 	}
 	for _, tt := range tests {
 		_, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k", Type: connectors.ServiceL3VPN, Points: tt.points})
