@@ -742,7 +742,8 @@ func (c *Controller) saveLocked() error {
 }
 
 // ReadStateFile returns the services saved in a state file (for tests that
-// look at the controller from another process).
+// look at the controller from another process), as ListServices lists
+// them: their type, points (L3 sites included) and QoS in Info.
 func ReadStateFile(path string) ([]connectors.Service, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -754,7 +755,8 @@ func ReadStateFile(path string) ([]connectors.Service, error) {
 	}
 	out := make([]connectors.Service, len(saved))
 	for i, s := range saved {
-		out[i] = connectors.Service{ID: s.ID, Key: s.Key}
+		sv := service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, qos: s.QoS}
+		out[i] = connectors.Service{ID: s.ID, Key: s.Key, Info: sv.info(), Endpoints: connectors.EndpointsOf(s.Points)}
 	}
 	return out, nil
 }
