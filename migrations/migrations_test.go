@@ -178,6 +178,14 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{17, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public'
+				AND ((table_name = 'instance_nets' AND column_name = 'l3') OR (table_name = 'instance_wim_nets' AND column_name = 'service_type'))`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 17: %d of the columns of version 18 left, want none", cols)
+			}
+		}},
 		{16, func(t *testing.T) {
 			var tables int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'
