@@ -512,11 +512,6 @@ func (c *connector) checkPoints(t connectors.ServiceType, points []connectors.Co
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return err
 	}
-	// A type fake does not declare (L3VPN) is refused as a real
-	// connector refuses it, not stored.
-	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
-		return err
-	}
 	if c.endpoints == nil {
 		return nil
 	}

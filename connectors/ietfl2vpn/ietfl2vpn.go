@@ -952,11 +952,6 @@ func (c *connector) CreateService(ctx context.Context, req connectors.Request) (
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return "", nil, err
 	}
-	// An L3VPN's points are valid layer-2 ends too: without this it
-	// would be made a vpws.
-	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
-		return "", nil, err
-	}
 	eps, err := c.endpoints(points)
 	if err != nil {
 		return "", nil, err

@@ -612,11 +612,6 @@ func (c *connector) plan(t connectors.ServiceType, points []connectors.Connectio
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return "", nil, err
 	}
-	// An L3VPN's points are valid layer-2 ends too: without this it
-	// would be made a point-to-point L2 service.
-	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
-		return "", nil, err
-	}
 	serviceType := typePointToPoint
 	if t == connectors.ServiceELAN {
 		if !c.multipoint {
