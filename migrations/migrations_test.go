@@ -178,6 +178,13 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{18, func(t *testing.T) {
+			// Version 21 (wim types) is undone: an l2nm WIM is refused again.
+			_, err := db.ExecContext(ctx, `INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000021', 'w21', 'l2nm', 'http://x')`)
+			if err == nil || !strings.Contains(err.Error(), "wims_type_check") {
+				t.Errorf("version 18: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+			}
+		}},
 		{17, func(t *testing.T) {
 			var cols int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public'

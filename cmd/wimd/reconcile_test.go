@@ -22,6 +22,7 @@ import (
 	"github.com/wimro/wimro/engine"
 	dynpacemu "github.com/wimro/wimro/internal/testkit/emulators/dynpac"
 	l2smemu "github.com/wimro/wimro/internal/testkit/emulators/ietfl2vpn"
+	l2nmemu "github.com/wimro/wimro/internal/testkit/emulators/l2nm"
 	onosemu "github.com/wimro/wimro/internal/testkit/emulators/onos"
 	tapiemu "github.com/wimro/wimro/internal/testkit/emulators/tapi"
 	"github.com/wimro/wimro/internal/testkit/eventually"
@@ -61,6 +62,8 @@ func driftCases(t *testing.T) []driftCase {
 	sites := []string{"dc-a", "dc-b"}
 	l2sm := l2smemu.New(l2smemu.Options{Sites: []l2smemu.Site{{ID: sites[0]}, {ID: sites[1]}}, BuildPolls: 1, User: "admin", Password: "s3cret"})
 	onos := onosemu.New(onosemu.Options{User: "onos", Password: "rocks"})
+	l2nmCtl := l2nmemu.New(l2nmemu.Options{BuildPolls: 1, User: "nso", Password: "s3cret"})
+	t.Cleanup(l2nmCtl.Close)
 
 	return []driftCase{
 		{name: "fake", wimType: "fake", url: fakeURL,
@@ -99,6 +102,19 @@ func driftCases(t *testing.T) []driftCase {
 					t.Fatalf("seed a foreign vpn-service: %d %s", w.Code, w.Body)
 				}
 				return func() bool { return slices.Contains(l2sm.ServiceIDs(), "tenant-x") }
+			}},
+		{name: "l2nm", wimType: "l2nm", url: serve(l2nmCtl), user: "nso", password: "s3cret", mappingInfo: l2nmMapping,
+			foreign: func(t *testing.T) func() bool {
+				req := httptest.NewRequest("POST", l2nmemu.DefaultRoot+"/data/"+l2nmemu.Top+"/vpn-services",
+					strings.NewReader(`{"ietf-l2vpn-ntw:vpn-service":[{"vpn-id":"tenant-x","vpn-type":"ietf-vpn-common:vpws"}]}`))
+				req.Header.Set("Content-Type", "application/yang-data+json")
+				req.SetBasicAuth("nso", "s3cret")
+				w := httptest.NewRecorder()
+				l2nmCtl.ServeHTTP(w, req)
+				if w.Code != http.StatusCreated {
+					t.Fatalf("seed a foreign vpn-service: %d %s", w.Code, w.Body)
+				}
+				return func() bool { return slices.Contains(l2nmCtl.Services(), "tenant-x") }
 			}},
 		{name: "onos", wimType: "onos", url: serve(onos), user: "onos", password: "rocks",
 			mappingInfo: func(dc int) map[string]any {

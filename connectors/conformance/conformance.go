@@ -12,7 +12,9 @@
 // any other refused, a declared QoS field reaches the controller and any
 // other is refused, edit works where declared and is Permanent where not,
 // and a declared List sees every service made on the controller, by any
-// connector of it.
+// connector of it. services.go holds the cases of service types and
+// multipoint: an undeclared type is refused, an ELAN keeps all its points
+// and its bandwidth, an ELINE stays point-to-point.
 package conformance
 
 import (
@@ -159,6 +161,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListSeesOtherConnectors", s.listSeesOthers},
 		{"L3VPN", s.l3},
 	}
+	cases = append(cases, s.serviceCases()...) // services.go
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if !h.Serial {

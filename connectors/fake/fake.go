@@ -509,6 +509,11 @@ func (c *connector) do(ctx context.Context, method, key, id string, op func() (s
 // refuses endpoints it does not know, before anything reaches the
 // controller.
 func (c *connector) checkPoints(t connectors.ServiceType, points []connectors.ConnectionPoint) error {
+	// A type fake does not declare is refused by name, as by any
+	// connector: ValidatePoints accepts every type wimro knows.
+	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
+		return err
+	}
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return err
 	}

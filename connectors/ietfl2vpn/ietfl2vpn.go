@@ -943,6 +943,11 @@ func (c *connector) CreateService(ctx context.Context, req connectors.Request) (
 	if key == "" {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: a service key is required", Type)
 	}
+	// ValidatePoints accepts every type wimro knows: an L3VPN would be
+	// made a vpws without this.
+	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
+		return "", nil, err
+	}
 	if q.LatencyMs != 0 {
 		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: latency cannot be honoured: L2SM keeps latency in per-class QoS profiles wimro does not write", Type)
 	}

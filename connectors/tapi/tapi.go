@@ -612,6 +612,11 @@ func (c *connector) plan(t connectors.ServiceType, points []connectors.Connectio
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return "", nil, err
 	}
+	// ValidatePoints accepts every type wimro knows: an L3VPN would be
+	// made a point-to-point service without this.
+	if err := Capabilities.Check(Type, connectors.Request{Type: t}); err != nil {
+		return "", nil, err
+	}
 	serviceType := typePointToPoint
 	if t == connectors.ServiceELAN {
 		if !c.multipoint {

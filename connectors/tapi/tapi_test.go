@@ -78,8 +78,13 @@ func checkLinted(t *testing.T, e *emu.Emulator) {
 // vlanMapping is the wan_service_mapping_info of a port whose VLANs each
 // have their SIP.
 func vlanMapping(port string) map[string]any {
-	sips := make(map[string]any, vlanCount)
-	for v := firstVLAN; v < firstVLAN+vlanCount; v++ {
+	return vlanRangeMapping(port, firstVLAN, firstVLAN+vlanCount)
+}
+
+// vlanRangeMapping is vlanMapping naming VLANs from..to-1 only.
+func vlanRangeMapping(port string, from, to int) map[string]any {
+	sips := make(map[string]any, to-from)
+	for v := from; v < to; v++ {
 		sips[strconv.Itoa(v)] = emu.VLANSIPUUID(port, v)
 	}
 	return map[string]any{"sips": sips}
@@ -215,9 +220,13 @@ func TestConformance(t *testing.T) {
 				opts.User, opts.Password = user, password
 				var mappings []wimro.PortMapping
 				if v.endpoints {
+					// dc1 and the ELAN's dc3 share portA: each names its
+					// own VLANs' SIPs (dc1 those of the ELINEs, 100..115),
+					// so that a listed SIP reads back as one endpoint.
 					mappings = []wimro.PortMapping{
-						{WANServiceEndpointID: "dc1", WANServiceMappingInfo: vlanMapping(portA)},
+						{WANServiceEndpointID: "dc1", WANServiceMappingInfo: vlanRangeMapping(portA, firstVLAN, firstVLAN+16)},
 						{WANServiceEndpointID: "dc2", WANServiceMappingInfo: vlanMapping(portB)},
+						{WANServiceEndpointID: "dc3", WANServiceMappingInfo: vlanRangeMapping(portA, firstVLAN+16, firstVLAN+vlanCount)},
 					}
 				}
 				e := emu.New(opts)
