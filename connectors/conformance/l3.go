@@ -7,15 +7,14 @@ import (
 	"github.com/wimro/wimro/connectors"
 )
 
-// l3 holds a connector to its L3VPN declaration. One that declares it
+// l3 holds a connector to its L3VPN declaration: one that declares it
 // makes a multipoint L3VPN (three sites or more), with static routes and
 // with BGP, adopts it on a second create, edits it where Edit is
 // declared, lists and deletes it, and refuses, Permanent and with nothing
-// made, an L3VPN whose points lack or spoil their L3 site. One that does
-// not declare it refuses an L3VPN, Permanent, with nothing made.
+// made, an L3VPN whose points lack or spoil their L3 site. (One that does
+// not declare it must refuse it: services.go's UndeclaredServiceTypes.)
 func (s *suite) l3(t *testing.T) {
 	if !s.h.Capabilities.Makes(connectors.ServiceL3VPN) {
-		s.l3Refused(t)
 		return
 	}
 	if s.h.L3Points == nil {
@@ -26,19 +25,6 @@ func (s *suite) l3(t *testing.T) {
 	t.Run("Invalid", s.l3Invalid)
 }
 
-// l3Points are points for an L3VPN: the harness's, or, for a connector
-// that does not declare L3VPN, its ELINE points given L3 sites.
-func (s *suite) l3Points(i int) []connectors.ConnectionPoint {
-	if s.h.L3Points != nil {
-		return s.h.L3Points(i)
-	}
-	points := clonePoints(s.h.Points(i))
-	for j := range points {
-		points[j].L3 = L3Site(j)
-	}
-	return points
-}
-
 // L3Site is a valid L3 site for the j-th datacenter of a test:
 // 10.<j>.0.0/24 behind the CE 192.0.2.<4j+2>, the PE 192.0.2.<4j+1>/30.
 func L3Site(j int) *connectors.L3Site {
@@ -47,17 +33,6 @@ func L3Site(j int) *connectors.L3Site {
 		Prefix:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(j), 0, 0}), 24),
 		PEAddress: netip.PrefixFrom(base, 30),
 		CEAddress: base.Next(),
-	}
-}
-
-func (s *suite) l3Refused(t *testing.T) {
-	c := s.h.New(t)
-	id, _, err := c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: connectors.ServiceL3VPN, Points: s.l3Points(0)})
-	if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
-		t.Fatalf("CreateService(L3VPN) = %q, %v (kind %s); the connector does not declare L3VPN: want a Permanent error", id, err, connectors.KindOf(err))
-	}
-	if services := s.list(t, c); len(services) != 0 {
-		t.Fatalf("a refused L3VPN left %d services: %+v", len(services), services)
 	}
 }
 
