@@ -40,12 +40,12 @@ func TestE2EL3VPNOverL3NM(t *testing.T) {
 		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
 		maps = append(maps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
 			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc,
-			"wan_service_mapping_info": map[string]any{"ne-id": "pe-" + dc, "interface-id": "ge-0/0/1"}}}})
+			"wan_service_mapping_info": map[string]any{"mapping_type": "l3nm", "ne-id": "pe-" + dc, "interface-id": "ge-0/0/1"}}}})
 	}
 	// A mapping without ne-id is refused when written, naming the key.
 	bad := []any{map[string]any{"datacenter_name": "dcA", "pop_wan_mappings": []any{map[string]any{
 		"pop_switch_dpid": "00:00:00:00:00:00:00:01", "pop_switch_port": "1", "wan_service_endpoint_id": "ep-x",
-		"wan_service_mapping_info": map[string]any{"interface-id": "ge-0/0/1"}}}}}
+		"wan_service_mapping_info": map[string]any{"mapping_type": "l3nm", "interface-id": "ge-0/0/1"}}}}}
 	if status, raw := a.send("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "bad", "type": "l3nm", "wim_url": srv.URL,
 		"config": map[string]any{"wim_port_mapping": bad}}}); status != 400 || !strings.Contains(raw, "ne-id") {
 		t.Fatalf("a WIM whose mapping has no ne-id: %d %s, want 400 naming ne-id", status, raw)
@@ -76,12 +76,16 @@ func TestE2EL3VPNOverL3NM(t *testing.T) {
 	if len(nodes) != 3 {
 		t.Fatalf("vpn-service %v: want a vpn-node per PE (3)", svc)
 	}
-	for i, n := range nodes {
+	// Each PE's access: its datacenter's VLAN, the link's bandwidth.
+	got := map[any]string{}
+	for _, n := range nodes {
 		access := n.(map[string]any)["vpn-network-accesses"].(map[string]any)["vpn-network-access"].([]any)[0].(map[string]any)
 		vlan := access["connection"].(map[string]any)["encapsulation"].(map[string]any)["dot1q"].(map[string]any)["cvlan-id"]
-		bw := access["service"].(map[string]any)["pe-to-ce-bandwidth"]
-		if n.(map[string]any)["ne-id"] != "pe-"+dcs[i] || vlan != float64(200+i) || bw != "100000000" {
-			t.Errorf("vpn-node %d: ne-id %v, cvlan-id %v, bandwidth %v; want pe-%s, %d, 100000000", i, n.(map[string]any)["ne-id"], vlan, bw, dcs[i], 200+i)
+		got[n.(map[string]any)["ne-id"]] = fmt.Sprint(vlan, " ", access["service"].(map[string]any)["pe-to-ce-bandwidth"])
+	}
+	for i, dc := range dcs {
+		if want := fmt.Sprint(200+i, " 100000000"); got["pe-"+dc] != want {
+			t.Errorf("the access of pe-%s: cvlan-id and bandwidth %q, want %q (all: %v)", dc, got["pe-"+dc], want, got)
 		}
 	}
 	noDrift(t, append(env, "WIMD_BIN="+bins[0]), "--account", "acct1")
