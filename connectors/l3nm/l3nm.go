@@ -67,10 +67,16 @@
 //	customer_name   customer-name of the services ("wimro")
 //	default_mtu     service/mtu of the accesses (1500)
 //
+// Listing reads each service's endpoints back: an access's ne-id,
+// interface-id and bearer-reference name the port mapping whose keys
+// they are, its cvlan-id the VLAN (drift reconcile compares them with the
+// link's points).
+//
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
 package l3nm
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -122,10 +128,56 @@ func (s settings) model() vpnrc.Model {
 			id, _ := e["vpn-id"].(string)
 			return id
 		}}},
-		Check:   check,
-		Entries: s.entries,
-		Status:  status,
+		Check:       check,
+		Entries:     s.entries,
+		Status:      status,
+		Place:       place,
+		Attachments: attachments,
 	}
+}
+
+// place names where an access attaches: its PE, interface and bearer.
+func place(f map[string]string) string {
+	return f["ne-id"] + "|" + f["interface-id"] + "|" + f["bearer-reference"]
+}
+
+// attachments reads the accesses of a listed vpn-service back: the place
+// of each (ne-id, interface-id, bearer-reference) and its cvlan-id.
+func attachments(entries []vpnrc.Entry) []vpnrc.Attachment {
+	var out []vpnrc.Attachment
+	for _, e := range entries {
+		var svc struct {
+			Nodes struct {
+				Node []struct {
+					NE       string `json:"ne-id"`
+					Accesses struct {
+						Access []struct {
+							Interface  string `json:"interface-id"`
+							Connection struct {
+								Encapsulation struct {
+									Dot1Q struct {
+										CVLAN int `json:"cvlan-id"`
+									} `json:"dot1q"`
+								} `json:"encapsulation"`
+								Bearer string `json:"bearer-reference"`
+							} `json:"connection"`
+						} `json:"vpn-network-access"`
+					} `json:"vpn-network-accesses"`
+				} `json:"vpn-node"`
+			} `json:"vpn-nodes"`
+		}
+		b, _ := json.Marshal(e.Body)
+		if json.Unmarshal(b, &svc) != nil {
+			return nil
+		}
+		for _, n := range svc.Nodes.Node {
+			for _, a := range n.Accesses.Access {
+				p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
+				out = append(out, vpnrc.Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN})
+			}
+		}
+	}
+	return out
 }
 
 // check refuses latency by name: the model has no leaf for it.

@@ -25,7 +25,8 @@ var setup = vpnrctest.Setup{
 	Mapping: func(site string) map[string]any {
 		return map[string]any{"ne-id": site + "-pe", "interface-id": "ge-0/0/1", "bearer-reference": site + "-pe:ge-0/0/1"}
 	},
-	StoredQoS: storedQoS,
+	StoredQoS:      storedQoS,
+	ListsEndpoints: true,
 }
 
 // storedQoS is the bandwidth every access of vpn-service id carries in

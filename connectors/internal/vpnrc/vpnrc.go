@@ -95,6 +95,19 @@ type Model struct {
 	// Status reads the status from the vpn-service entry as the server
 	// returns it: the model's operational state, else ACTIVE (it exists).
 	Status func(service map[string]any) (connectors.Status, string)
+	// Place names where a port mapping's endpoint attaches, from the
+	// mapping's Keys; Attachments reads the places and VLANs (0:
+	// untagged) a service's entries attach to. With both set,
+	// ListServices reads each service's Endpoints back through the port
+	// mappings; without them Endpoints stay nil.
+	Place       func(fields map[string]string) string
+	Attachments func(entries []Entry) []Attachment
+}
+
+// Attachment is where one access of a listed service attaches.
+type Attachment struct {
+	Place string
+	VLAN  int
 }
 
 // Connector is the shared connector of a Model.
@@ -599,9 +612,45 @@ func (c *Connector) ListServices(ctx context.Context) ([]connectors.Service, err
 			names = append(names, e.String())
 		}
 		info := map[string]any{"customer-name": s["customer-name"], "entries": names}
-		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info})
+		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: c.endpointsOf(found[id])})
 	}
 	return out, nil
+}
+
+// endpointsOf reads a service's entries back as endpoints through the
+// port mappings (Model.Place, Model.Attachments); nil when the model
+// cannot tell, or an access matches no mapping, or two.
+func (c *Connector) endpointsOf(entries []Entry) []string {
+	if c.m.Place == nil || c.m.Attachments == nil {
+		return nil
+	}
+	places := map[string]string{}
+	for _, m := range c.cfg.PortMappings {
+		f, err := c.Endpoint(m.WANServiceEndpointID, m.WANServiceMappingInfo)
+		if err != nil {
+			continue
+		}
+		p := c.m.Place(f)
+		if prev, ok := places[p]; ok && prev != m.WANServiceEndpointID {
+			places[p] = "" // two mappings attach there: ambiguous
+			continue
+		}
+		places[p] = m.WANServiceEndpointID
+	}
+	atts := c.m.Attachments(entries)
+	if len(atts) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(atts))
+	for _, a := range atts {
+		id := places[a.Place]
+		if id == "" {
+			return nil
+		}
+		out = append(out, connectors.EndpointName(id, a.VLAN))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ClearAll deletes wimro's services and their entries; other tenants'

@@ -62,6 +62,9 @@ type Setup struct {
 	Mapping func(site string) map[string]any
 	// StoredQoS reads the QoS the emulator holds for a service id.
 	StoredQoS func(t *testing.T, s Server, id string) connectors.QoS
+	// ListsEndpoints says ListServices reads endpoints back
+	// (conformance.Harness.ListsEndpoints).
+	ListsEndpoints bool
 }
 
 // Sites are the datacenters of the tests.
@@ -138,6 +141,7 @@ func (s Setup) Harness() conformance.Harness {
 		Points:         s.Points,
 		L3Points:       s.L3Points,
 		Capabilities:   connectortest.Capabilities(s.Type, s.Register, connectors.Config{}),
+		ListsEndpoints: s.ListsEndpoints,
 		MaxStatusPolls: 5,
 		Unreachable: func(t *testing.T) connectors.Connector {
 			return s.Build(t, s.Config(connectortest.Unreachable(t)))
