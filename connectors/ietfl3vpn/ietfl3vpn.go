@@ -72,6 +72,11 @@
 //	default_mtu             svc-mtu of the accesses (1500)
 //	default_bandwidth_mbps  svc-input/output-bandwidth without a QoS bandwidth (1000)
 //
+// Listing gives no Endpoints: a site's bearer-reference holds the VLAN
+// its mapping's template put there, which does not lead back to the
+// mapping without parsing it; drift reconcile then compares services,
+// not their ends.
+//
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
 package ietfl3vpn
 

@@ -597,8 +597,8 @@ func (c *Connector) teardown(ctx context.Context, id string, known []Entry) erro
 }
 
 // ListServices lists wimro's vpn-services (vpn-id prefix "wimro-").
-// Endpoints are left nil: the entries name PEs and interfaces, which do
-// not lead back to one port mapping each.
+// Endpoints are read back through the port mappings where the Model says
+// how (endpointsOf), else nil.
 func (c *Connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
 	found, services, err := c.owned(ctx)
 	if err != nil {
