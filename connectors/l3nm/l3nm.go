@@ -1,12 +1,15 @@
 // Package l3nm provides WIM type "l3nm": a connector for controllers that
 // take the IETF L3VPN network model (RFC 9182, "L3NM", module
 // ietf-l3vpn-ntw@2022-02-14 with ietf-vpn-common@2022-02-11, RFC 9181)
-// over RESTCONF (RFC 8040): Cisco NSO / Crosswork Network Controller (the
-// "IETF L3NM" function pack, cisco-nso docs "L3NM Service" and CNC's
-// "Provision L3VPN Services Using the IETF L3NM Model") and Nokia NSP
-// (its RESTCONF northbound's ietf-l3vpn-ntw, "NSP Network Functions:
-// IETF L3NM"). Bodies are what a strict (libyang-validated) server
-// accepts; the test emulator checks every one with yanglint.
+// over RESTCONF (RFC 8040), as Cisco NSO / Crosswork Network Controller
+// (its IETF L3NM service) and Nokia NSP (its RESTCONF northbound for
+// ietf-l3vpn-ntw) take it: the published model's shapes, without the
+// vendors' augmentations. Bodies are what a strict (libyang-validated)
+// server accepts; the test emulator checks every one with yanglint. The
+// shapes follow RFC 9182 itself (its §7 examples: one vpn-service with
+// vpn-nodes by ne-id, vpn-network-accesses with ip-connection and
+// routing-protocols); they were not checked against a running NSO, CNC
+// or NSP, nor against their own documentation.
 //
 // # API
 //
