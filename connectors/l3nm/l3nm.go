@@ -6,8 +6,8 @@
 // ietf-l3vpn-ntw) take it: the published model's shapes, without the
 // vendors' augmentations. Bodies are what a strict (libyang-validated)
 // server accepts; the test emulator checks every one with yanglint. The
-// shapes follow RFC 9182 itself (its §7 examples: one vpn-service with
-// vpn-nodes by ne-id, vpn-network-accesses with ip-connection and
+// shapes follow RFC 9182's model itself (one vpn-service with vpn-nodes
+// by ne-id, vpn-network-accesses with ip-connection and
 // routing-protocols); they were not checked against a running NSO, CNC
 // or NSP, nor against their own documentation.
 //
