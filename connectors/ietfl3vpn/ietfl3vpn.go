@@ -1,10 +1,10 @@
 // Package ietfl3vpn provides WIM type "ietfl3vpn": a connector for
 // controllers that take the IETF L3VPN service model (RFC 8299, "L3SM",
-// module ietf-l3vpn-svc@2018-01-19) over RESTCONF (RFC 8040), as ETSI
-// TeraFlowSDN's northbound does (its ietf_l3vpn NBI, "L3VPN service" in
-// the TeraFlowSDN documentation, which validates bodies with libyang).
+// module ietf-l3vpn-svc@2018-01-19) over RESTCONF (RFC 8040), the model
+// ETSI TeraFlowSDN's L3VPN northbound (src/nbi/service/ietf_l3vpn) takes.
 // Bodies are what a strict server accepts; the test emulator checks every
-// one with yanglint.
+// one with yanglint. They were not checked against a running TeraFlowSDN
+// (docs/usage.md says what may differ).
 //
 // # API
 //
