@@ -157,7 +157,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, _, err := c.CreateService(t.Context(), tt.req)
-		if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.want) {
+		if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: CreateService error %v (kind %s), want Permanent naming %s", tt.name, err, connectors.KindOf(err), tt.want)
 		}
 	}
