@@ -97,6 +97,17 @@ func (s *suite) l3Routing(t *testing.T) {
 		{"bgp", func(l3 *connectors.L3Site) {
 			l3.BGP = &connectors.BGPPeer{PeerAS: 65001, PeerAddress: l3.CEAddress}
 		}},
+		{"ipv6", func(l3 *connectors.L3Site) {
+			// The same site numbers in 2001:db8::/32 (documentation space).
+			v4 := l3.Prefix.Addr().As4()
+			l3.Prefix = netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, v4[1]}), 64)
+			pe := l3.PEAddress.Addr().As4()
+			link := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, pe[3]}
+			link[15] = 1
+			l3.PEAddress = netip.PrefixFrom(netip.AddrFrom16(link), 126)
+			link[15] = 2
+			l3.CEAddress = netip.AddrFrom16(link)
+		}},
 	}
 	for i, tt := range tests {
 		points := clonePoints(s.h.L3Points(2 + i))
