@@ -113,6 +113,9 @@ func TestResources(t *testing.T) {
 			t.Errorf("step %d: 201 with Location %q", i, r.header.Get("Location"))
 		}
 	}
+	if r := do(t, e, "POST", "/vpn-services", service, "Content-Type", "text/plain"); r.status != 415 {
+		t.Errorf("POST as text/plain = %d %s, want 415", r.status, r.body)
+	}
 	if got := do(t, e, "GET", "", ""); got.status != 200 || strings.Contains(got.body, "v1") {
 		t.Fatalf("after the deletes the datastore is %d %s, want empty", got.status, got.body)
 	}
