@@ -53,8 +53,13 @@ type InstanceNet struct {
 	PopSwitchPort     *string        `json:"pop_switch_port" db:"pop_switch_port"`
 	SdnNetID          *string        `json:"sdn_net_id" db:"sdn_net_id"`
 	Related           *string        `json:"related" db:"related"`
-	CreatedAt         time.Time      `json:"created_at" db:"created_at"`
-	ModifiedAt        time.Time      `json:"modified_at" db:"modified_at"`
+	// L3 is the site of a layer-3 VPN the network asks in its datacenter
+	// (connectors.L3Site's JSON: prefix, pe_address, ce_address,
+	// static_routes, bgp), checked when the instance was written; nil for
+	// layer 2.
+	L3         map[string]any `json:"l3,omitempty" db:"l3"`
+	CreatedAt  time.Time      `json:"created_at" db:"created_at"`
+	ModifiedAt time.Time      `json:"modified_at" db:"modified_at"`
 }
 
 // WAN link statuses (instance_wim_nets.status).
@@ -81,8 +86,13 @@ type WANLink struct {
 	ErrorMsg      *string        `json:"error_msg" db:"error_msg"`
 	WIMInfo       map[string]any `json:"wim_info" db:"wim_info"`
 	Multipoint    bool           `json:"multipoint" db:"multipoint"`
-	Created       bool           `json:"created" db:"created"`
-	Related       *string        `json:"related" db:"related"`
+	// ServiceType is what the link is made as (ELINE, ELAN, L3VPN), chosen
+	// with its WIM; empty on links written before wimro recorded it, whose
+	// type follows from their points (ELAN when multipoint or over more
+	// than two datacenters).
+	ServiceType string  `json:"service_type,omitempty" db:"service_type"`
+	Created     bool    `json:"created" db:"created"`
+	Related     *string `json:"related" db:"related"`
 	// BandwidthMbps and LatencyMs are the QoS the VLD asks (nil: none).
 	BandwidthMbps *int `json:"bandwidth,omitempty" db:"bandwidth_mbps"`
 	LatencyMs     *int `json:"latency,omitempty" db:"latency_ms"`

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -416,13 +417,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if err != nil {
 		return wimro.Outcome{}, err
 	}
-	typ := connectors.ServiceTypeFor(len(points))
-	if link.Multipoint {
-		// A link made multipoint (an L2SM vpls) is an ELAN even over two
-		// datacenters.
-		typ = connectors.ServiceELAN
-	}
-	req := connectors.Request{Key: link.UUID, Type: typ, Points: points, QoS: QoSOf(link)}
+	req := connectors.Request{Key: link.UUID, Type: ServiceTypeOf(link, len(points)), Points: points, QoS: QoSOf(link)}
 	if len(t.Capabilities.Services) > 0 {
 		// What the connector's type declares decides before the
 		// controller is called: an ELAN of a connector that makes none
@@ -444,6 +439,22 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		return wimro.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
 	}
 	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo)), nil
+}
+
+// ServiceTypeOf is what a WAN link of n points is made as: the type the
+// engine chose with its WIM (an L3VPN, an ELAN across three datacenters
+// or more) and checked the WIM's connector declares; for a link written
+// before the type was recorded, ELAN when it is multipoint (an L2SM vpls,
+// an ELAN even over two datacenters) or has more than two points, else
+// ELINE.
+func ServiceTypeOf(link wimro.WANLink, n int) connectors.ServiceType {
+	switch {
+	case link.ServiceType != "":
+		return connectors.ServiceType(link.ServiceType)
+	case link.Multipoint:
+		return connectors.ServiceELAN
+	}
+	return connectors.ServiceTypeFor(n)
 }
 
 // QoSOf is the QoS a WAN link asks of its controller.
@@ -577,6 +588,13 @@ func ConnectionPoints(accountID string, nets []wimro.InstanceNet, dcs map[string
 		cp := connectors.ConnectionPoint{ServiceEndpointID: m.WANServiceEndpointID, Encapsulation: connectors.EncapNone, MappingInfo: m.WANServiceMappingInfo}
 		if n.EncapsulationType != nil && *n.EncapsulationType == "vlan" && n.EncapsulationID != nil {
 			cp.Encapsulation, cp.VLAN = connectors.EncapDot1Q, *n.EncapsulationID
+		}
+		if n.L3 != nil {
+			site, err := l3Site(n.L3)
+			if err != nil {
+				return nil, permanent("The l3 site of the instance_net uuid(%s) cannot be read: %v", n.UUID, err)
+			}
+			cp.L3 = site
 		}
 		points = append(points, cp)
 	}
@@ -730,4 +748,18 @@ func lookupByKey(ctx context.Context, t Target, key string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// l3Site decodes a network's stored l3 (the engine wrote it from a
+// checked connectors.L3Site).
+func l3Site(m map[string]any) (*connectors.L3Site, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var site connectors.L3Site
+	if err := json.Unmarshal(b, &site); err != nil {
+		return nil, err
+	}
+	return &site, nil
 }

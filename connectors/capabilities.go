@@ -61,7 +61,7 @@ type Capabilities struct {
 // declares so that every call reaches it and fails with its own reason.
 func Everything() Capabilities {
 	return Capabilities{
-		Services: []ServiceType{ServiceELINE, ServiceELAN},
+		Services: []ServiceType{ServiceELINE, ServiceELAN, ServiceL3VPN},
 		QoS:      []QoSField{QoSBandwidth, QoSLatency},
 		Edit:     true,
 		List:     true,

@@ -6,7 +6,9 @@
 // service types, QoS fields, edit, listing).
 //
 // One sub-package exists per controller: ietfl2vpn, l2nm, tapi, onos
-// (types onos and onos_vpls) and dynpac, plus fake and failing for tests and demos
+// (types onos and onos_vpls), dynpac, l3nm and ietfl3vpn (the IETF L3VPN
+// network and service models, sharing connectors/internal/vpnrc), plus
+// fake and failing for tests and demos
 // (wimd registers those two only with --dev-connectors). The Registry that
 // wimd fills at start-up is the one list of WIM types: a WIM whose type it
 // does not hold is refused when it is written. The controller connectors

@@ -54,28 +54,3 @@ func findSuitableAccount(ctx context.Context, s *persistence.Store, tenantID str
 	}
 	return att[0].Account, nil
 }
-
-// findCommonWIMFor is findCommonWIM among the WIMs that can (can returns
-// nil): the oldest of those, so that a link asking QoS goes to a WIM that
-// honours it rather than failing on the oldest. When none can, the oldest's
-// refusal is the error.
-func findCommonWIMFor(ctx context.Context, s *persistence.Store, tenantID string, datacenterIDs []string, can func(wimro.WIM) error) (wimro.WIM, error) {
-	ws, err := s.FindCommonWIMs(ctx, datacenterIDs, tenantID)
-	if err != nil {
-		return wimro.WIM{}, err
-	}
-	if len(ws) == 0 {
-		return findCommonWIM(ctx, s, tenantID, datacenterIDs) // the not-found error
-	}
-	var refusal error
-	for _, w := range ws {
-		err := can(w)
-		if err == nil {
-			return w, nil
-		}
-		if refusal == nil {
-			refusal = err
-		}
-	}
-	return wimro.WIM{}, refusal
-}

@@ -75,7 +75,7 @@ func recordLinks(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst
 		id := uuid.NewString()
 		wim, sce := p.WIMID, p.SceNetID
 		links[i] = wimro.WANLink{UUID: id, InstanceID: &inst.UUID, SceNetID: &sce, WIMID: &wim,
-			WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, Related: &id,
+			WIMAccountID: p.WIMAccountID, Multipoint: p.Multipoint, ServiceType: p.ServiceType, Related: &id,
 			BandwidthMbps: p.Bandwidth, LatencyMs: p.Latency}
 	}
 	if links, err = s.CreateWANLinks(ctx, links); err != nil {

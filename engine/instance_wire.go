@@ -75,6 +75,12 @@ type NetworkInput struct {
 	// VLD that carry a key agree on it.
 	Bandwidth QoSValue `json:"bandwidth,omitempty"`
 	Latency   QoSValue `json:"latency,omitempty"`
+	// L3 asks a layer-3 VPN of the network's VLD: this datacenter's
+	// site (its prefix, the PE's address on the access link, and how the
+	// PE reaches the prefix: ce_address, static_routes or bgp). The
+	// networks of one VLD give it all or none; an L3VPN needs a WIM whose
+	// connector declares it.
+	L3 L3Value `json:"l3,omitempty"`
 }
 
 // InstanceInput is the body of an instance create, in wimro's form
@@ -120,6 +126,9 @@ type SiteInput struct {
 	NetmapUse string `json:"netmap-use,omitempty"`
 	// NetmapCreate is the name of the VIM network to create.
 	NetmapCreate *string `json:"netmap-create,omitempty"`
+	// L3 is the network's site of a layer-3 VPN in this datacenter
+	// (NetworkInput.L3).
+	L3 L3Value `json:"l3,omitempty"`
 }
 
 // PlannedLink is a WAN link the instance needs, with the WIM and account
@@ -131,9 +140,15 @@ type PlannedLink struct {
 	WIMID         string   `json:"wim_id"`
 	WIMName       string   `json:"wim_name"`
 	WIMAccountID  string   `json:"wim_account_id"`
+	// ServiceType is what the link is made as: ELINE, ELAN (more than two
+	// datacenters) or L3VPN (its networks give l3 sites).
+	ServiceType string `json:"service_type"`
 	// Bandwidth and Latency are the link's QoS (absent: none).
 	Bandwidth *int `json:"bandwidth,omitempty"`
 	Latency   *int `json:"latency,omitempty"`
+	// WIMs says, for each WIM the tenant is attached to, whether it was
+	// chosen and why or why not (an explicit choice: only that WIM).
+	WIMs []WIMVerdict `json:"wims"`
 }
 
 // InstanceView is an instance with its networks and WAN links.

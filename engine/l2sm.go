@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wimro/wimro"
+	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/persistence"
 )
 
@@ -625,6 +626,9 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	// A multipoint vpn-service is an ELAN whatever its number of
 	// accesses: a vpls of two grows by a third without changing type.
 	plans[0].Multipoint = plans[0].Multipoint || multipoint
+	if multipoint {
+		plans[0].ServiceType = string(connectors.ServiceELAN)
+	}
 	_, _, ia, made, err := recordLinks(ctx, s, t, inst, rows, plans, needs)
 	return ia.UUID, append(accounts, made...), accessError(err, accesses)
 }

@@ -163,69 +163,61 @@ func sameChoice(a, b WIMChoice) bool {
 	return a.auto() == b.auto() && a.None == b.None && a.Ref == b.Ref
 }
 
-// planLinks chooses the WIM and account of every WAN link, and refuses a
-// link whose QoS (from qos, the networks' own) the chosen WIM cannot
-// honour (checkQoS): in the create request, not in a CREATE action that
-// could only fail. An automatic choice for a link across more than two
-// datacenters (an ELAN) takes the oldest WIM whose type makes ELANs
-// (elan); when none does, it chooses as for any link, and the CREATE
-// fails naming the type, as before multipoint links could be made.
-func planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, groups []group, nets []wimro.InstanceNet,
-	qos []netQoS, checkQoS func(wimro.WIM, linkQoS) error, elan func(wimro.WIM) bool) ([]PlannedLink, error) {
+// planLinks chooses the service type, WIM and account of every WAN link
+// (chooser: what the link needs, then health, then the oldest), and
+// refuses in the create request, not in a CREATE action that could only
+// fail, a link no WIM can carry, naming the network field that asks
+// what the WIMs lack: a datacenter they do not reach, a service type
+// (an L3VPN; an ELAN, a link across more than two datacenters) or a QoS
+// field (qos, the networks' own) their connector does not declare.
+func (e *Engine) planLinks(ctx context.Context, s *persistence.Store, tenant wimro.Tenant, groups []group, nets []wimro.InstanceNet,
+	fields []string, qos []netQoS, dcName func(string) string) ([]PlannedLink, error) {
 	plans := make([]PlannedLink, 0, len(groups))
-	cache := map[string]wimro.WIM{}
-	for _, g := range groups {
+	dcIDsOf := make([][]string, len(groups))
+	var all []string
+	for k, g := range groups {
+		dcs := map[string]bool{}
+		for _, i := range g.nets {
+			if id := nets[i].DatacenterID; !dcs[id] {
+				dcs[id] = true
+				dcIDsOf[k] = append(dcIDsOf[k], id)
+			}
+		}
+		sort.Strings(dcIDsOf[k])
+		all = append(all, dcIDsOf[k]...)
+	}
+	c, err := e.newChooser(ctx, s, tenant, all, dcName)
+	if err != nil {
+		return nil, err
+	}
+	for k, g := range groups {
 		q, err := groupQoS(g, qos)
 		if err != nil {
 			return nil, err
 		}
-		dcs := map[string]bool{}
-		var dcIDs []string
-		for _, i := range g.nets {
-			if id := nets[i].DatacenterID; !dcs[id] {
-				dcs[id] = true
-				dcIDs = append(dcIDs, id)
-			}
+		dcIDs := dcIDsOf[k]
+		service, field, err := groupService(g, nets, fields, len(dcIDs))
+		if err != nil {
+			return nil, err
 		}
-		sort.Strings(dcIDs)
+		n := linkNeed{sceNetID: g.sceNetID, dcIDs: dcIDs, service: service, qos: q, field: field}
 		var (
-			w    wimro.WIM
-			acct wimro.WIMAccount
+			w        wimro.WIM
+			acct     wimro.WIMAccount
+			verdicts []WIMVerdict
 		)
 		if g.choice.auto() {
-			can := func(w wimro.WIM) error { return checkQoS(w, q) }
-			err = errNoELAN
-			if len(dcIDs) > 2 {
-				w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, func(w wimro.WIM) error {
-					if !elan(w) {
-						return errNoELAN
-					}
-					return can(w)
-				})
-			}
-			if err != nil {
-				w, err = findCommonWIMFor(ctx, s, tenant.UUID, dcIDs, can)
-			}
-			if err != nil {
-				return nil, err
-			}
-			acct, err = accountFor(ctx, s, w, tenant, g.field)
+			w, acct, verdicts, err = c.auto(ctx, n, g.field)
 		} else {
-			w, acct, err = chosenAccount(ctx, s, tenant, g.choice.Ref, g.field, cache)
-			if err == nil {
-				err = checkReach(ctx, s, w, dcIDs, g.field)
-			}
-			if err == nil {
-				err = checkQoS(w, q)
-			}
+			w, acct, verdicts, err = c.explicit(ctx, n, g.choice.Ref, g.field)
 		}
 		if err != nil {
 			return nil, err
 		}
 		plans = append(plans, PlannedLink{
-			SceNetID: g.sceNetID, DatacenterIDs: dcIDs, Multipoint: len(dcIDs) > 2,
+			SceNetID: g.sceNetID, DatacenterIDs: dcIDs, Multipoint: len(dcIDs) > 2, ServiceType: string(service),
 			WIMID: w.UUID, WIMName: w.Name, WIMAccountID: acct.UUID,
-			Bandwidth: optInt(q.bandwidth), Latency: optInt(q.latency),
+			Bandwidth: optInt(q.bandwidth), Latency: optInt(q.latency), WIMs: verdicts,
 		})
 	}
 	return plans, nil
@@ -278,29 +270,6 @@ func chosenAccount(ctx context.Context, s *persistence.Store, t wimro.Tenant, re
 	}
 	a, err := accountFor(ctx, s, w, t, field)
 	return w, a, err
-}
-
-// checkReach refuses a chosen WIM that has no port mapping in one of the
-// datacenters: its CREATE could only fail later.
-func checkReach(ctx context.Context, s *persistence.Store, w wimro.WIM, dcIDs []string, field string) error {
-	rows, err := s.ListPortMappings(ctx, persistence.PortMappingFilter{WIMIDs: []string{w.UUID}, DatacenterIDs: dcIDs})
-	if err != nil {
-		return err
-	}
-	reached := map[string]bool{}
-	for _, r := range rows {
-		reached[r.DatacenterID] = true
-	}
-	var missing []string
-	for _, id := range dcIDs {
-		if !reached[id] {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return wimro.FieldErrorf(field, "%s: WIM %s has no port mapping in datacenter(s) %s", field, w.Name, strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 // prepareInstance validates the input, resolves the scenario and the
@@ -361,6 +330,9 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 		if qos[i], err = parseNetQoS(field, n); err != nil {
 			return inst, nil, nil, nil, err
 		}
+		if row.L3, err = parseL3(field, n.L3); err != nil {
+			return inst, nil, nil, nil, err
+		}
 		ref := n.Datacenter
 		if ref == "" {
 			if inst.DatacenterID == nil {
@@ -406,7 +378,13 @@ func (e *Engine) prepareInstance(ctx context.Context, s *persistence.Store, tena
 	if err != nil {
 		return inst, nil, nil, nil, err
 	}
-	plans, err = planLinks(ctx, s, tenant, groups, nets, qos, e.checkQoS, e.makesELAN)
+	dcName := func(id string) string {
+		if d, ok := dcCache[id]; ok && d.Name != "" {
+			return d.Name
+		}
+		return id
+	}
+	plans, err = e.planLinks(ctx, s, tenant, groups, nets, fields, qos, dcName)
 	return inst, nets, plans, needs, err
 }
 
@@ -484,7 +462,7 @@ func instanceNetworks(ctx context.Context, s *persistence.Store, tenant wimro.Te
 			if vimName == "" && site.NetmapCreate != nil {
 				vimName = *site.NetmapCreate
 			}
-			list = append(list, NetworkInput{SceNetID: n.UUID, OsmID: osmID, Name: vimName, Datacenter: site.Datacenter, WIMAccount: p.WIMAccount})
+			list = append(list, NetworkInput{SceNetID: n.UUID, OsmID: osmID, Name: vimName, Datacenter: site.Datacenter, WIMAccount: p.WIMAccount, L3: site.L3})
 			fields = append(fields, field)
 		}
 	}

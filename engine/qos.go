@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -141,10 +140,6 @@ func (e *Engine) capabilitiesOf(w wimro.WIM) (connectors.Capabilities, bool) {
 	}
 	return e.capabilities(connectors.Config{Type: w.Type, WIMConfig: w.Config}), true
 }
-
-// errNoELAN passes over a WIM whose type makes no ELAN, in the choice of
-// a WIM for a multipoint link.
-var errNoELAN = errors.New("the WIM's connector makes no ELAN")
 
 // makesELAN reports whether w's connector declares ELAN; without a
 // declaration installed, every WIM may.

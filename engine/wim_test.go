@@ -109,7 +109,7 @@ func TestWIMValidation(t *testing.T) {
 	// has no connector; create and edit say which types there are.
 	_, err := b.eng.CreateWIM(b.ctx, engine.WIMInput{Name: ptr("w"), Type: ptr("odl"), URL: ptr("http://x")})
 	wantField(t, err, "wim.type")
-	const list = "use one of dynpac, failing, fake, ietfl2vpn, l2nm, onos, onos_vpls, tapi"
+	const list = "use one of dynpac, failing, fake, ietfl2vpn, ietfl3vpn, l2nm, l3nm, onos, onos_vpls, tapi"
 	if !strings.Contains(err.Error(), list) {
 		t.Fatalf("create odl: %v, want it to say %q", err, list)
 	}

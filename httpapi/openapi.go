@@ -346,6 +346,23 @@ var customSchemas = map[reflect.Type]func() map[string]any{
 			"description": "QoS of the network's VLD: bandwidth in Mbit/s (at most 10000000) or latency in ms (at most 100000). " +
 				"The networks of one VLD that carry it agree; the WIM's connector must honour it."}
 	},
+	reflect.TypeOf(engine.L3Value(nil)): func() map[string]any {
+		addr := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+		return map[string]any{"type": "object", "nullable": true, "additionalProperties": false, "required": []any{"prefix", "pe_address"},
+			"description": "The network's site of a layer-3 VPN in its datacenter: the networks of one VLD give it all or none, " +
+				"and their WAN link is then an L3VPN, which the WIM's connector must declare. The PE learns the prefix from ce_address " +
+				"(a static route to it), static_routes or bgp; one of them is required. Unknown keys are refused.",
+			"properties": map[string]any{
+				"prefix":     addr("The datacenter's subnet reached through the VPN, without host bits (10.0.1.0/24)."),
+				"pe_address": addr("The provider edge's address on the access link, with the link's length (192.0.2.1/30)."),
+				"ce_address": addr("The datacenter side's address on the access link (192.0.2.2): the next hop of the default static route."),
+				"static_routes": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"prefix", "next_hop"},
+					"properties": map[string]any{"prefix": addr("A prefix the PE routes to the site."), "next_hop": addr("On the access link.")}}},
+				"bgp": map[string]any{"type": "object", "required": []any{"peer_as", "peer_address"}, "properties": map[string]any{
+					"peer_as":      map[string]any{"type": "integer", "minimum": 1, "maximum": 4294967295},
+					"peer_address": addr("The datacenter side's BGP address, on the access link.")}},
+			}}
+	},
 	reflect.TypeOf(engine.Secret("")): func() map[string]any {
 		return map[string]any{"type": "string", "format": "password", "description": "Write-only: answers show it masked."}
 	},

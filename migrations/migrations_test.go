@@ -178,11 +178,19 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		{17, func(t *testing.T) {
+		{18, func(t *testing.T) {
 			// Version 21 (wim types) is undone: an l2nm WIM is refused again.
 			_, err := db.ExecContext(ctx, `INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000021', 'w21', 'l2nm', 'http://x')`)
 			if err == nil || !strings.Contains(err.Error(), "wims_type_check") {
-				t.Errorf("version 17: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+				t.Errorf("version 18: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+			}
+		}},
+		{17, func(t *testing.T) {
+			var cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public'
+				AND ((table_name = 'instance_nets' AND column_name = 'l3') OR (table_name = 'instance_wim_nets' AND column_name = 'service_type'))`).Scan(&cols)
+			if cols != 0 {
+				t.Errorf("version 17: %d of the columns of version 18 left, want none", cols)
 			}
 		}},
 		{16, func(t *testing.T) {

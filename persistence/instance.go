@@ -49,7 +49,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string) error {
 
 const netCols = `n.uuid, n.instance_scenario_id, n.sce_net_id, n.osm_id, n.vim_net_id, n.vim_name, n.datacenter_id,
 	n.status, n.error_msg, n.vim_info, n.encapsulation_type, n.encapsulation_id, n.pop_switch_dpid, n.pop_switch_port,
-	n.sdn_net_id, n.related, n.created_at, n.modified_at`
+	n.sdn_net_id, n.related, n.l3, n.created_at, n.modified_at`
 
 // batchOne sends one RETURNING statement per row in a single round trip
 // and collects the rows.
@@ -86,15 +86,15 @@ func batchOne[T, R any](ctx context.Context, s *Store, table string, rows []R, s
 func (s *Store) CreateInstanceNets(ctx context.Context, nets []wimro.InstanceNet) ([]wimro.InstanceNet, error) {
 	return batchOne[wimro.InstanceNet](ctx, s, "instance_nets", nets,
 		`INSERT INTO instance_nets AS n (uuid, instance_scenario_id, sce_net_id, osm_id, vim_net_id, vim_name, datacenter_id,
-			status, error_msg, vim_info, encapsulation_type, encapsulation_id, pop_switch_dpid, pop_switch_port, sdn_net_id, related)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING `+netCols,
+			status, error_msg, vim_info, encapsulation_type, encapsulation_id, pop_switch_dpid, pop_switch_port, sdn_net_id, related, l3)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING `+netCols,
 		func(n wimro.InstanceNet) []any {
 			status := n.Status
 			if status == "" {
 				status = wimro.NetBuild
 			}
 			return []any{newUUID(n.UUID), n.InstanceID, n.SceNetID, n.OsmID, n.VimNetID, n.VimName, n.DatacenterID,
-				status, n.ErrorMsg, n.VimInfo, n.EncapsulationType, n.EncapsulationID, n.PopSwitchDPID, n.PopSwitchPort, n.SdnNetID, n.Related}
+				status, n.ErrorMsg, n.VimInfo, n.EncapsulationType, n.EncapsulationID, n.PopSwitchDPID, n.PopSwitchPort, n.SdnNetID, n.Related, n.L3}
 		})
 }
 
@@ -136,19 +136,19 @@ func (s *Store) UpdateInstanceNet(ctx context.Context, n wimro.InstanceNet) (wim
 
 const linkCols = `l.uuid, l.wim_internal_id, l.instance_scenario_id, l.sce_net_id, l.wim_id, l.wim_account_id, l.status,
 	l.error_msg, l.wim_info, l.multipoint, l.created, l.related, l.status_since, l.created_at, l.modified_at,
-	l.bandwidth_mbps, l.latency_ms`
+	l.bandwidth_mbps, l.latency_ms, COALESCE(l.service_type, '') AS service_type`
 
 // CreateWANLinks inserts WAN links in one round trip.
 func (s *Store) CreateWANLinks(ctx context.Context, links []wimro.WANLink) ([]wimro.WANLink, error) {
 	return batchOne[wimro.WANLink](ctx, s, "instance_wim_nets", links,
-		`INSERT INTO instance_wim_nets AS l (uuid, instance_scenario_id, sce_net_id, wim_id, wim_account_id, status, multipoint, related, bandwidth_mbps, latency_ms)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+linkCols,
+		`INSERT INTO instance_wim_nets AS l (uuid, instance_scenario_id, sce_net_id, wim_id, wim_account_id, status, multipoint, related, bandwidth_mbps, latency_ms, service_type)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, '')) RETURNING `+linkCols,
 		func(l wimro.WANLink) []any {
 			status := l.Status
 			if status == "" {
 				status = wimro.LinkBuild
 			}
-			return []any{newUUID(l.UUID), l.InstanceID, l.SceNetID, l.WIMID, l.WIMAccountID, status, l.Multipoint, l.Related, l.BandwidthMbps, l.LatencyMs}
+			return []any{newUUID(l.UUID), l.InstanceID, l.SceNetID, l.WIMID, l.WIMAccountID, status, l.Multipoint, l.Related, l.BandwidthMbps, l.LatencyMs, l.ServiceType}
 		})
 }
 

@@ -359,10 +359,12 @@ func TestLoadFileOrYAML(t *testing.T) {
 func TestInstanceCreateWrapsAndDryRun(t *testing.T) {
 	t.Parallel()
 	f := newFakeServer(t, map[string]answer{
-		"POST /openmano/t0/instances": {200, `{"plan": {"wan_links": [{"sce_net_id": "vld1", "datacenters": ["d1", "d2"], "wim_name": "wan1", "wim_account_id": "acc"}]}}`},
+		"POST /openmano/t0/instances": {200, `{"plan": {"wan_links": [{"sce_net_id": "vld1", "datacenters": ["d1", "d2"], "wim_name": "wan1", "wim_account_id": "acc",
+			"service_type": "L3VPN", "wims": [{"wim_name": "wan0", "reason": "does not make L3VPN (type dynpac makes ELINE)"}, {"wim_name": "wan1", "chosen": true, "reason": "chosen: the oldest"}]}]}}`},
 	})
 	r := runCLI(t, f.env(map[string]string{"OPENMANO_TENANT": "t0"}), "", "instance-scenario-create", "--dry-run", `{name: ns, networks: []}`)
-	if r.code != 0 || !strings.Contains(r.stdout, "vld1") || !strings.Contains(r.stdout, "d1,d2") {
+	if r.code != 0 || !strings.Contains(r.stdout, "vld1") || !strings.Contains(r.stdout, "d1,d2") || !strings.Contains(r.stdout, " L3VPN ") ||
+		!strings.Contains(r.stdout, "wan0:                does not make L3VPN (type dynpac makes ELINE)") || !strings.Contains(r.stdout, "wan1:                chosen: the oldest") {
 		t.Fatalf("%+v", r)
 	}
 	req := f.requests()[0]

@@ -53,14 +53,20 @@ func setupInstanceCreate(fs *pflag.FlagSet) runFunc {
 		if *dry {
 			s.loadNames(ctx)
 			s.emit(r, func(doc any) {
-				fmt.Fprintf(s.c.Stdout, "%-38s %-20s %-38s %s\n", "SCE_NET_ID", "WIM", "WIM_ACCOUNT", "DATACENTERS")
+				fmt.Fprintf(s.c.Stdout, "%-38s %-6s %-20s %-38s %s\n", "SCE_NET_ID", "TYPE", "WIM", "WIM_ACCOUNT", "DATACENTERS")
 				for _, l := range asList(asMap(asMap(doc)["plan"])["wan_links"]) {
 					lm := asMap(l)
 					var dcs []string
 					for _, d := range asList(lm["datacenters"]) {
 						dcs = append(dcs, s.datacenterName(str(d)))
 					}
-					fmt.Fprintf(s.c.Stdout, "%-38s %-20s %-38s %s\n", str(lm["sce_net_id"]), str(lm["wim_name"]), str(lm["wim_account_id"]), strings.Join(dcs, ","))
+					fmt.Fprintf(s.c.Stdout, "%-38s %-6s %-20s %-38s %s\n", str(lm["sce_net_id"]), str(lm["service_type"]), str(lm["wim_name"]),
+						str(lm["wim_account_id"]), strings.Join(dcs, ","))
+					// Why each WIM was chosen or not, under its link.
+					for _, v := range asList(lm["wims"]) {
+						vm := asMap(v)
+						fmt.Fprintf(s.c.Stdout, "  %-20s %s\n", str(vm["wim_name"])+":", str(vm["reason"]))
+					}
 				}
 			})
 			return nil
@@ -194,6 +200,9 @@ func (s *session) printInstance(doc any) {
 			name = str(m["sce_net_id"])
 		}
 		line := fmt.Sprintf("  wan_link %-38s %-38s %s", str(m["uuid"]), name, str(m["status"]))
+		if typ := str(m["service_type"]); typ != "" && typ != "ELINE" {
+			line += " " + typ // an ELINE is what a link was before any other type
+		}
 		if e := str(m["error_msg"]); e != "" {
 			line += " " + e
 		}

@@ -59,8 +59,8 @@ func TestTypeCheck(t *testing.T) {
 	}{
 		{"registered", "tapi", false, ""},
 		{"dev registered", "fake", true, ""},
-		{"no connector", "odl", false, `no connector for WIM type "odl": use one of dynpac, ietfl2vpn, l2nm, onos, onos_vpls, tapi`},
-		{"no connector, dev", "odl", true, "use one of dynpac, failing, fake, ietfl2vpn, l2nm, onos, onos_vpls, tapi"},
+		{"no connector", "odl", false, `no connector for WIM type "odl": use one of dynpac, ietfl2vpn, ietfl3vpn, l2nm, l3nm, onos, onos_vpls, tapi`},
+		{"no connector, dev", "odl", true, "use one of dynpac, failing, fake, ietfl2vpn, ietfl3vpn, l2nm, l3nm, onos, onos_vpls, tapi"},
 		{"dev type without the flag", "failing", false, "--dev-connectors"},
 	}
 	for _, tt := range tests {

@@ -40,8 +40,19 @@ type Harness struct {
 	// shared unless Serial is set. Required.
 	New func(t *testing.T) connectors.Connector
 
-	// Points returns valid ELINE connection points for the controller that
-	// New builds. Different i in [0, 16) must give different services
+	// Type is the service type of the services Points make: ELINE when
+	// empty; L3VPN for a connector that makes only layer-3 VPNs (its
+	// Points then carry L3 sites).
+	Type connectors.ServiceType
+
+	// L3Points returns valid L3VPN connection points (three or more, each
+	// with its L3 site) for the controller New builds; i as for Points.
+	// Required when Capabilities declares L3VPN; otherwise, when set, the
+	// suite checks that an L3VPN of them is refused (see l3.go).
+	L3Points func(i int) []connectors.ConnectionPoint
+
+	// Points returns valid connection points of two ends (of Type) for
+	// the controller that New builds. Different i in [0, 16) must give different services
 	// (e.g. other VLANs), so that they can coexist. Required.
 	Points func(i int) []connectors.ConnectionPoint
 
@@ -148,6 +159,7 @@ func Run(t *testing.T, h Harness) {
 		{"BadCredentials", s.badCredentials},
 		{"QoS", s.qos},
 		{"ListSeesOtherConnectors", s.listSeesOthers},
+		{"L3VPN", s.l3},
 	}
 	cases = append(cases, s.serviceCases()...) // services.go
 	for _, c := range cases {
@@ -161,6 +173,14 @@ func Run(t *testing.T, h Harness) {
 }
 
 type suite struct{ h Harness }
+
+// typ is the service type of Points.
+func (s *suite) typ() connectors.ServiceType {
+	if s.h.Type == "" {
+		return connectors.ServiceELINE
+	}
+	return s.h.Type
+}
 
 // newKey returns a service key the way the actions derive one: the WAN
 // link's uuid.
@@ -176,7 +196,7 @@ func (s *suite) checkCredentials(t *testing.T) {
 // create makes a service and checks what every successful create returns.
 func (s *suite) create(t *testing.T, c connectors.Connector, key string, i int) (string, map[string]any) {
 	t.Helper()
-	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(i)})
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: s.typ(), Points: s.h.Points(i)})
 	if err != nil {
 		t.Fatalf("CreateService(key %s, points %d): %v", key, i, err)
 	}
@@ -304,7 +324,7 @@ func (s *suite) concurrentCreates(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ids[i], _, errs[i] = c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(i)})
+			ids[i], _, errs[i] = c.CreateService(t.Context(), connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(i)})
 		})
 	}
 	wg.Wait()
@@ -519,12 +539,12 @@ func (s *suite) invalidInput(t *testing.T) {
 		},
 		{
 			name:   "one point",
-			typ:    connectors.ServiceELINE,
+			typ:    s.typ(),
 			points: s.h.Points(0)[:1],
 		},
 		{
 			name: "dot1q without vlan",
-			typ:  connectors.ServiceELINE,
+			typ:  s.typ(),
 			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
 				p[0].Encapsulation, p[0].VLAN = connectors.EncapDot1Q, 0
 				return p
@@ -532,7 +552,7 @@ func (s *suite) invalidInput(t *testing.T) {
 		},
 		{
 			name: "dot1q vlan 4095",
-			typ:  connectors.ServiceELINE,
+			typ:  s.typ(),
 			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
 				p[1].Encapsulation, p[1].VLAN = connectors.EncapDot1Q, 4095
 				return p
@@ -540,7 +560,7 @@ func (s *suite) invalidInput(t *testing.T) {
 		},
 		{
 			name: "unknown encapsulation",
-			typ:  connectors.ServiceELINE,
+			typ:  s.typ(),
 			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
 				p[0].Encapsulation = "vxlan"
 				return p
@@ -548,7 +568,7 @@ func (s *suite) invalidInput(t *testing.T) {
 		},
 		{
 			name: "empty endpoint id",
-			typ:  connectors.ServiceELINE,
+			typ:  s.typ(),
 			points: with(func(p []connectors.ConnectionPoint) []connectors.ConnectionPoint {
 				p[0].ServiceEndpointID = ""
 				return p
@@ -592,7 +612,7 @@ func (s *suite) cancelledContext(t *testing.T) {
 	}{
 		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
 		{"CreateService", func() error {
-			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(1)})
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(1)})
 			return err
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, id, connInfo); return err }},
@@ -652,7 +672,7 @@ func (s *suite) unreachable(t *testing.T) {
 	}{
 		{"CheckCredentials", func() error { return c.CheckCredentials(ctx) }},
 		{"CreateService", func() error {
-			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(0)})
+			_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(0)})
 			return err
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, uuid.NewString(), nil); return err }},
@@ -714,7 +734,7 @@ func (s *suite) qos(t *testing.T) {
 			all.LatencyMs += one.LatencyMs
 			continue
 		}
-		_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(1), QoS: one})
+		_, _, err := c.CreateService(ctx, connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(1), QoS: one})
 		if connectors.KindOf(err) != connectors.KindPermanent {
 			t.Fatalf("create asking %s, which the connector does not honour: %v, want a Permanent error", f, err)
 		}
@@ -726,7 +746,7 @@ func (s *suite) qos(t *testing.T) {
 		return
 	}
 	key := newKey()
-	id, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(0), QoS: all})
+	id, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: s.typ(), Points: s.h.Points(0), QoS: all})
 	if err != nil {
 		t.Fatalf("create asking %+v: %v", all, err)
 	}
@@ -734,7 +754,7 @@ func (s *suite) qos(t *testing.T) {
 		t.Fatalf("the controller holds QoS %+v for service %s, want %+v", got, id, all)
 	}
 	other := connectors.QoS{BandwidthMbps: all.BandwidthMbps * 2, LatencyMs: all.LatencyMs * 2}
-	id2, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(0), QoS: other})
+	id2, _, err := c.CreateService(ctx, connectors.Request{Key: key, Type: s.typ(), Points: s.h.Points(0), QoS: other})
 	switch {
 	case err == nil:
 		if id2 != id || stored(id) != other {

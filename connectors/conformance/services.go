@@ -1,8 +1,6 @@
 package conformance
 
 import (
-	"fmt"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -41,11 +39,7 @@ func (s *suite) serviceCases() []struct {
 func withL3(points []connectors.ConnectionPoint) []connectors.ConnectionPoint {
 	out := clonePoints(points)
 	for i := range out {
-		out[i].L3 = &connectors.L3Site{
-			Prefix:    netip.MustParsePrefix(fmt.Sprintf("10.%d.0.0/24", i)),
-			PEAddress: netip.MustParsePrefix(fmt.Sprintf("192.0.2.%d/30", 4*i+1)),
-			CEAddress: netip.MustParseAddr(fmt.Sprintf("192.0.2.%d", 4*i+2)),
-		}
+		out[i].L3 = L3Site(i)
 	}
 	return out
 }

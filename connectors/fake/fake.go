@@ -13,8 +13,9 @@
 // process; tests use a distinct URL each (ControllerFor gives them the
 // Controller to inspect).
 //
-// It makes ELINE and ELAN services, edits and lists them, and honours
-// every QoS field (Capabilities): the controller keeps
+// It makes ELINE, ELAN and L3VPN services (an L3VPN's points keep their
+// L3 site, listed under "l3" in the status info), edits and lists them,
+// and honours every QoS field (Capabilities): the controller keeps
 // the QoS with the service (Controller.QoS, and "bandwidth" and "latency"
 // in its status info). Its latency_ms setting below is unrelated: a delay
 // of the connector's own calls.
@@ -408,6 +409,9 @@ func (s *service) info() map[string]any {
 		if p.Encapsulation == connectors.EncapDot1Q {
 			m["service_endpoint_encapsulation_info"] = map[string]any{"vlan": p.VLAN}
 		}
+		if p.L3 != nil {
+			m["l3"] = l3Info(p.L3)
+		}
 		points[i] = m
 	}
 	m := map[string]any{"service_key": s.key, "service_type": string(s.typ), "connection_points": points}
@@ -416,6 +420,16 @@ func (s *service) info() map[string]any {
 	}
 	if s.qos.LatencyMs != 0 {
 		m["latency"] = s.qos.LatencyMs
+	}
+	return m
+}
+
+// l3Info is an L3 site as decoded JSON, so that the info stays
+// JSON-shaped (it is stored as wim_info).
+func l3Info(site *connectors.L3Site) map[string]any {
+	var m map[string]any
+	if b, err := json.Marshal(site); err == nil {
+		_ = json.Unmarshal(b, &m)
 	}
 	return m
 }
@@ -631,6 +645,15 @@ func clonePoints(points []connectors.ConnectionPoint) []connectors.ConnectionPoi
 		if out[i].MappingInfo != nil {
 			out[i].MappingInfo = cloneValue(out[i].MappingInfo).(map[string]any)
 		}
+		if l3 := out[i].L3; l3 != nil {
+			c := *l3
+			c.StaticRoutes = slices.Clone(l3.StaticRoutes)
+			if l3.BGP != nil {
+				b := *l3.BGP
+				c.BGP = &b
+			}
+			out[i].L3 = &c
+		}
 	}
 	return out
 }
@@ -724,7 +747,8 @@ func (c *Controller) saveLocked() error {
 }
 
 // ReadStateFile returns the services saved in a state file (for tests that
-// look at the controller from another process).
+// look at the controller from another process), as ListServices lists
+// them: their type, points (L3 sites included) and QoS in Info.
 func ReadStateFile(path string) ([]connectors.Service, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -736,7 +760,8 @@ func ReadStateFile(path string) ([]connectors.Service, error) {
 	}
 	out := make([]connectors.Service, len(saved))
 	for i, s := range saved {
-		out[i] = connectors.Service{ID: s.ID, Key: s.Key}
+		sv := service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, qos: s.QoS}
+		out[i] = connectors.Service{ID: s.ID, Key: s.Key, Info: sv.info(), Endpoints: connectors.EndpointsOf(s.Points)}
 	}
 	return out, nil
 }

@@ -63,6 +63,16 @@ func harness(accountConfig map[string]any) conformance.Harness {
 			third.VLAN += 50
 			return append(points(i), third)
 		},
+		// Three sites of an L3VPN: the ELAN's ends, each with its L3 site.
+		L3Points: func(i int) []connectors.ConnectionPoint {
+			third := points(i)[0]
+			third.VLAN += 50
+			out := append(points(i), third)
+			for j := range out {
+				out[j].L3 = conformance.L3Site(j)
+			}
+			return out
+		},
 		Unreachable: func(t *testing.T) connectors.Connector {
 			cfg := newConfig(t, accountConfig)
 			fake.ControllerFor(cfg.URL).SetDown(true)

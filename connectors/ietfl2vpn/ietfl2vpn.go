@@ -637,14 +637,10 @@ func (c *connector) fail(op string, r rest.Reply) error {
 
 // empty reports a reply that says "no data here" rather than success or
 // failure: 204, or a RESTCONF 404.
-func empty(r rest.Reply) bool {
-	return r.Status == http.StatusNoContent || (r.Status == http.StatusNotFound && rest.ParseRESTCONFErrors(r.Body) != nil)
-}
+func empty(r rest.Reply) bool { return rest.EmptyReply(r) }
 
 // gone reports a DELETE reply saying the entry does not exist.
-func gone(r rest.Reply) bool {
-	return r.Status == http.StatusNotFound || (r.Status == http.StatusConflict && rest.HasRESTCONFTag(r.Body, "data-missing"))
-}
+func gone(r rest.Reply) bool { return rest.Gone(r) }
 
 // member decodes the member name of a RESTCONF reply ({"ietf-l2vpn-svc:<name>": …};
 // the bare name is accepted too) into out.

@@ -12,8 +12,8 @@
 // written, whatever the way to the controller (direct, TLS, an HTTP or
 // SOCKS proxy; fence.go); such requests speak HTTP/1.1 on connections of
 // their own. The RESTCONF helpers (media type, key escaping,
-// ietf-restconf:errors bodies) live here too, for the ietfl2vpn and tapi
-// connectors.
+// ietf-restconf:errors bodies, reading a member back) live here too, for
+// the ietfl2vpn, tapi, l2nm, l3nm and ietfl3vpn connectors.
 //
 // Connector settings read from the account config, then the WIM config:
 //

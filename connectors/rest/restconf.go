@@ -233,8 +233,21 @@ func Covers(got, want any, module string) bool {
 	return got == want
 }
 
-// Member decodes member name of module in a RESTCONF reply
-// ({"<module>:<name>": …}; the bare name is accepted too) into out; a
+// EmptyReply reports a reply that says "no data here" rather than success
+// or failure: 204, or a 404 with an ietf-restconf:errors body (a server
+// answering an empty container or list).
+func EmptyReply(r Reply) bool {
+	return r.Status == http.StatusNoContent || (r.Status == http.StatusNotFound && ParseRESTCONFErrors(r.Body) != nil)
+}
+
+// Gone reports a DELETE reply saying the entry does not exist: 404, or
+// 409 with error-tag data-missing.
+func Gone(r Reply) bool {
+	return r.Status == http.StatusNotFound || (r.Status == http.StatusConflict && HasRESTCONFTag(r.Body, "data-missing"))
+}
+
+// Member decodes member name of a RESTCONF reply into out: the member
+// qualified with module ({"<module>:<name>": …}), or the bare name. A
 // reply without it is a Permanent error naming op.
 func (c *Client) Member(op string, r Reply, module, name string, out any) error {
 	var doc map[string]json.RawMessage
