@@ -71,7 +71,7 @@ func TestRegistryCapabilitiesNarrowBySettings(t *testing.T) {
 		{"tapi with multipoint", connectors.Config{Type: "tapi", WIMConfig: map[string]any{"multipoint": true}}, []connectors.ServiceType{"ELINE", "ELAN"}, []connectors.QoSField{"bandwidth"}, false, true},
 		{"dynpac: no list", connectors.Config{Type: "dynpac"}, []connectors.ServiceType{"ELINE"}, []connectors.QoSField{"bandwidth"}, false, false},
 		{"onos_vpls", connectors.Config{Type: "onos_vpls"}, []connectors.ServiceType{"ELINE", "ELAN"}, nil, true, true},
-		{"fake", connectors.Config{Type: "fake"}, []connectors.ServiceType{"ELINE", "ELAN"}, []connectors.QoSField{"bandwidth", "latency"}, true, true},
+		{"fake", connectors.Config{Type: "fake"}, []connectors.ServiceType{"ELINE", "ELAN", "L3VPN"}, []connectors.QoSField{"bandwidth", "latency"}, true, true},
 		{"not registered", connectors.Config{Type: "nope"}, nil, nil, false, false},
 	}
 	for _, tt := range tests {
