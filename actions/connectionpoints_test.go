@@ -1,6 +1,7 @@
 package actions_test
 
 import (
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -51,6 +52,16 @@ func TestConnectionPoints(t *testing.T) {
 		{name: "datacenter not loaded", nets: []wimro.InstanceNet{netB}, dcs: map[string]wimro.Datacenter{}, mappings: mappings,
 			err: "datacenter dc-b"},
 		{name: "no networks", dcs: dcs, mappings: mappings, want: []connectors.ConnectionPoint{}},
+		{name: "an L3VPN site goes with its point", nets: []wimro.InstanceNet{withL3(netA, map[string]any{"prefix": "10.1.0.0/24", "pe_address": "192.0.2.1/30",
+			"static_routes": []any{map[string]any{"prefix": "10.9.0.0/16", "next_hop": "192.0.2.2"}}, "bgp": map[string]any{"peer_as": 65001.0, "peer_address": "192.0.2.2"}})},
+			dcs: dcs, mappings: mappings, want: []connectors.ConnectionPoint{
+				{ServiceEndpointID: "ep-a", Encapsulation: connectors.EncapDot1Q, VLAN: 101, MappingInfo: map[string]any{"k": "a"}, L3: &connectors.L3Site{
+					Prefix: netip.MustParsePrefix("10.1.0.0/24"), PEAddress: netip.MustParsePrefix("192.0.2.1/30"),
+					StaticRoutes: []connectors.StaticRoute{{Prefix: netip.MustParsePrefix("10.9.0.0/16"), NextHop: netip.MustParseAddr("192.0.2.2")}},
+					BGP:          &connectors.BGPPeer{PeerAS: 65001, PeerAddress: netip.MustParseAddr("192.0.2.2")}}},
+			}},
+		{name: "an unreadable L3VPN site", nets: []wimro.InstanceNet{withL3(netA, map[string]any{"prefix": "ten"})}, dcs: dcs, mappings: mappings,
+			err: "The l3 site of the instance_net uuid(n-a) cannot be read"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,5 +84,33 @@ func TestConnectionPoints(t *testing.T) {
 				t.Fatalf("the networks given were reordered: %+v", c.nets)
 			}
 		})
+	}
+}
+
+func withL3(n wimro.InstanceNet, l3 map[string]any) wimro.InstanceNet {
+	n.L3 = l3
+	return n
+}
+
+// TestServiceTypeOf: a link is made as the type the engine recorded;
+// a link written before it was recorded is an ELAN when multipoint or
+// over more than two points, else an ELINE.
+func TestServiceTypeOf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		link   wimro.WANLink
+		points int
+		want   connectors.ServiceType
+	}{
+		{wimro.WANLink{ServiceType: "L3VPN"}, 2, connectors.ServiceL3VPN},
+		{wimro.WANLink{ServiceType: "L3VPN"}, 3, connectors.ServiceL3VPN},
+		{wimro.WANLink{ServiceType: "ELAN"}, 2, connectors.ServiceELAN},
+		{wimro.WANLink{}, 2, connectors.ServiceELINE},
+		{wimro.WANLink{}, 3, connectors.ServiceELAN},
+		{wimro.WANLink{Multipoint: true}, 2, connectors.ServiceELAN},
+	} {
+		if got := actions.ServiceTypeOf(c.link, c.points); got != c.want {
+			t.Errorf("ServiceTypeOf(%+v, %d) = %s, want %s", c.link, c.points, got, c.want)
+		}
 	}
 }

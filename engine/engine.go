@@ -1,7 +1,10 @@
 // Package engine holds wimro's domain rules: tenants, datacenters, WIMs,
 // their accounts and port mappings, and NS instances: from an instance's
-// networks it derives the WAN links (one per VLD spanning datacenters),
-// picks the WIM and account of each, and records the CREATE and DELETE
+// networks it derives the WAN links (one per VLD spanning datacenters:
+// an ELINE, an ELAN across more than two, an L3VPN when its networks give
+// their l3 sites), picks the WIM of each by what the link needs, then the
+// account's health, then the oldest (choice.go; the dry run says why for
+// every WIM), and the account, and records the CREATE and DELETE
 // actions the workers run; the NFVO's network reports and the action
 // views go through it too. A scenario catalogue holds the networks of
 // openmano scenario descriptors, naming their VNFs from a VNF catalogue

@@ -18,21 +18,12 @@ type L3Value json.RawMessage
 
 // UnmarshalJSON keeps the raw value; null is absent.
 func (v *L3Value) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		*v = nil
-		return nil
-	}
-	*v = append(L3Value(nil), b...)
+	*v = keepRaw(b)
 	return nil
 }
 
 // MarshalJSON writes the value back as it came.
-func (v L3Value) MarshalJSON() ([]byte, error) {
-	if len(v) == 0 {
-		return []byte("null"), nil
-	}
-	return json.RawMessage(v).MarshalJSON()
-}
+func (v L3Value) MarshalJSON() ([]byte, error) { return writeRaw(v) }
 
 // parseL3 reads and checks the l3 of the network at field, by the rules
 // every connector applies (connectors.ValidateL3Site), and returns it as

@@ -29,16 +29,24 @@ type QoSValue json.RawMessage
 
 // UnmarshalJSON keeps the raw value; null is absent.
 func (v *QoSValue) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		*v = nil
-		return nil
-	}
-	*v = append(QoSValue(nil), b...)
+	*v = keepRaw(b)
 	return nil
 }
 
 // MarshalJSON writes the value back as it came.
-func (v QoSValue) MarshalJSON() ([]byte, error) {
+func (v QoSValue) MarshalJSON() ([]byte, error) { return writeRaw(v) }
+
+// keepRaw is a copy of a value the engine reads itself (QoSValue,
+// L3Value), nil for null: absent.
+func keepRaw(b []byte) []byte {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// writeRaw writes a value kept by keepRaw back as it came.
+func writeRaw(v []byte) ([]byte, error) {
 	if len(v) == 0 {
 		return []byte("null"), nil
 	}

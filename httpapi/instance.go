@@ -57,7 +57,7 @@ func (a *api) instanceRoutes() []Route {
 	base := "/openmano/{tenant_id}/instances"
 	return []Route{
 		{Method: "GET", Pattern: base, Summary: "List the NS instances of a tenant", Tags: tags, Response: instanceListResponse{}, Handler: a.listInstances},
-		{Method: "POST", Pattern: base, Summary: "Create an NS instance: its networks, WAN links and CREATE actions (dry_run=true: only plan)", Tags: tags,
+		{Method: "POST", Pattern: base, Summary: "Create an NS instance: its networks, WAN links and CREATE actions (dry_run=true: only plan, with each link's type and why each WIM was chosen or not)", Tags: tags,
 			Query: []string{"dry_run"}, Request: instanceBody{}, Response: osmInstance{}, AlsoResponse: instancePlanResponse{}, Handler: a.createInstance},
 		{Method: "GET", Pattern: base + "/{instance_id}", Summary: "Show an NS instance with its networks and WAN links", Tags: tags, Response: osmInstance{}, Handler: a.getInstance},
 		{Method: "DELETE", Pattern: base + "/{instance_id}", Summary: "Delete an NS instance: DELETE actions for its WAN links", Tags: tags, Response: instanceDeleteResponse{}, Handler: a.deleteInstance},
