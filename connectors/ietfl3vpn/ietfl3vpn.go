@@ -102,6 +102,16 @@ var Capabilities = connectors.Capabilities{
 	Edit:      true,
 	List:      true,
 	ServiceID: vpnrc.ServiceID,
+	// The tfs dialect edits nothing and lists nothing: TeraFlowSDN's NBI
+	// has no replace, and answers GET vpn-services with {}.
+	Narrow: func(cfg connectors.Config) connectors.Capabilities {
+		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceL3VPN},
+			QoS: []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency}}
+		if d, err := cfg.StringSetting("dialect", DialectRFC8299); err != nil || d != DialectTFS {
+			c.Edit, c.List = true, true
+		}
+		return c
+	},
 }
 
 // Register adds the ietfl3vpn connector to r under Type.
@@ -128,7 +138,17 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if s.bandwidthMbps < 1 {
 		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_bandwidth_mbps\" must be positive, got %d", Type, s.bandwidthMbps)
 	}
-	return vpnrc.New(s.model(), cfg)
+	dialect, err := cfg.StringSetting("dialect", DialectRFC8299)
+	if err != nil {
+		return nil, err
+	}
+	switch dialect {
+	case DialectTFS:
+		return newTFS(s, cfg)
+	case DialectRFC8299:
+		return vpnrc.New(s.model(), cfg)
+	}
+	return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"dialect\" must be %q or %q, got %q", Type, DialectRFC8299, DialectTFS, dialect)
 }
 
 func (s settings) model() vpnrc.Model {
