@@ -226,6 +226,10 @@ func (e *TFS) post(r *http.Request, body []byte) (int, any) {
 	if err := e.lint.Check("POST vpn-services", emulator.LintConfig, doc, nil); err != nil {
 		return http.StatusInternalServerError, flask500
 	}
+	// _process_l3vpn indexes both lists without a default (a KeyError).
+	if dig(tree, "vpn-services", "vpn-service") == nil || dig(tree, "sites", "site") == nil {
+		return http.StatusInternalServerError, flask500
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []any
