@@ -115,12 +115,15 @@
 package ietfl3vpn
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/internal/vpnrc"
+	"github.com/wimro/wimro/connectors/rest"
 )
 
 // Type is the WIM type this package registers.
@@ -180,9 +183,46 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	case DialectTFS:
 		return newTFS(s, cfg)
 	case DialectRFC8299:
-		return vpnrc.New(s.model(), cfg)
+		vc, err := vpnrc.New(s.model(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := rest.New(Type, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &rfc8299{Connector: vc, rc: rc}, nil
 	}
 	return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"dialect\" must be %q or %q, got %q", Type, DialectRFC8299, DialectTFS, dialect)
+}
+
+// rfc8299 is the default dialect's connector: vpnrc's, with a
+// credentials check that recognises TeraFlowSDN.
+type rfc8299 struct {
+	*vpnrc.Connector
+	rc *rest.Client
+}
+
+// CheckCredentials is vpnrc's, then refuses a server that answers GET
+// vpn-services with a bare {} (no module-qualified member, which RFC 8040
+// requires), as TeraFlowSDN's NBI does: every create would fail there on
+// the sites resource it lacks, so the error says to set the dialect.
+func (c *rfc8299) CheckCredentials(ctx context.Context) error {
+	if err := c.Connector.CheckCredentials(ctx); err != nil {
+		return err
+	}
+	const op = "check credentials"
+	path := "/restconf/data/" + module + ":l3vpn-svc/vpn-services"
+	r, err := c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
+	if err != nil {
+		return err
+	}
+	if r.OK() && strings.TrimSpace(string(r.Body)) == "{}" {
+		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s answers {}, as TeraFlowSDN's L3VPN NBI does, not a RESTCONF datastore: set the WIM's or account's config \"dialect\" to %q", Type, op, path, DialectTFS)
+		e.Status = r.Status
+		return e
+	}
+	return nil
 }
 
 func (s settings) model() vpnrc.Model {

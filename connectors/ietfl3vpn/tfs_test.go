@@ -267,6 +267,15 @@ func TestTeraFlowSDN(t *testing.T) {
 				t.Fatalf("refused requests reached TeraFlowSDN: %d requests", n)
 			}
 		}},
+		{"the rfc8299 dialect on TeraFlowSDN is told to set the dialect", func(t *testing.T) {
+			_, url := tfsServe(t, emu.TFSOptions{})
+			cfg := tfsConfig(url)
+			cfg.AccountConfig = nil
+			err := setup.Build(t, cfg).CheckCredentials(t.Context())
+			if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), `"dialect" to "tfs"`) {
+				t.Fatalf("CheckCredentials = %v, want a Permanent error saying to set the dialect", err)
+			}
+		}},
 		{"the dialect declares no edit and no listing; a bad dialect is refused", func(t *testing.T) {
 			capsOf := func(d string) connectors.Capabilities {
 				return connectortest.Capabilities(ietfl3vpn.Type, ietfl3vpn.Register, connectors.Config{WIMConfig: map[string]any{"dialect": d}})
