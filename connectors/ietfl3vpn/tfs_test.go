@@ -1,7 +1,6 @@
 package ietfl3vpn_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -170,7 +169,7 @@ func TestTeraFlowSDN(t *testing.T) {
 			if got := e.Endpoints(id); !reflect.DeepEqual(got, want) {
 				t.Fatalf("TeraFlowSDN recorded endpoints\n%+v\nwant\n%+v", got, want)
 			}
-			if st, err := c.GetServiceStatus(t.Context(), id, roundTrip(t, ci)); err != nil || st.Status != connectors.StatusActive {
+			if st, err := c.GetServiceStatus(t.Context(), id, connectortest.RoundTrip(t, ci)); err != nil || st.Status != connectors.StatusActive {
 				t.Fatalf("status = %+v, %v; want ACTIVE", st, err)
 			}
 			if err := c.DeleteService(t.Context(), id, ci); err != nil {
@@ -191,11 +190,11 @@ func TestTeraFlowSDN(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.SetPending(id, 1000)
-			if st, err := c.GetServiceStatus(t.Context(), id, roundTrip(t, ci)); err != nil || st.Status != connectors.StatusBuild {
+			if st, err := c.GetServiceStatus(t.Context(), id, connectortest.RoundTrip(t, ci)); err != nil || st.Status != connectors.StatusBuild {
 				t.Fatalf("status while TeraFlowSDN answers 504 = %+v, %v; want BUILD", st, err)
 			}
 			ci["requested_at"] = time.Now().Add(-16 * time.Minute).UTC().Format(time.RFC3339)
-			if st, err := c.GetServiceStatus(t.Context(), id, roundTrip(t, ci)); err != nil || st.Status != connectors.StatusError || !strings.Contains(st.Message, "build_timeout_s 900") {
+			if st, err := c.GetServiceStatus(t.Context(), id, connectortest.RoundTrip(t, ci)); err != nil || st.Status != connectors.StatusError || !strings.Contains(st.Message, "build_timeout_s 900") {
 				t.Fatalf("status 16 minutes on = %+v, %v; want ERROR naming build_timeout_s", st, err)
 			}
 		}},
@@ -298,18 +297,4 @@ func TestTeraFlowSDN(t *testing.T) {
 			tt.run(t)
 		})
 	}
-}
-
-// roundTrip stores connInfo the way the database does (JSON).
-func roundTrip(t *testing.T, info map[string]any) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
