@@ -241,33 +241,40 @@ func (e *TFS) post(r *http.Request, body []byte) (int, any) {
 		}
 		e.services[id] = &tfsService{pending: e.opts.BuildPolls}
 	}
-	// The services stay made when a site then raises, as in TFS.
-	var sites []tfsAccess
+	// Sites are processed in order: what came before a site or an access
+	// that raises stays made, as in TFS.
 	for _, site := range list(tree, "sites", "site") {
 		got, err := readSite(site)
+		for _, a := range got {
+			if msg := e.attach(a); msg != "" {
+				errs = append(errs, map[string]any{"error": msg})
+			}
+		}
 		if err != nil {
 			return http.StatusInternalServerError, flask500
-		}
-		sites = append(sites, got...)
-	}
-	for _, a := range sites {
-		s := e.services[a.vpn]
-		if s == nil {
-			errs = append(errs, map[string]any{"error": "VPN(" + a.vpn + ") not found in database"})
-			continue
-		}
-		// update_endpoint_ids: one endpoint per device and endpoint.
-		i := slices.IndexFunc(s.endpoints, func(p TFSEndpoint) bool { return p.Device == a.ep.Device && p.Endpoint == a.ep.Endpoint })
-		if i < 0 {
-			s.endpoints = append(s.endpoints, a.ep)
-		} else {
-			s.endpoints[i] = a.ep
 		}
 	}
 	if len(errs) > 0 {
 		return http.StatusInternalServerError, errs
 	}
 	return http.StatusCreated, []any{}
+}
+
+// attach is update_service_endpoint: the access becomes an endpoint of
+// its service, one per device and endpoint; it returns TFS's error.
+// e.mu is held.
+func (e *TFS) attach(a tfsAccess) string {
+	s := e.services[a.vpn]
+	if s == nil {
+		return "VPN(" + a.vpn + ") not found in database"
+	}
+	i := slices.IndexFunc(s.endpoints, func(p TFSEndpoint) bool { return p.Device == a.ep.Device && p.Endpoint == a.ep.Endpoint })
+	if i < 0 {
+		s.endpoints = append(s.endpoints, a.ep)
+	} else {
+		s.endpoints[i] = a.ep
+	}
+	return ""
 }
 
 type tfsAccess struct {
@@ -284,7 +291,7 @@ type lanRoute struct {
 
 // readSite is process_site: a provider-managed site whose site-level
 // routing-protocols are static only, each ipv4 LAN prefix with a lan-tag
-// "vlan<N>", and its accesses.
+// "vlan<N>", and its accesses; on an error, the accesses read before it.
 func readSite(site map[string]any) ([]tfsAccess, error) {
 	siteID, _ := site["site-id"].(string)
 	if str(site, "management", "type") != q+"provider-managed" {
@@ -314,7 +321,7 @@ func readSite(site map[string]any) ([]tfsAccess, error) {
 	for _, a := range list(site, "site-network-accesses", "site-network-access") {
 		got, err := readAccess(siteID, a, routes)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		out = append(out, got)
 	}

@@ -26,11 +26,10 @@ const tfsQoS = `, "qos": {"qos-profile": {"classes": {"class": [{"class-id": "qo
  "latency": {"latency-boundary": 10}, "bandwidth": {"guaranteed-bw-percent": "100"}}]}}}`
 
 // tfsTree is a whole l3vpn-svc tree of vpn-service v1 and two sites on
-// device D and D2.
-func tfsTree(qos string) string {
-	access := strings.ReplaceAll(tfsAccess, "QOS", qos)
-	site := strings.ReplaceAll(tfsSite, "ACCESS", access)
-	site2 := strings.NewReplacer(`"S"`, `"S2"`, `"D"`, `"D2"`).Replace(site)
+// device D and D2, with QoS qos and qos2.
+func tfsTree(qos, qos2 string) string {
+	site := strings.ReplaceAll(tfsSite, "ACCESS", strings.ReplaceAll(tfsAccess, "QOS", qos))
+	site2 := strings.NewReplacer(`"S"`, `"S2"`, `"D"`, `"D2"`).Replace(strings.ReplaceAll(tfsSite, "ACCESS", strings.ReplaceAll(tfsAccess, "QOS", qos2)))
 	return `{"ietf-l3vpn-svc:l3vpn-svc": {"vpn-services": {"vpn-service": [{"vpn-id": "v1"}]}, "sites": {"site": [` + site + `,` + site2 + `]}}}`
 }
 
@@ -47,33 +46,35 @@ func TestTFS(t *testing.T) {
 		name  string
 		steps []step
 		lint  int // bodies yanglint refused
+		// endpoints is how many endpoints v1 has in the end.
+		endpoints int
 	}{
 		{"create, 504 until ACTIVE, create again, delete", []step{
 			{"GET", "/vpn-services", "", 200, "{}"},
 			{"GET", svc, "", 500, `VPN(v1) not found in database`},
-			{"POST", "/vpn-services", tfsTree(tfsQoS), 201, "[]"},
+			{"POST", "/vpn-services", tfsTree(tfsQoS, tfsQoS), 201, "[]"},
 			{"GET", svc, "", 504, `"service-id":"v1"`},
 			{"GET", "/vpn-services/vpn-service=v1", "", 200, `"service-id":"v1"`},
 			{"GET", "/vpn-services", "", 200, "{}"},
-			{"POST", "/vpn-services", tfsTree(tfsQoS), 500, "ALREADY_EXISTS"},
+			{"POST", "/vpn-services", tfsTree(tfsQoS, tfsQoS), 500, "ALREADY_EXISTS"},
 			{"DELETE", svc, "", 204, ""},
 			{"DELETE", svc, "", 204, ""},
 			{"GET", svc, "", 500, "not found in database"},
-		}, 0},
-		{"an access without QoS raises after the vpn-service is made", []step{
-			{"POST", "/vpn-services", tfsTree(""), 500, "Internal Server Error"},
+		}, 0, 0},
+		{"an access without QoS raises after the vpn-service and the sites before it are made", []step{
+			{"POST", "/vpn-services", tfsTree(tfsQoS, ""), 500, "Internal Server Error"},
 			{"GET", svc, "", 504, `"service-id":"v1"`},
-		}, 0},
+		}, 0, 1},
 		{"a body yanglint refuses is Flask's 500", []step{
-			{"POST", "/vpn-services", strings.Replace(tfsTree(tfsQoS), `"svc-mtu": 1500, `, "", 1), 500, "Internal Server Error"},
+			{"POST", "/vpn-services", strings.Replace(tfsTree(tfsQoS, tfsQoS), `"svc-mtu": 1500, `, "", 1), 500, "Internal Server Error"},
 			{"GET", svc, "", 500, "not found in database"},
-		}, 1},
+		}, 1, 0},
 		{"only TeraFlowSDN's routes", []step{
 			{"GET", "/sites", "", 404, "Not Found"},
-			{"PUT", svc, tfsTree(tfsQoS), 405, "Method Not Allowed"},
+			{"PUT", svc, tfsTree(tfsQoS, tfsQoS), 405, "Method Not Allowed"},
 			{"POST", "/vpn-services", `{"ietf-l3vpn-svc:l3vpn-svc": {}}`, 500, "Internal Server Error"},
 			{"POST", "/vpn-services", `{"x": 1}`, 500, "unexpected request"},
-		}, 0},
+		}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +89,9 @@ func TestTFS(t *testing.T) {
 			}
 			if n := len(e.LintFailures()); n != tt.lint {
 				t.Fatalf("yanglint refused %d bodies, want %d: %q", n, tt.lint, e.LintFailures())
+			}
+			if got := e.Endpoints("v1"); len(got) != tt.endpoints {
+				t.Fatalf("v1 has endpoints %+v, want %d", got, tt.endpoints)
 			}
 		})
 	}
