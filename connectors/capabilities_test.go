@@ -74,6 +74,7 @@ func TestRegistryCapabilitiesNarrowBySettings(t *testing.T) {
 		{"fake", connectors.Config{Type: "fake"}, []connectors.ServiceType{"ELINE", "ELAN", "L3VPN"}, []connectors.QoSField{"bandwidth", "latency"}, true, true},
 		{"l3nm: L3VPN, bandwidth only", connectors.Config{Type: "l3nm"}, []connectors.ServiceType{"L3VPN"}, []connectors.QoSField{"bandwidth"}, true, true},
 		{"ietfl3vpn: L3VPN, bandwidth and latency", connectors.Config{Type: "ietfl3vpn"}, []connectors.ServiceType{"L3VPN"}, []connectors.QoSField{"bandwidth", "latency"}, true, true},
+		{"ietfl3vpn in the tfs dialect: no edit, no listing (TeraFlowSDN)", connectors.Config{Type: "ietfl3vpn", WIMConfig: map[string]any{"dialect": "tfs"}}, []connectors.ServiceType{"L3VPN"}, []connectors.QoSField{"bandwidth", "latency"}, false, false},
 		{"not registered", connectors.Config{Type: "nope"}, nil, nil, false, false},
 	}
 	for _, tt := range tests {

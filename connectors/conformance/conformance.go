@@ -51,6 +51,12 @@ type Harness struct {
 	// suite checks that an L3VPN of them is refused (see l3.go).
 	L3Points func(i int) []connectors.ConnectionPoint
 
+	// L3Unsupported names the routing cases of the L3VPN suite ("bgp",
+	// "ipv6") that the connector's controller cannot carry: each must be
+	// refused, Permanent, with nothing made (TeraFlowSDN reads static
+	// IPv4 routing only).
+	L3Unsupported []string
+
 	// Points returns valid connection points of two ends (of Type) for
 	// the controller that New builds. Different i in [0, 16) must give different services
 	// (e.g. other VLANs), so that they can coexist. Required.

@@ -1,7 +1,6 @@
 package ietfl2vpn_test
 
 import (
-	"encoding/json"
 	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/ietfl2vpn"
 	"io"
@@ -109,11 +108,11 @@ func TestTeraFlowSDN(t *testing.T) {
 				t.Fatalf("CreateService: %v", err)
 			}
 			e.SetPending(id, 1000)
-			if st, err := c.GetServiceStatus(t.Context(), id, roundTrip(t, ci)); err != nil || st.Status != connectors.StatusBuild {
+			if st, err := c.GetServiceStatus(t.Context(), id, connectortest.RoundTrip(t, ci)); err != nil || st.Status != connectors.StatusBuild {
 				t.Fatalf("status just after create = %+v, %v; want BUILD", st, err)
 			}
 			ci["requested_at"] = time.Now().Add(-16 * time.Minute).UTC().Format(time.RFC3339)
-			st, err := c.GetServiceStatus(t.Context(), id, roundTrip(t, ci))
+			st, err := c.GetServiceStatus(t.Context(), id, connectortest.RoundTrip(t, ci))
 			if err != nil || st.Status != connectors.StatusError || !strings.Contains(st.Message, "build_timeout_s 900") {
 				t.Fatalf("status 16 minutes on = %+v, %v; want ERROR naming build_timeout_s", st, err)
 			}
@@ -135,20 +134,6 @@ func TestTeraFlowSDN(t *testing.T) {
 			tt.run(t)
 		})
 	}
-}
-
-// roundTrip stores connInfo the way the database does (JSON).
-func roundTrip(t *testing.T, info map[string]any) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // lists says whether a WIM of the dialect declares that it lists every

@@ -1,10 +1,11 @@
 // Package ietfl3vpn provides WIM type "ietfl3vpn": a connector for
 // controllers that take the IETF L3VPN service model (RFC 8299, "L3SM",
 // module ietf-l3vpn-svc@2018-01-19) over RESTCONF (RFC 8040), the model
-// ETSI TeraFlowSDN's L3VPN northbound (src/nbi/service/ietf_l3vpn) takes.
-// Bodies are what a strict server accepts; the test emulator checks every
-// one with yanglint. They were not checked against a running TeraFlowSDN
-// (docs/usage.md says what may differ).
+// ETSI TeraFlowSDN's L3VPN northbound takes. The default dialect,
+// "rfc8299", sends what a strict RFC 8040 server accepts; the dialect
+// "tfs" speaks TeraFlowSDN's own NBI (see "The tfs dialect"); every other
+// section describes the default. The test emulators check every body with
+// yanglint; neither was checked against a running controller.
 //
 // # API
 //
@@ -71,6 +72,8 @@
 //	customer_name           customer-name of the services ("wimro")
 //	default_mtu             svc-mtu of the accesses (1500)
 //	default_bandwidth_mbps  svc-input/output-bandwidth without a QoS bandwidth (1000)
+//	dialect                 "rfc8299" (default) or "tfs" (below)
+//	build_timeout_s         tfs: how long a service may answer 504 before it is ERROR (900)
 //
 // Listing gives no Endpoints: a site's bearer-reference holds the VLAN
 // its mapping's template put there, which does not lead back to the
@@ -78,15 +81,49 @@
 // not their ends.
 //
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
+//
+// # The tfs dialect
+//
+// TeraFlowSDN's L3VPN NBI (its NBI plugin ietf_l3vpn: L3VPN_Services.py,
+// L3VPN_Service.py and Handlers.py) is no datastore. It takes the whole
+// l3vpn-svc tree, vpn-service and sites, in one POST of vpn-services
+// (201, or 500 with a list of {"error": …}; Flask's 500 when its handler
+// raises on the body: Permanent); it answers GET vpn-services with {},
+// GET vpn-services/vpn-service=<id>/ with 200 when the service is ACTIVE,
+// 504 before (BUILD, ERROR after build_timeout_s) and 500 "VPN(<id>) not
+// found in database" when unknown (NotFound), and DELETE with 204, known or
+// not. It has no replace. So the dialect declares no edit and no listing
+// (Capabilities.Narrow; the id follows from the key, ServiceID), and a
+// create looks the vpn-id up and POSTs the tree; on a service that
+// exists TeraFlowSDN refuses the vpn-service (ALREADY_EXISTS) and still
+// updates the endpoints and QoS of the sites, which is how a repeated
+// create brings it in line (endpoints it no longer needs are not removed).
+//
+// The body is what Handlers.py reads: per point a provider-managed site
+// with site-level static routes (the point's, or its prefix via the CE),
+// each with lan-tag "vlan<VLAN>" (TeraFlowSDN takes the access's VLAN from
+// the route whose next-hop is on the access link), and one multipoint
+// access: site-network-access-id is the endpoint's name on its device
+// (mapping keys "device-id" and "endpoint-id", "location-id" optional),
+// ipv4 static addresses, svc-mtu and both bandwidths, and the one QoS
+// class it takes, "qos-realtime" in both directions with latency-boundary
+// (65535 ms when no latency is asked: the class is mandatory there) and
+// guaranteed-bw-percent 100. Roles are hub-role (first site) and
+// spoke-role, the only ones it takes. It reads IPv4 and static routing
+// only and needs a VLAN: BGP, IPv6 and untagged points are refused,
+// Permanent, before anything is sent.
 package ietfl3vpn
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/internal/vpnrc"
+	"github.com/wimro/wimro/connectors/rest"
 )
 
 // Type is the WIM type this package registers.
@@ -102,6 +139,16 @@ var Capabilities = connectors.Capabilities{
 	Edit:      true,
 	List:      true,
 	ServiceID: vpnrc.ServiceID,
+	// The tfs dialect edits nothing and lists nothing: TeraFlowSDN's NBI
+	// has no replace, and answers GET vpn-services with {}.
+	Narrow: func(cfg connectors.Config) connectors.Capabilities {
+		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceL3VPN},
+			QoS: []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency}}
+		if d, err := cfg.StringSetting("dialect", DialectRFC8299); err != nil || d != DialectTFS {
+			c.Edit, c.List = true, true
+		}
+		return c
+	},
 }
 
 // Register adds the ietfl3vpn connector to r under Type.
@@ -128,7 +175,54 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if s.bandwidthMbps < 1 {
 		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_bandwidth_mbps\" must be positive, got %d", Type, s.bandwidthMbps)
 	}
-	return vpnrc.New(s.model(), cfg)
+	dialect, err := cfg.StringSetting("dialect", DialectRFC8299)
+	if err != nil {
+		return nil, err
+	}
+	switch dialect {
+	case DialectTFS:
+		return newTFS(s, cfg)
+	case DialectRFC8299:
+		vc, err := vpnrc.New(s.model(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := rest.New(Type, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &rfc8299{Connector: vc, rc: rc}, nil
+	}
+	return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"dialect\" must be %q or %q, got %q", Type, DialectRFC8299, DialectTFS, dialect)
+}
+
+// rfc8299 is the default dialect's connector: vpnrc's, with a
+// credentials check that recognises TeraFlowSDN.
+type rfc8299 struct {
+	*vpnrc.Connector
+	rc *rest.Client
+}
+
+// CheckCredentials is vpnrc's, then refuses a server that answers GET
+// vpn-services with a bare {} (no module-qualified member, which RFC 8040
+// requires), as TeraFlowSDN's NBI does: every create would fail there on
+// the sites resource it lacks, so the error says to set the dialect.
+func (c *rfc8299) CheckCredentials(ctx context.Context) error {
+	if err := c.Connector.CheckCredentials(ctx); err != nil {
+		return err
+	}
+	const op = "check credentials"
+	path := "/restconf/data/" + module + ":l3vpn-svc/vpn-services"
+	r, err := c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
+	if err != nil {
+		return err
+	}
+	if r.OK() && strings.TrimSpace(string(r.Body)) == "{}" {
+		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s answers {}, as TeraFlowSDN's L3VPN NBI does, not a RESTCONF datastore: set the WIM's or account's config \"dialect\" to %q", Type, op, path, DialectTFS)
+		e.Status = r.Status
+		return e
+	}
+	return nil
 }
 
 func (s settings) model() vpnrc.Model {

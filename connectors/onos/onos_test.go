@@ -447,7 +447,7 @@ func TestStatus(t *testing.T) {
 			if err := tt.breakIt(en.e, key); err != nil {
 				t.Fatal(err)
 			}
-			st, err := en.c.GetServiceStatus(t.Context(), key, roundTrip(t, info))
+			st, err := en.c.GetServiceStatus(t.Context(), key, connectortest.RoundTrip(t, info))
 			if err != nil {
 				t.Fatalf("GetServiceStatus: %v", err)
 			}
@@ -463,20 +463,6 @@ func TestStatus(t *testing.T) {
 			connectortest.MustJSON(t, st.Info)
 		})
 	}
-}
-
-// roundTrip stores connInfo the way the database does (JSON), so numbers
-// come back as float64.
-func roundTrip(t *testing.T, info map[string]any) map[string]any {
-	t.Helper()
-	if info == nil {
-		return nil
-	}
-	var out map[string]any
-	if err := json.Unmarshal([]byte(connectortest.MustJSON(t, info)), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestCreateRepairsAndReplaces(t *testing.T) {
@@ -498,7 +484,7 @@ func TestCreateRepairsAndReplaces(t *testing.T) {
 	if got := ours(en.e, key); !slices.Equal(got, want) {
 		t.Fatalf("interfaces after replace = %+v, want %+v", got, want)
 	}
-	if st, err := en.c.GetServiceStatus(t.Context(), key, roundTrip(t, info)); err != nil || st.Status != connectors.StatusActive {
+	if st, err := en.c.GetServiceStatus(t.Context(), key, connectortest.RoundTrip(t, info)); err != nil || st.Status != connectors.StatusActive {
 		t.Fatalf("after replace: %+v, %v", st, err)
 	}
 }
@@ -509,7 +495,7 @@ func TestEdit(t *testing.T) {
 	key := uuid.NewString()
 	info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 	// An ELINE stays an ELINE.
-	_, err := en.c.EditService(t.Context(), key, roundTrip(t, info), elanPoints(0))
+	_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), elanPoints(0))
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), connectors.MultipointNotSupported) {
 		t.Fatalf("edit ELINE to 3 points: %v, want Permanent multipoint", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wimro/wimro/connectors"
+	"github.com/wimro/wimro/connectors/connectortest"
 	emu "github.com/wimro/wimro/internal/testkit/emulators/onos"
 )
 
@@ -54,18 +55,18 @@ func TestEditTakesEffect(t *testing.T) {
 			}
 			p := points(0)
 			tt.edit(p)
-			newInfo, err := en.c.EditService(t.Context(), key, roundTrip(t, info), p)
+			newInfo, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), p)
 			if err != nil {
 				t.Fatalf("EditService: %v", err)
 			}
 			if got := attachments(en.e, key); !slices.Equal(got, tt.want) {
 				t.Fatalf("after the edit the VPLS app binds %+v, want %+v", got, tt.want)
 			}
-			if st, err := en.c.GetServiceStatus(t.Context(), key, roundTrip(t, newInfo)); err != nil || st.Status != connectors.StatusActive {
+			if st, err := en.c.GetServiceStatus(t.Context(), key, connectortest.RoundTrip(t, newInfo)); err != nil || st.Status != connectors.StatusActive {
 				t.Fatalf("status after the edit: %+v, %v", st, err)
 			}
 			// A retried edit changes nothing more.
-			if _, err := en.c.EditService(t.Context(), key, roundTrip(t, newInfo), p); err != nil {
+			if _, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, newInfo), p); err != nil {
 				t.Fatalf("retried EditService: %v", err)
 			}
 			if got := attachments(en.e, key); !slices.Equal(got, tt.want) {
@@ -97,13 +98,13 @@ func TestVPLSAppInactive(t *testing.T) {
 		{"edit", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {
 			info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 			en.e.SetAppState(emu.VPLSApp, emu.StateInstalled)
-			_, err := en.c.EditService(t.Context(), key, roundTrip(t, info), points(1))
+			_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), points(1))
 			return connectors.ServiceStatus{}, err
 		}, connectors.KindRetryable, "", "onos edit: " + cause},
 		{"status", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {
 			info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 			en.e.SetAppState(emu.VPLSApp, emu.StateInstalled)
-			return en.c.GetServiceStatus(t.Context(), key, roundTrip(t, info))
+			return en.c.GetServiceStatus(t.Context(), key, connectortest.RoundTrip(t, info))
 		}, 0, connectors.StatusDown, cause},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,8 @@
 // location-flavor choice, and the leafrefs (a device-reference to the
 // site's device, a vpn-attachment to an existing vpn-service, so a
 // vpn-service still attached is refused deletion, 409 in-use). L3SM has
-// no operational state.
+// no operational state. TFS (tfs.go) is TeraFlowSDN's own L3VPN NBI
+// instead, for the connector's tfs dialect.
 package ietfl3vpn
 
 import (
