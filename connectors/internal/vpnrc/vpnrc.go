@@ -1,11 +1,12 @@
 // Package vpnrc is the connector the RESTCONF (RFC 8040) VPN models share
 // once their bodies are built: the l2nm (RFC 9291), l3nm (RFC 9182) and
-// ietfl3vpn (RFC 8299) connectors are each a Model, the lists their entries live in and how
-// one request becomes entries, and this package does the rest the same way
-// for both: the deterministic vpn-id, look-up before create, POST under
-// the list (PUT to replace what exists), compensation of a failed create,
-// edit by PUT, delete in reverse order, status, listing and errors read
-// from ietf-restconf:errors bodies.
+// ietfl3vpn (RFC 8299) connectors are each a Model, the lists their
+// entries live in and how one request becomes entries, and this package
+// does the rest the same way for all: the deterministic vpn-id, look-up
+// before create, POST under the list (PUT to replace what exists, or
+// nothing when it holds the create already: Model.Adopt), compensation
+// of a failed create, edit by PUT, delete in reverse order, status,
+// listing and errors read from ietf-restconf:errors bodies.
 //
 // A service is a vpn-service entry (the first list of the Model) and,
 // for models that keep attachments outside it (L3SM sites), more entries
