@@ -5,9 +5,10 @@
 // its WIM type and holds what each type declares it can do (Capabilities:
 // service types, QoS fields, edit, listing).
 //
-// One sub-package exists per controller: ietfl2vpn, l2nm, tapi, onos
-// (types onos and onos_vpls), dynpac, l3nm and ietfl3vpn (the IETF L3VPN
-// network and service models, sharing connectors/internal/vpnrc), plus
+// One sub-package exists per controller: ietfl2vpn, tapi, onos (types
+// onos and onos_vpls), dynpac, l2nm, l3nm and ietfl3vpn (the IETF L2VPN
+// and L3VPN network models and the L3VPN service model, sharing
+// connectors/internal/vpnrc), plus
 // fake and failing for tests and demos
 // (wimd registers those two only with --dev-connectors). The Registry that
 // wimd fills at start-up is the one list of WIM types: a WIM whose type it

@@ -239,8 +239,8 @@ func (s settings) model() vpnrc.Model {
 		},
 		Check:   check,
 		Entries: s.entries,
-		Status: func(map[string]any) (connectors.Status, string) {
-			return connectors.StatusActive, ""
+		Status: func(string, map[string]any) connectors.ServiceStatus {
+			return connectors.ServiceStatus{Status: connectors.StatusActive}
 		},
 	}
 }

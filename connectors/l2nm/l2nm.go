@@ -79,6 +79,10 @@
 // (its vpn-type keeps an ELINE point-to-point; its bandwidth is kept) and
 // PUTs the new entry in its place.
 //
+// Create, edit, delete, listing and idempotency follow
+// connectors/internal/vpnrc (a Model with DiscoverRoot, Adopt and
+// SingleEntry).
+//
 // # Status
 //
 // GET of the vpn-service. Its status/oper-status (config false in
@@ -89,30 +93,22 @@
 package l2nm
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/wimro/wimro/connectors"
-	"github.com/wimro/wimro/connectors/rest"
+	"github.com/wimro/wimro/connectors/internal/vpnrc"
 )
 
 // Type is the WIM type this package registers.
 const Type = "l2nm"
 
 // IDPrefix starts every vpn-id wimro makes; the rest is the service key.
-const IDPrefix = "wimro-"
+const IDPrefix = vpnrc.IDPrefix
 
-const (
-	module = "ietf-l2vpn-ntw"
-	common = "ietf-vpn-common"
-	top    = "/data/" + module + ":l2vpn-ntw"
-)
+const module = "ietf-l2vpn-ntw"
 
 // The vpn-type identities (ietf-vpn-common) eline_vpn_type and
 // elan_vpn_type may name.
@@ -134,75 +130,40 @@ var Capabilities = connectors.Capabilities{
 	QoS:       []connectors.QoSField{connectors.QoSBandwidth},
 	Edit:      true,
 	List:      true,
-	ServiceID: serviceID,
-}
-
-// serviceID is the vpn-id of key's service (Capabilities.ServiceID).
-func serviceID(key string) string {
-	if key == "" {
-		return ""
-	}
-	return IDPrefix + key
+	ServiceID: vpnrc.ServiceID,
 }
 
 type settings struct {
-	customer  string
-	mtu       int
+	vpnrc.Settings
 	elineType string // module-qualified
 	elanType  string
-}
-
-type connector struct {
-	rc       *rest.Client
-	root     *rest.Root
-	cfg      connectors.Config
-	set      settings
-	mappings connectors.MappingIndex
-	log      *slog.Logger
 }
 
 // Factory builds an l2nm connector. It contacts nothing; invalid settings
 // are Permanent errors naming the setting.
 func Factory(cfg connectors.Config) (connectors.Connector, error) {
-	rc, err := rest.New(Type, cfg)
-	if err != nil {
-		return nil, err
-	}
 	set, err := readSettings(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{rc: rc, root: rest.NewRoot(rc), cfg: cfg, set: set, mappings: cfg.Mappings(), log: cfg.Log()}, nil
+	return vpnrc.New(set.model(), cfg)
 }
 
 func readSettings(cfg connectors.Config) (settings, error) {
 	var s settings
 	var err error
-	bad := func(format string, args ...any) (settings, error) {
-		return s, connectors.Errorf(connectors.KindPermanent, Type+": config "+format, args...)
-	}
-	if s.customer, err = cfg.StringSetting("customer_name", "wimro"); err != nil {
+	if s.Settings, err = vpnrc.ReadSettings(Type, cfg); err != nil {
 		return s, err
-	}
-	if s.customer == "" {
-		return bad(`"customer_name" is empty`)
-	}
-	if s.mtu, err = cfg.IntSetting("default_mtu", 1500); err != nil {
-		return s, err
-	}
-	if s.mtu < 1 || s.mtu > 65535 {
-		return bad(`"default_mtu" must be in 1..65535, got %d`, s.mtu)
 	}
 	pick := func(setting string, allowed []string) (string, error) {
 		v, err := cfg.StringSetting(setting, allowed[0])
 		if err != nil {
 			return "", err
 		}
-		if name := strings.TrimPrefix(v, common+":"); slices.Contains(allowed, name) {
-			return common + ":" + name, nil
+		if name := strings.TrimPrefix(v, vpnrc.Common+":"); slices.Contains(allowed, name) {
+			return vpnrc.VC(name), nil
 		}
-		_, err = bad(`%q must be one of %s (vpn-type identities of %s), got %q`, setting, strings.Join(allowed, ", "), common, v)
-		return "", err
+		return "", connectors.Errorf(connectors.KindPermanent, "%s: config %q must be one of %s (vpn-type identities of %s), got %q", Type, setting, strings.Join(allowed, ", "), vpnrc.Common, v)
 	}
 	if s.elineType, err = pick("eline_vpn_type", elineTypes); err != nil {
 		return s, err
@@ -213,113 +174,71 @@ func readSettings(cfg connectors.Config) (settings, error) {
 	return s, nil
 }
 
-// endpoint is a connection point resolved to its PE and interface.
-type endpoint struct {
-	id                string // service endpoint id
-	ne, iface, bearer string
-	encap             connectors.Encapsulation
-	vlan              int
+func (s settings) model() vpnrc.Model {
+	return vpnrc.Model{
+		Type: Type, Module: module, Top: "l2vpn-ntw",
+		Caps: Capabilities,
+		Keys: []vpnrc.Key{{Name: "ne-id", Required: true}, {Name: "interface-id", Required: true}, {Name: "bearer-reference"}},
+		Lists: []vpnrc.List{{Path: "/vpn-services", Member: "vpn-service", Owner: func(e map[string]any) string {
+			id, _ := e["vpn-id"].(string)
+			return id
+		}}},
+		Entries:      s.entries,
+		Status:       status,
+		Place:        place,
+		Attachments:  vpnrc.NodeAttachments(place),
+		DiscoverRoot: true,
+		Adopt:        true,
+		SingleEntry:  true,
+		Edit:         edit,
+		Info:         connInfo,
+		ListInfo:     listInfo,
+	}
 }
 
-// CheckMapping implements connectors.MappingChecker: info must name the
-// PE (ne-id) and its interface (interface-id).
-func (c *connector) CheckMapping(endpointID string, info map[string]any) error {
-	if _, err := readMapping(endpointID, info); err != nil {
-		return connectors.Errorf(connectors.KindPermanent, "%s: %w", Type, err)
-	}
-	return nil
-}
-
-// readMapping reads one wan_service_mapping_info.
-func readMapping(endpointID string, info map[string]any) (endpoint, error) {
-	ep := endpoint{id: endpointID}
-	field := func(key string, required bool) (string, error) {
-		return connectors.MappingString(endpointID, info, key, required)
-	}
-	var err error
-	if ep.ne, err = field("ne-id", true); err != nil {
-		return ep, err
-	}
-	if ep.iface, err = field("interface-id", true); err != nil {
-		return ep, err
-	}
-	ep.bearer, err = field("bearer-reference", false)
-	return ep, err
-}
-
-// endpoints resolves the points' mappings; every failure is Permanent.
-func (c *connector) endpoints(points []connectors.ConnectionPoint) ([]endpoint, error) {
-	eps := make([]endpoint, len(points))
-	for i, p := range points {
-		info, err := c.mappings.For(Type, i, p)
-		if err != nil {
-			return nil, err
-		}
-		ep, err := readMapping(p.ServiceEndpointID, info)
-		if err != nil {
-			return nil, connectors.Errorf(connectors.KindPermanent, "%s: connection point %d: %w", Type, i, err)
-		}
-		ep.encap, ep.vlan = p.Encapsulation, p.VLAN
-		eps[i] = ep
-	}
-	return eps, nil
-}
-
-func qualified(identity string) string { return common + ":" + identity }
-
-func adminUp() map[string]any {
-	return map[string]any{"admin-status": map[string]any{"status": qualified("admin-up")}}
-}
+// place names where an access attaches: its PE and interface.
+func place(f map[string]string) string { return f["ne-id"] + "|" + f["interface-id"] }
 
 // accessID is the id of the vpn-network-access of the i-th point.
 func accessID(vpnID string, i int) string { return fmt.Sprintf("%s-%d", vpnID, i) }
 
-// body is the vpn-service entry of req under vpn-id id, its points
-// resolved as eps. Create and edit both build it from a Request.
-func (c *connector) body(id string, req connectors.Request, eps []endpoint) map[string]any {
-	vpnType := c.set.elineType
+// entries is the one vpn-service entry of req under vpn-id id. Create
+// and edit both build it from a Request.
+func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoint) []vpnrc.Entry {
+	vpnType := s.elineType
 	if req.Type == connectors.ServiceELAN {
-		vpnType = c.set.elanType
+		vpnType = s.elanType
 	}
-	var nodes []any
-	byNE := map[string]map[string]any{}
-	for i, ep := range eps {
-		node, ok := byNE[ep.ne]
-		if !ok {
-			node = map[string]any{"vpn-node-id": ep.ne, "ne-id": ep.ne, "status": adminUp(),
-				"vpn-network-accesses": map[string]any{"vpn-network-access": []any{}}}
-			byNE[ep.ne] = node
-			nodes = append(nodes, node)
-		}
-		accesses := node["vpn-network-accesses"].(map[string]any)
-		accesses["vpn-network-access"] = append(accesses["vpn-network-access"].([]any), c.access(id, i, ep, req.QoS))
-	}
-	return map[string]any{
+	nodes := vpnrc.Nodes(eps, func(string) map[string]any { return map[string]any{} },
+		func(i int, ep vpnrc.Endpoint) map[string]any { return s.access(id, i, ep, req.QoS) })
+	body := map[string]any{
 		"vpn-id":               id,
 		"vpn-description":      "wimro WAN link " + req.Key,
-		"customer-name":        c.set.customer,
+		"customer-name":        s.Customer,
 		"vpn-type":             vpnType,
-		"vpn-service-topology": qualified("any-to-any"),
-		"status":               adminUp(),
+		"vpn-service-topology": vpnrc.VC("any-to-any"),
+		"status":               vpnrc.AdminUp(),
 		"vpn-nodes":            map[string]any{"vpn-node": nodes},
 	}
+	return []vpnrc.Entry{{List: "/vpn-services", Member: "vpn-service", Key: id, Body: body}}
 }
 
 // access is the vpn-network-access of the i-th point.
-func (c *connector) access(vpnID string, i int, ep endpoint, q connectors.QoS) map[string]any {
-	encap := map[string]any{"encap-type": qualified("untagged-int")}
-	if ep.encap == connectors.EncapDot1Q {
-		encap = map[string]any{"encap-type": qualified("dot1q"), "dot1q": map[string]any{"tag-type": qualified("c-vlan"), "cvlan-id": ep.vlan}}
+func (s settings) access(vpnID string, i int, ep vpnrc.Endpoint, q connectors.QoS) map[string]any {
+	p := ep.Point
+	encap := map[string]any{"encap-type": vpnrc.VC("untagged-int")}
+	if p.Encapsulation == connectors.EncapDot1Q {
+		encap = map[string]any{"encap-type": vpnrc.VC("dot1q"), "dot1q": map[string]any{"tag-type": vpnrc.VC("c-vlan"), "cvlan-id": p.VLAN}}
 	}
 	conn := map[string]any{"encapsulation": encap}
-	if ep.bearer != "" {
-		conn["bearer-reference"] = ep.bearer
+	if b := ep.Fields["bearer-reference"]; b != "" {
+		conn["bearer-reference"] = b
 	}
-	svc := map[string]any{"mtu": c.set.mtu}
+	svc := map[string]any{"mtu": s.MTU}
 	if q.BandwidthMbps != 0 {
 		bw := func() []any {
 			return []any{map[string]any{
-				"bw-type": qualified("bw-per-port"),
+				"bw-type": vpnrc.VC("bw-per-port"),
 				// uint64: a string in RFC 7951 JSON.
 				"cir": strconv.FormatUint(uint64(q.BandwidthMbps)*1_000_000, 10),
 			}}
@@ -329,9 +248,9 @@ func (c *connector) access(vpnID string, i int, ep endpoint, q connectors.QoS) m
 	}
 	return map[string]any{
 		"id":           accessID(vpnID, i),
-		"description":  "wimro service endpoint " + ep.id,
-		"interface-id": ep.iface,
-		"status":       adminUp(),
+		"description":  "wimro service endpoint " + p.ServiceEndpointID,
+		"interface-id": ep.Fields["interface-id"],
+		"status":       vpnrc.AdminUp(),
 		"connection":   conn,
 		"service":      svc,
 	}
@@ -352,7 +271,7 @@ func BandwidthOf(svc map[string]any) int {
 	for _, bw := range entries(s, "svc-pe-to-ce-bandwidth", "pe-to-ce-bandwidth") {
 		cir, _ := bw["cir"].(string)
 		bps, err := strconv.ParseUint(cir, 10, 64)
-		if err == nil && strings.TrimPrefix(fmt.Sprint(bw["bw-type"]), common+":") == "bw-per-port" {
+		if err == nil && strings.TrimPrefix(fmt.Sprint(bw["bw-type"]), vpnrc.Common+":") == "bw-per-port" {
 			return int(bps / 1_000_000)
 		}
 	}
@@ -372,228 +291,42 @@ func entries(m map[string]any, container, list string) []map[string]any {
 	return out
 }
 
-// base returns the path of the l2vpn-ntw container under the RESTCONF root.
-func (c *connector) base(ctx context.Context, op string) (string, error) {
-	root, err := c.root.Get(ctx, op)
-	return root + top, err
-}
-
-func servicePath(base, id string) string {
-	return base + "/vpn-services/vpn-service=" + rest.EscapeKey(id)
-}
-
-func (c *connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
-	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: path, Accept: rest.MediaYANGJSON})
-}
-
-func (c *connector) fail(op string, r rest.Reply) error {
-	return c.rc.Error(op, r, rest.RESTCONFDetail(r.Body))
-}
-
-// empty reports a reply that says "nothing here": 204, or a RESTCONF 404.
-func empty(r rest.Reply) bool {
-	return r.Status == http.StatusNoContent || (r.Status == http.StatusNotFound && rest.ParseRESTCONFErrors(r.Body) != nil)
-}
-
-// gone reports a DELETE reply saying the entry does not exist.
-func gone(r rest.Reply) bool {
-	return r.Status == http.StatusNotFound || (r.Status == http.StatusConflict && rest.HasRESTCONFTag(r.Body, "data-missing"))
-}
-
-// read returns the vpn-service id, or nil when the controller has none.
-func (c *connector) read(ctx context.Context, op, base, id string) (map[string]any, error) {
-	r, err := c.get(ctx, op, servicePath(base, id))
-	switch {
-	case err != nil:
-		return nil, err
-	case r.Status == http.StatusNotFound:
-		return nil, nil
-	case !r.OK():
-		return nil, c.fail(op, r)
-	}
-	var list []map[string]any
-	if err := c.rc.Member(op, r, module, "vpn-service", &list); err != nil {
-		return nil, err
-	}
-	if len(list) == 0 {
-		return nil, connectors.Errorf(connectors.KindPermanent, "%s %s: the reply holds no vpn-service", Type, op)
-	}
-	return list[0], nil
-}
-
-// write sends the vpn-service entry with method (POST to the list, PUT to
-// the entry) and returns the reply for the caller to judge.
-func (c *connector) write(ctx context.Context, op, method, base string, entry map[string]any) (rest.Reply, error) {
-	path := base + "/vpn-services"
-	if method == http.MethodPut {
-		path = servicePath(base, entry["vpn-id"].(string))
-	}
-	return c.rc.JSON(ctx, op, method, path, rest.MediaYANGJSON, map[string]any{module + ":vpn-service": []any{entry}})
-}
-
-// put replaces the vpn-service with entry.
-func (c *connector) put(ctx context.Context, op, base string, entry map[string]any) error {
-	r, err := c.write(ctx, op, http.MethodPut, base, entry)
-	if err != nil {
-		return err
-	}
-	if !r.OK() {
-		return c.fail(op, r)
-	}
-	return nil
-}
-
-// lock serialises the changes to one vpn-service.
-func (c *connector) lock(ctx context.Context, id string) (func(), error) {
-	return c.cfg.MutationLock(ctx, Type+" "+c.rc.Controller()+" "+id)
-}
-
-func (c *connector) CheckCredentials(ctx context.Context) error {
-	const op = "check credentials"
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return err
-	}
-	r, err := c.get(ctx, op, base+"/vpn-services")
-	switch {
-	case err != nil:
-		return err
-	case r.OK(), empty(r):
-	case r.Status == http.StatusNotFound:
-		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no %s RESTCONF datastore at this URL (%s)", Type, op, base+"/vpn-services", module, c.rc.Snippet(r.Body))
-		e.Status = r.Status
-		return e
-	default:
-		return c.fail(op, r)
-	}
-	for _, m := range c.cfg.PortMappings {
-		if _, err := readMapping(m.WANServiceEndpointID, m.WANServiceMappingInfo); err != nil {
-			return connectors.Errorf(connectors.KindPermanent, "%s %s: port mapping %q: %v", Type, op, m.WANServiceEndpointID, err)
-		}
-	}
-	return nil
-}
-
-// CreateService implements connectors.Connector: one vpn-service of the
-// points, adopted when it exists as asked, replaced when it differs.
-func (c *connector) CreateService(ctx context.Context, req connectors.Request) (string, map[string]any, error) {
-	if req.Key == "" {
-		return "", nil, connectors.Errorf(connectors.KindPermanent, "%s: a service key is required", Type)
-	}
-	if err := Capabilities.Check(Type, req); err != nil {
-		return "", nil, err
-	}
-	if err := connectors.ValidatePoints(req.Type, req.Points); err != nil {
-		return "", nil, err
-	}
-	eps, err := c.endpoints(req.Points)
-	if err != nil {
-		return "", nil, err
-	}
-	id := serviceID(req.Key)
-	want := c.body(id, req, eps)
-	op := "create vpn-service " + id
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return "", nil, err
-	}
-	unlock, err := c.lock(ctx, id)
-	if err != nil {
-		return "", nil, err
-	}
-	defer unlock()
-
-	got, err := c.read(ctx, "look up vpn-service "+id, base, id)
-	if err != nil {
-		return "", nil, err
-	}
-	if got == nil {
-		r, err := c.write(ctx, op, http.MethodPost, base, want)
-		switch {
-		case err != nil:
-			return "", nil, err
-		case r.Status == http.StatusConflict:
-			// Made meanwhile (a create whose reply was lost): judged
-			// below as a found one.
-			if got, err = c.read(ctx, "read existing vpn-service "+id, base, id); err != nil {
-				return "", nil, err
-			}
-		case !r.OK():
-			return "", nil, c.fail(op, r)
-		}
-	}
-	if got != nil {
-		if rest.Covers(got, jsonValue(want), common) {
-			c.log.Debug("l2nm vpn-service exists as asked; adopted", "service_id", id)
-		} else if err := c.put(ctx, op+" (replace the existing one)", base, want); err != nil {
-			return "", nil, err
-		}
-	}
-	c.log.Debug("l2nm service created", "service_id", id, "service_key", req.Key, "points", len(eps))
-	return id, newConnInfo(id, req, eps), nil
-}
-
-// newConnInfo records the vpn-id, the service type, the bandwidth and the
-// accesses.
-func newConnInfo(id string, req connectors.Request, eps []endpoint) map[string]any {
+// connInfo adds the accesses to a create's or edit's connInfo.
+func connInfo(id string, _ connectors.Request, eps []vpnrc.Endpoint) map[string]any {
 	accesses := make([]any, len(eps))
 	for i, ep := range eps {
-		a := map[string]any{"ne-id": ep.ne, "id": accessID(id, i), "service-endpoint-id": ep.id, "encapsulation": string(ep.encap)}
-		if ep.vlan != 0 {
-			a["vlan"] = ep.vlan
+		a := map[string]any{"ne-id": ep.Fields["ne-id"], "id": accessID(id, i), "service-endpoint-id": ep.Point.ServiceEndpointID, "encapsulation": string(ep.Point.Encapsulation)}
+		if ep.Point.VLAN != 0 {
+			a["vlan"] = ep.Point.VLAN
 		}
 		accesses[i] = a
 	}
-	m := map[string]any{"vpn-id": id, "service-type": string(req.Type), "vpn-network-accesses": accesses}
-	if req.QoS.BandwidthMbps != 0 {
-		m["bandwidth"] = req.QoS.BandwidthMbps
-	}
-	return m
+	return map[string]any{"vpn-network-accesses": accesses}
 }
 
-// jsonValue returns v as encoding/json decodes it, for comparing with a
-// reply.
-func jsonValue(v any) any {
-	var out any
-	b, _ := json.Marshal(v)
-	_ = json.Unmarshal(b, &out)
-	return out
+// listInfo adds a listed service's vpn-type, accesses and oper-status.
+func listInfo(s map[string]any) map[string]any {
+	var names []any
+	for _, n := range entries(s, "vpn-nodes", "vpn-node") {
+		for _, a := range entries(n, "vpn-network-accesses", "vpn-network-access") {
+			names = append(names, fmt.Sprintf("%v/%v", n["ne-id"], a["id"]))
+		}
+	}
+	return map[string]any{"vpn-type": s["vpn-type"], "vpn-network-accesses": names, "oper-status": vpnrc.OperOf(s)}
 }
 
-// operOf reads the oper-status identity (without its module) of a
-// service, node or access; "" when the controller reports none.
-func operOf(m map[string]any) string {
-	st, _ := m["status"].(map[string]any)
-	oper, _ := st["oper-status"].(map[string]any)
-	s, _ := oper["status"].(string)
-	return s[strings.IndexByte(s, ':')+1:]
-}
-
-func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[string]any) (connectors.ServiceStatus, error) {
-	if id == "" {
-		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "%s status: empty service id", Type)
-	}
-	op := "status of vpn-service " + id
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return connectors.ServiceStatus{}, err
-	}
-	svc, err := c.read(ctx, op, base, id)
-	switch {
-	case err != nil:
-		return connectors.ServiceStatus{}, err
-	case svc == nil:
-		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "%s %s: the controller has no such vpn-service", Type, op)
-	}
-	oper := operOf(svc)
-	info := map[string]any{"vpn-id": id, "vpn-type": svc["vpn-type"], "oper-status": oper}
+// status reads the oper-status of the service, its vpn-nodes and
+// accesses; none reported is ACTIVE (it exists, as configured).
+func status(id string, svc map[string]any) connectors.ServiceStatus {
+	oper := vpnrc.OperOf(svc)
+	info := map[string]any{"vpn-type": svc["vpn-type"], "oper-status": oper}
 	var down []string
 	for _, n := range entries(svc, "vpn-nodes", "vpn-node") {
-		if operOf(n) == "op-down" {
+		if vpnrc.OperOf(n) == "op-down" {
 			down = append(down, fmt.Sprintf("vpn-node %v", n["vpn-node-id"]))
 		}
 		for _, a := range entries(n, "vpn-network-accesses", "vpn-network-access") {
-			if operOf(a) == "op-down" {
+			if vpnrc.OperOf(a) == "op-down" {
 				down = append(down, fmt.Sprintf("vpn-network-access %v of %v", a["id"], n["vpn-node-id"]))
 			}
 		}
@@ -604,215 +337,21 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[strin
 		if len(down) > 0 {
 			msg += ": " + strings.Join(down, ", ") + " down"
 		}
-		return connectors.ServiceStatus{Status: connectors.StatusDown, Info: info, Message: msg}, nil
+		return connectors.ServiceStatus{Status: connectors.StatusDown, Info: info, Message: msg}
 	case oper == "op-unknown":
-		return connectors.ServiceStatus{Status: connectors.StatusBuild, Info: info, Message: "the controller reports vpn-service " + id + " op-unknown: not up yet"}, nil
+		return connectors.ServiceStatus{Status: connectors.StatusBuild, Info: info, Message: "the controller reports vpn-service " + id + " op-unknown: not up yet"}
 	case oper == "":
-		// No operational state: it exists, as configured.
 		info["oper-status"] = "not reported"
 	}
-	return connectors.ServiceStatus{Status: connectors.StatusActive, Info: info}, nil
+	return connectors.ServiceStatus{Status: connectors.StatusActive, Info: info}
 }
 
-// typeOf tells an ELINE (a point-to-point vpn-type) from an ELAN.
-func typeOf(vpnType any) connectors.ServiceType {
-	s, _ := vpnType.(string)
-	if slices.Contains(elineTypes, strings.TrimPrefix(s, common+":")) {
-		return connectors.ServiceELINE
+// edit keeps the service's type (its vpn-type: an ELINE stays
+// point-to-point) and bandwidth, read from the controller.
+func edit(svc map[string]any) (connectors.ServiceType, connectors.QoS) {
+	t := connectors.ServiceELAN
+	if s, _ := svc["vpn-type"].(string); slices.Contains(elineTypes, strings.TrimPrefix(s, vpnrc.Common+":")) {
+		t = connectors.ServiceELINE
 	}
-	return connectors.ServiceELAN
+	return t, connectors.QoS{BandwidthMbps: BandwidthOf(svc)}
 }
-
-// EditService replaces the service's points: the vpn-service is read
-// (its vpn-type and bandwidth stay) and PUT with the new ones.
-func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
-	if id == "" {
-		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit: empty service id", Type)
-	}
-	// The rules shared by both types first; ELINE's two points once the
-	// service's type is read.
-	if err := connectors.ValidatePoints(connectors.ServiceELAN, points); err != nil {
-		return nil, err
-	}
-	eps, err := c.endpoints(points)
-	if err != nil {
-		return nil, err
-	}
-	op := "edit vpn-service " + id
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := c.lock(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	cur, err := c.read(ctx, op, base, id)
-	switch {
-	case err != nil:
-		return nil, err
-	case cur == nil:
-		return nil, connectors.Errorf(connectors.KindNotFound, "%s %s: the controller has no such vpn-service", Type, op)
-	}
-	req := connectors.Request{Key: strings.TrimPrefix(id, IDPrefix), Type: typeOf(cur["vpn-type"]), Points: points,
-		QoS: connectors.QoS{BandwidthMbps: BandwidthOf(cur)}}
-	if err := connectors.ValidatePoints(req.Type, points); err != nil {
-		return nil, err
-	}
-	if err := c.put(ctx, op, base, c.body(id, req, eps)); err != nil {
-		return nil, err
-	}
-	c.log.Debug("l2nm service edited", "service_id", id, "points", len(eps))
-	return newConnInfo(id, req, eps), nil
-}
-
-func (c *connector) DeleteService(ctx context.Context, id string, _ map[string]any) error {
-	if id == "" {
-		return nil
-	}
-	op := "delete vpn-service " + id
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return err
-	}
-	unlock, err := c.lock(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return c.delete(ctx, op, servicePath(base, id))
-}
-
-func (c *connector) delete(ctx context.Context, op, path string) error {
-	r, err := c.rc.Do(ctx, op, rest.Request{Method: http.MethodDelete, Path: path, Accept: rest.MediaYANGJSON})
-	if err != nil {
-		return err
-	}
-	if r.OK() || gone(r) {
-		return nil
-	}
-	return c.fail(op, r)
-}
-
-// ours returns wimro's vpn-services (vpn-id prefix "wimro-"), sorted.
-func (c *connector) ours(ctx context.Context, op string) (string, []map[string]any, error) {
-	base, err := c.base(ctx, op)
-	if err != nil {
-		return "", nil, err
-	}
-	r, err := c.get(ctx, op, base+"/vpn-services")
-	switch {
-	case err != nil:
-		return "", nil, err
-	case empty(r):
-		return base, nil, nil
-	case !r.OK():
-		return "", nil, c.fail(op, r)
-	}
-	var doc struct {
-		Service []map[string]any `json:"vpn-service"`
-	}
-	if err := c.rc.Member(op, r, module, "vpn-services", &doc); err != nil {
-		return "", nil, err
-	}
-	list := slices.DeleteFunc(doc.Service, func(s map[string]any) bool {
-		id, _ := s["vpn-id"].(string)
-		return !strings.HasPrefix(id, IDPrefix)
-	})
-	slices.SortFunc(list, func(a, b map[string]any) int { return strings.Compare(a["vpn-id"].(string), b["vpn-id"].(string)) })
-	return base, list, nil
-}
-
-// ListServices lists wimro's vpn-services; Endpoints reads each access
-// back (ne-id, interface-id, cvlan-id) through the port mappings, nil
-// when one matches no mapping, or two.
-func (c *connector) ListServices(ctx context.Context) ([]connectors.Service, error) {
-	_, list, err := c.ours(ctx, "list vpn-services")
-	if err != nil {
-		return nil, err
-	}
-	places := c.places()
-	out := make([]connectors.Service, 0, len(list))
-	for _, s := range list {
-		id := s["vpn-id"].(string)
-		var names []any
-		var ends []string
-		known := true // every access leads back to one port mapping
-		for _, n := range entries(s, "vpn-nodes", "vpn-node") {
-			ne, _ := n["ne-id"].(string)
-			for _, a := range entries(n, "vpn-network-accesses", "vpn-network-access") {
-				names = append(names, fmt.Sprintf("%s/%v", ne, a["id"]))
-				ifc, _ := a["interface-id"].(string)
-				ep := places[ne+"|"+ifc]
-				known = known && ep != ""
-				ends = append(ends, connectors.EndpointName(ep, cvlanOf(a)))
-			}
-		}
-		if known && len(ends) > 0 {
-			slices.Sort(ends)
-		} else {
-			ends = nil
-		}
-		info := map[string]any{"vpn-type": s["vpn-type"], "customer-name": s["customer-name"], "vpn-network-accesses": names, "oper-status": operOf(s)}
-		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: ends})
-	}
-	return out, nil
-}
-
-// cvlanOf reads an access's cvlan-id; 0 when untagged.
-func cvlanOf(a map[string]any) int {
-	conn, _ := a["connection"].(map[string]any)
-	enc, _ := conn["encapsulation"].(map[string]any)
-	d, _ := enc["dot1q"].(map[string]any)
-	if v, ok := d["cvlan-id"].(float64); ok {
-		return int(v)
-	}
-	return 0
-}
-
-// places maps "ne-id|interface-id" of each port mapping to its service
-// endpoint id, "" when two mappings share it.
-func (c *connector) places() map[string]string {
-	out := map[string]string{}
-	for _, m := range c.cfg.PortMappings {
-		ep, err := readMapping(m.WANServiceEndpointID, m.WANServiceMappingInfo)
-		if err != nil {
-			continue
-		}
-		p := ep.ne + "|" + ep.iface
-		if prev, ok := out[p]; ok && prev != ep.id {
-			out[p] = ""
-			continue
-		}
-		out[p] = ep.id
-	}
-	return out
-}
-
-// ClearAll deletes wimro's vpn-services; other services are left alone.
-func (c *connector) ClearAll(ctx context.Context) error {
-	base, list, err := c.ours(ctx, "clear all")
-	if err != nil {
-		return err
-	}
-	for _, s := range list {
-		id := s["vpn-id"].(string)
-		unlock, err := c.lock(ctx, id)
-		if err != nil {
-			return err
-		}
-		err = c.delete(ctx, "clear all: delete vpn-service "+id, servicePath(base, id))
-		unlock()
-		if err != nil {
-			return err
-		}
-	}
-	c.log.Debug("l2nm services cleared", "deleted", len(list))
-	return nil
-}
-
-var (
-	_ connectors.Connector      = (*connector)(nil)
-	_ connectors.MappingChecker = (*connector)(nil)
-)

@@ -79,7 +79,6 @@
 package l3nm
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -90,10 +89,7 @@ import (
 // Type is the WIM type this package registers.
 const Type = "l3nm"
 
-const (
-	module = "ietf-l3vpn-ntw"
-	common = "ietf-vpn-common"
-)
+const module = "ietf-l3vpn-ntw"
 
 // Capabilities are l3nm's: L3VPNs of two sites or more, a bandwidth,
 // edited in place, listed, with ids that follow from the key.
@@ -135,52 +131,13 @@ func (s settings) model() vpnrc.Model {
 		Entries:     s.entries,
 		Status:      status,
 		Place:       place,
-		Attachments: attachments,
+		Attachments: vpnrc.NodeAttachments(place),
 	}
 }
 
 // place names where an access attaches: its PE, interface and bearer.
 func place(f map[string]string) string {
 	return f["ne-id"] + "|" + f["interface-id"] + "|" + f["bearer-reference"]
-}
-
-// attachments reads the accesses of a listed vpn-service back: the place
-// of each (ne-id, interface-id, bearer-reference) and its cvlan-id.
-func attachments(entries []vpnrc.Entry) []vpnrc.Attachment {
-	var out []vpnrc.Attachment
-	for _, e := range entries {
-		var svc struct {
-			Nodes struct {
-				Node []struct {
-					NE       string `json:"ne-id"`
-					Accesses struct {
-						Access []struct {
-							Interface  string `json:"interface-id"`
-							Connection struct {
-								Encapsulation struct {
-									Dot1Q struct {
-										CVLAN int `json:"cvlan-id"`
-									} `json:"dot1q"`
-								} `json:"encapsulation"`
-								Bearer string `json:"bearer-reference"`
-							} `json:"connection"`
-						} `json:"vpn-network-access"`
-					} `json:"vpn-network-accesses"`
-				} `json:"vpn-node"`
-			} `json:"vpn-nodes"`
-		}
-		b, _ := json.Marshal(e.Body)
-		if json.Unmarshal(b, &svc) != nil {
-			return nil
-		}
-		for _, n := range svc.Nodes.Node {
-			for _, a := range n.Accesses.Access {
-				p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
-				out = append(out, vpnrc.Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN})
-			}
-		}
-	}
-	return out
 }
 
 // check refuses latency by name: the model has no leaf for it.
@@ -191,44 +148,29 @@ func check(req connectors.Request, _ []vpnrc.Endpoint) error {
 	return nil
 }
 
-func vc(identity string) string { return common + ":" + identity }
+var vc = vpnrc.VC
 
 // entries is the one vpn-service entry of a request.
 func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoint) []vpnrc.Entry {
 	var families []string
-	var nodes []string
-	accesses := map[string][]any{}
-	for i, ep := range eps {
-		l3 := ep.Point.L3
-		if f := vpnrc.Family(l3); !slices.Contains(families, f) {
+	for _, ep := range eps {
+		if f := vpnrc.Family(ep.Point.L3); !slices.Contains(families, f) {
 			families = append(families, f)
 		}
-		ne := ep.Fields["ne-id"]
-		if !slices.Contains(nodes, ne) {
-			nodes = append(nodes, ne)
-		}
-		accesses[ne] = append(accesses[ne], s.access(id, i, ep, req.QoS))
 	}
 	afs := make([]any, len(families))
 	for i, f := range families {
 		afs[i] = map[string]any{"address-family": vc(f)}
 	}
-	vpnNodes := make([]any, len(nodes))
-	for i, ne := range nodes {
-		vpnNodes[i] = map[string]any{
-			"vpn-node-id":                  ne,
-			"ne-id":                        ne,
-			"active-vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}},
-			"status":                       adminUp(),
-			"vpn-network-accesses":         map[string]any{"vpn-network-access": accesses[ne]},
-		}
-	}
+	vpnNodes := vpnrc.Nodes(eps, func(string) map[string]any {
+		return map[string]any{"active-vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}}}
+	}, func(i int, ep vpnrc.Endpoint) map[string]any { return s.access(id, i, ep, req.QoS) })
 	body := map[string]any{
 		"vpn-id":               id,
 		"customer-name":        s.Customer,
 		"vpn-type":             vc("l3vpn"),
 		"vpn-service-topology": vc("any-to-any"),
-		"status":               adminUp(),
+		"status":               vpnrc.AdminUp(),
 		"vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{
 			"profile-id":     id,
 			"rd-auto":        map[string]any{"auto": []any{nil}}, // type empty is [null] in RFC 7951
@@ -237,10 +179,6 @@ func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoin
 		"vpn-nodes": map[string]any{"vpn-node": vpnNodes},
 	}
 	return []vpnrc.Entry{{List: "/vpn-services", Member: "vpn-service", Key: id, Body: body}}
-}
-
-func adminUp() map[string]any {
-	return map[string]any{"admin-status": map[string]any{"status": vc("admin-up")}}
 }
 
 // access is the vpn-network-access of point i.
@@ -274,7 +212,7 @@ func (s settings) access(id string, i int, ep vpnrc.Endpoint, q connectors.QoS) 
 		"description":             "wimro endpoint " + p.ServiceEndpointID,
 		"vpn-network-access-type": vc("point-to-point"),
 		"vpn-instance-profile":    id,
-		"status":                  adminUp(),
+		"status":                  vpnrc.AdminUp(),
 		"connection":              conn,
 		"ip-connection":           map[string]any{f: ip},
 		"routing-protocols":       map[string]any{"routing-protocol": routing(l3)},
@@ -308,17 +246,15 @@ func routing(l3 *connectors.L3Site) []any {
 }
 
 // status reads RFC 9181's oper-status of the vpn-service.
-func status(svc map[string]any) (connectors.Status, string) {
-	st, _ := svc["status"].(map[string]any)
-	oper, _ := st["oper-status"].(map[string]any)
-	s, _ := oper["status"].(string)
-	switch s {
-	case vc("op-up"), "op-up":
-		return connectors.StatusActive, ""
-	case vc("op-down"), "op-down":
-		return connectors.StatusDown, "the controller reports the vpn-service's oper-status op-down"
+func status(_ string, svc map[string]any) connectors.ServiceStatus {
+	switch s := vpnrc.OperOf(svc); s {
+	case "op-up":
+		return connectors.ServiceStatus{Status: connectors.StatusActive}
+	case "op-down":
+		return connectors.ServiceStatus{Status: connectors.StatusDown, Message: "the controller reports the vpn-service's oper-status op-down"}
 	case "":
-		return connectors.StatusBuild, "the controller reports no oper-status for the vpn-service yet"
+		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports no oper-status for the vpn-service yet"}
+	default:
+		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports the vpn-service's oper-status " + s}
 	}
-	return connectors.StatusBuild, "the controller reports the vpn-service's oper-status " + s
 }

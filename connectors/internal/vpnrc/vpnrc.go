@@ -1,11 +1,12 @@
 // Package vpnrc is the connector the RESTCONF (RFC 8040) VPN models share
-// once their bodies are built: the l3nm (RFC 9182) and ietfl3vpn (RFC 8299)
-// connectors are each a Model, the lists their entries live in and how
-// one request becomes entries, and this package does the rest the same way
-// for both: the deterministic vpn-id, look-up before create, POST under
-// the list (PUT to replace what exists), compensation of a failed create,
-// edit by PUT, delete in reverse order, status, listing and errors read
-// from ietf-restconf:errors bodies.
+// once their bodies are built: the l2nm (RFC 9291), l3nm (RFC 9182) and
+// ietfl3vpn (RFC 8299) connectors are each a Model, the lists their
+// entries live in and how one request becomes entries, and this package
+// does the rest the same way for all: the deterministic vpn-id, look-up
+// before create, POST under the list (PUT to replace what exists, or
+// nothing when it holds the create already: Model.Adopt), compensation
+// of a failed create, edit by PUT, delete in reverse order, status,
+// listing and errors read from ietf-restconf:errors bodies.
 //
 // A service is a vpn-service entry (the first list of the Model) and,
 // for models that keep attachments outside it (L3SM sites), more entries
@@ -16,8 +17,10 @@ package vpnrc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -92,9 +95,10 @@ type Model struct {
 	// Entries returns the entries of service id for req, in creation
 	// order, the vpn-service first.
 	Entries func(id string, req connectors.Request, eps []Endpoint) []Entry
-	// Status reads the status from the vpn-service entry as the server
-	// returns it: the model's operational state, else ACTIVE (it exists).
-	Status func(service map[string]any) (connectors.Status, string)
+	// Status reads the status of vpn-service id from its entry as the
+	// server returns it: the model's operational state, else what the
+	// model makes of its existence. Info's "vpn-id" is set here.
+	Status func(id string, service map[string]any) connectors.ServiceStatus
 	// Place names where a port mapping's endpoint attaches, from the
 	// mapping's Keys; Attachments reads the places and VLANs (0:
 	// untagged) a service's entries attach to. With both set,
@@ -102,6 +106,29 @@ type Model struct {
 	// mappings; without them Endpoints stay nil.
 	Place       func(fields map[string]string) string
 	Attachments func(entries []Entry) []Attachment
+
+	// DiscoverRoot finds the RESTCONF root as RFC 8040 §3.1 says (the
+	// WIM URL when its path ends in /restconf, else the one the server's
+	// host-meta names, else /restconf: rest.Root); false: /restconf under
+	// the WIM URL.
+	DiscoverRoot bool
+	// Adopt leaves a vpn-service a create finds as it is when it holds
+	// every leaf the create would write (rest.Covers); otherwise it is
+	// replaced.
+	Adopt bool
+	// SingleEntry says the vpn-service entry is the whole service (one
+	// list): create, edit and delete list nothing, as nothing else of
+	// the vpn-id can be left to prune.
+	SingleEntry bool
+	// Edit returns the type and QoS an edit keeps, read from the
+	// vpn-service as the controller holds it (for models that carry
+	// more than one type); nil: the first declared type and the QoS
+	// connInfo records.
+	Edit func(service map[string]any) (connectors.ServiceType, connectors.QoS)
+	// Info adds the model's own fields to a create's or edit's connInfo;
+	// ListInfo to a listed service's Info. Either may be nil.
+	Info     func(id string, req connectors.Request, eps []Endpoint) map[string]any
+	ListInfo func(service map[string]any) map[string]any
 }
 
 // Attachment is where one access of a listed service attaches.
@@ -118,7 +145,8 @@ type Connector struct {
 	mappings connectors.MappingIndex
 	log      *slog.Logger
 	now      func() time.Time
-	base     string
+	top      string     // the top container under the RESTCONF root
+	root     *rest.Root // nil: DefaultRESTCONFRoot
 }
 
 // New builds the connector of m for cfg. It contacts nothing.
@@ -127,8 +155,22 @@ func New(m Model, cfg connectors.Config) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Connector{m: m, rc: rc, cfg: cfg, mappings: cfg.Mappings(), log: cfg.Log(), now: time.Now,
-		base: "/restconf/data/" + m.Module + ":" + m.Top}, nil
+	c := &Connector{m: m, rc: rc, cfg: cfg, mappings: cfg.Mappings(), log: cfg.Log(), now: time.Now,
+		top: "/data/" + m.Module + ":" + m.Top}
+	if m.DiscoverRoot {
+		c.root = rest.NewRoot(rc)
+	}
+	return c, nil
+}
+
+// base is the path of the top container, the RESTCONF root found first
+// where the Model discovers it.
+func (c *Connector) base(ctx context.Context, op string) (string, error) {
+	if c.root == nil {
+		return rest.DefaultRESTCONFRoot + c.top, nil
+	}
+	root, err := c.root.Get(ctx, op)
+	return root + c.top, err
 }
 
 // Bad is the Permanent error of a bad setting or input, prefixed with the
@@ -210,7 +252,11 @@ func (c *Connector) lock(ctx context.Context, id string) (func(), error) {
 func (c *Connector) qualified(name string) string { return c.m.Module + ":" + name }
 
 func (c *Connector) get(ctx context.Context, op, path string) (rest.Reply, error) {
-	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: c.base + path, Accept: rest.MediaYANGJSON})
+	base, err := c.base(ctx, op)
+	if err != nil {
+		return rest.Reply{}, err
+	}
+	return c.rc.Do(ctx, op, rest.Request{Method: http.MethodGet, Path: base + path, Accept: rest.MediaYANGJSON})
 }
 
 // fail is the error of a non-2xx reply, with its RESTCONF errors.
@@ -248,9 +294,13 @@ func (c *Connector) read(ctx context.Context, op string, e Entry) (map[string]an
 // all and is replaced) or, when it exists, replaces it (PUT).
 func (c *Connector) write(ctx context.Context, e Entry, exists bool) error {
 	doc := map[string]any{c.qualified(e.Member): []any{e.Body}}
+	base, err := c.base(ctx, "write "+e.String())
+	if err != nil {
+		return err
+	}
 	if !exists {
 		op := "create " + e.String()
-		r, err := c.rc.JSON(ctx, op, http.MethodPost, c.base+e.List, rest.MediaYANGJSON, doc)
+		r, err := c.rc.JSON(ctx, op, http.MethodPost, base+e.List, rest.MediaYANGJSON, doc)
 		switch {
 		case err != nil:
 			return err
@@ -261,7 +311,7 @@ func (c *Connector) write(ctx context.Context, e Entry, exists bool) error {
 		}
 	}
 	op := "replace " + e.String()
-	r, err := c.rc.JSON(ctx, op, http.MethodPut, c.base+e.Path(), rest.MediaYANGJSON, doc)
+	r, err := c.rc.JSON(ctx, op, http.MethodPut, base+e.Path(), rest.MediaYANGJSON, doc)
 	if err != nil {
 		return err
 	}
@@ -275,7 +325,11 @@ func (c *Connector) write(ctx context.Context, e Entry, exists bool) error {
 // success.
 func (c *Connector) remove(ctx context.Context, e Entry) error {
 	op := "delete " + e.String()
-	r, err := c.rc.Do(ctx, op, rest.Request{Method: http.MethodDelete, Path: c.base + e.Path(), Accept: rest.MediaYANGJSON})
+	base, err := c.base(ctx, op)
+	if err != nil {
+		return err
+	}
+	r, err := c.rc.Do(ctx, op, rest.Request{Method: http.MethodDelete, Path: base + e.Path(), Accept: rest.MediaYANGJSON})
 	switch {
 	case err != nil:
 		return err
@@ -339,6 +393,9 @@ func keyOf(e map[string]any, member string) string {
 // prune deletes entries of id that are not wanted (left by an earlier
 // create or edit with other points), in reverse list order.
 func (c *Connector) prune(ctx context.Context, id string, wanted []Entry) error {
+	if c.m.SingleEntry {
+		return nil
+	}
 	found, _, err := c.owned(ctx)
 	if err != nil {
 		return err
@@ -374,7 +431,8 @@ func (c *Connector) CheckCredentials(ctx context.Context) error {
 		return err
 	}
 	if r.Status == http.StatusNotFound && !rest.EmptyReply(r) {
-		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no %s RESTCONF datastore at this URL (%s)", c.m.Type, op, c.base+path, c.m.Module, c.rc.Snippet(r.Body))
+		base, _ := c.base(ctx, op) // found by the GET
+		e := connectors.Errorf(connectors.KindPermanent, "%s %s: GET %s: HTTP 404: no %s RESTCONF datastore at this URL (%s)", c.m.Type, op, base+path, c.m.Module, c.rc.Snippet(r.Body))
 		e.Status = r.Status
 		return e
 	}
@@ -417,6 +475,9 @@ func (c *Connector) CreateService(ctx context.Context, req connectors.Request) (
 	var written []Entry
 	for _, e := range entries {
 		exists := existing != nil
+		if exists && c.m.Adopt && len(entries) == 1 && rest.Covers(existing, jsonValue(e.Body), Common) {
+			break // as asked already
+		}
 		if err = c.write(ctx, e, exists); err != nil {
 			break
 		}
@@ -430,7 +491,7 @@ func (c *Connector) CreateService(ctx context.Context, req connectors.Request) (
 		return "", nil, err
 	}
 	c.log.Debug(c.m.Type+" service created", "service_id", id, "service_key", req.Key, "points", len(eps), "adopted", existing != nil)
-	return id, c.connInfo(id, req, entries), nil
+	return id, c.connInfo(id, req, eps, entries), nil
 }
 
 // compensate removes what a failed create wrote; with ctx done it does
@@ -447,12 +508,15 @@ func (c *Connector) compensate(ctx context.Context, id string, written []Entry, 
 // connInfo records the service type, the entries other than the
 // vpn-service (their presence is part of the status), the QoS (an edit
 // keeps it) and when the service was asked for.
-func (c *Connector) connInfo(id string, req connectors.Request, entries []Entry) map[string]any {
+func (c *Connector) connInfo(id string, req connectors.Request, eps []Endpoint, entries []Entry) map[string]any {
 	paths := make([]any, 0, len(entries))
 	for _, e := range entries[1:] {
 		paths = append(paths, []any{e.List, e.Member, e.Key})
 	}
 	m := map[string]any{"vpn-id": id, "service-type": string(req.Type), "entries": paths, "requested_at": c.now().UTC().Format(time.RFC3339)}
+	if c.m.Info != nil {
+		maps.Copy(m, c.m.Info(id, req, eps))
+	}
 	if req.QoS.BandwidthMbps != 0 {
 		m["bandwidth"] = req.QoS.BandwidthMbps
 	}
@@ -505,8 +569,11 @@ func (c *Connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 	if body == nil {
 		return connectors.ServiceStatus{}, connectors.Errorf(connectors.KindNotFound, "%s %s: the controller has no such vpn-service", c.m.Type, op)
 	}
-	status, msg := c.m.Status(body)
-	info := map[string]any{"vpn-id": id}
+	st := c.m.Status(id, body)
+	if st.Info == nil {
+		st.Info = map[string]any{}
+	}
+	st.Info["vpn-id"] = id
 	var missing []string
 	for _, e := range entriesOf(connInfo) {
 		got, err := c.read(ctx, "status of "+e.String(), e)
@@ -518,9 +585,9 @@ func (c *Connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 		}
 	}
 	if len(missing) > 0 {
-		return connectors.ServiceStatus{Status: connectors.StatusDown, Info: info, Message: "vpn-service " + id + ": " + strings.Join(missing, "; ")}, nil
+		return connectors.ServiceStatus{Status: connectors.StatusDown, Info: map[string]any{"vpn-id": id}, Message: "vpn-service " + id + ": " + strings.Join(missing, "; ")}, nil
 	}
-	return connectors.ServiceStatus{Status: status, Info: info, Message: msg}, nil
+	return st, nil
 }
 
 // EditService replaces the service's points: its entries are rebuilt
@@ -530,8 +597,16 @@ func (c *Connector) EditService(ctx context.Context, id string, connInfo map[str
 	if id == "" {
 		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit: empty service id", c.m.Type)
 	}
-	req := connectors.Request{Key: strings.TrimPrefix(id, IDPrefix), Type: connectors.ServiceL3VPN, Points: points, QoS: qosOf(connInfo)}
-	eps, err := c.validate(req)
+	req := connectors.Request{Key: strings.TrimPrefix(id, IDPrefix), Type: c.m.Caps.Services[0], Points: points, QoS: qosOf(connInfo)}
+	var eps []Endpoint
+	var err error
+	if c.m.Edit == nil {
+		eps, err = c.validate(req)
+	} else {
+		// The type is read with the service: what no declared type
+		// accepts is refused before anything is sent.
+		err = c.anyType(points)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -548,6 +623,12 @@ func (c *Connector) EditService(ctx context.Context, id string, connInfo map[str
 	if existing == nil {
 		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit %s: the controller has no such vpn-service", c.m.Type, svc)
 	}
+	if c.m.Edit != nil {
+		req.Type, req.QoS = c.m.Edit(existing)
+		if eps, err = c.validate(req); err != nil {
+			return nil, err
+		}
+	}
 	entries := c.m.Entries(id, req, eps)
 	if err := c.prune(ctx, id, entries); err != nil {
 		return nil, err
@@ -559,7 +640,23 @@ func (c *Connector) EditService(ctx context.Context, id string, connInfo map[str
 		}
 	}
 	c.log.Debug(c.m.Type+" service edited", "service_id", id, "points", len(eps))
-	return c.connInfo(id, req, entries), nil
+	return c.connInfo(id, req, eps, entries), nil
+}
+
+// anyType refuses points that no declared service type accepts, or
+// whose mappings do not resolve.
+func (c *Connector) anyType(points []connectors.ConnectionPoint) error {
+	var err error
+	for _, t := range c.m.Caps.Services {
+		if err = connectors.ValidatePoints(t, points); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.endpoints(points)
+	return err
 }
 
 // DeleteService deletes the service's entries the controller lists
@@ -579,9 +676,12 @@ func (c *Connector) DeleteService(ctx context.Context, id string, connInfo map[s
 // teardown deletes the entries of id: the known ones and those listed,
 // then the vpn-service.
 func (c *Connector) teardown(ctx context.Context, id string, known []Entry) error {
-	found, _, err := c.owned(ctx)
-	if err != nil {
-		return err
+	found := map[string][]Entry{}
+	if !c.m.SingleEntry {
+		var err error
+		if found, _, err = c.owned(ctx); err != nil {
+			return err
+		}
 	}
 	all := []Entry{c.serviceEntry(id)}
 	for _, e := range append(known, found[id]...) {
@@ -612,6 +712,9 @@ func (c *Connector) ListServices(ctx context.Context) ([]connectors.Service, err
 			names = append(names, e.String())
 		}
 		info := map[string]any{"customer-name": s["customer-name"], "entries": names}
+		if c.m.ListInfo != nil {
+			maps.Copy(info, c.m.ListInfo(s))
+		}
 		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: c.endpointsOf(found[id])})
 	}
 	return out, nil
@@ -731,4 +834,100 @@ func ReadSettings(typ string, cfg connectors.Config) (Settings, error) {
 		return s, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_mtu\" must be in 1..65535, got %d", typ, s.MTU)
 	}
 	return s, nil
+}
+
+// Common is the module of the identities the VPN network models share
+// (RFC 9181).
+const Common = "ietf-vpn-common"
+
+// VC qualifies an ietf-vpn-common identity.
+func VC(identity string) string { return Common + ":" + identity }
+
+// AdminUp is the status container of an entry that is administratively
+// up.
+func AdminUp() map[string]any {
+	return map[string]any{"admin-status": map[string]any{"status": VC("admin-up")}}
+}
+
+// OperOf reads the RFC 9181 oper-status identity of a vpn-service, node
+// or access, without its module; "" when the controller reports none.
+func OperOf(m map[string]any) string {
+	st, _ := m["status"].(map[string]any)
+	oper, _ := st["oper-status"].(map[string]any)
+	s, _ := oper["status"].(string)
+	return s[strings.IndexByte(s, ':')+1:]
+}
+
+// Nodes groups a network model's accesses (one per endpoint, built by
+// access) under one vpn-node per PE (the endpoint's "ne-id"), in the
+// endpoints' order; node returns a vpn-node of its own leaves.
+func Nodes(eps []Endpoint, node func(ne string) map[string]any, access func(i int, ep Endpoint) map[string]any) []any {
+	var nodes []any
+	byNE := map[string][]any{}
+	var order []string
+	for i, ep := range eps {
+		ne := ep.Fields["ne-id"]
+		if _, ok := byNE[ne]; !ok {
+			order = append(order, ne)
+		}
+		byNE[ne] = append(byNE[ne], access(i, ep))
+	}
+	for _, ne := range order {
+		n := node(ne)
+		n["vpn-node-id"], n["ne-id"], n["status"] = ne, ne, AdminUp()
+		n["vpn-network-accesses"] = map[string]any{"vpn-network-access": byNE[ne]}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// NodeAttachments reads the vpn-network-accesses of listed vpn-service
+// entries of a network model (vpn-nodes by ne-id) back: each one's place
+// (place of its ne-id, interface-id and bearer-reference) and cvlan-id.
+func NodeAttachments(place func(fields map[string]string) string) func(entries []Entry) []Attachment {
+	return func(entries []Entry) []Attachment {
+		var out []Attachment
+		for _, e := range entries {
+			var svc struct {
+				Nodes struct {
+					Node []struct {
+						NE       string `json:"ne-id"`
+						Accesses struct {
+							Access []struct {
+								Interface  string `json:"interface-id"`
+								Connection struct {
+									Encapsulation struct {
+										Dot1Q struct {
+											CVLAN int `json:"cvlan-id"`
+										} `json:"dot1q"`
+									} `json:"encapsulation"`
+									Bearer string `json:"bearer-reference"`
+								} `json:"connection"`
+							} `json:"vpn-network-access"`
+						} `json:"vpn-network-accesses"`
+					} `json:"vpn-node"`
+				} `json:"vpn-nodes"`
+			}
+			b, _ := json.Marshal(e.Body)
+			if json.Unmarshal(b, &svc) != nil {
+				return nil
+			}
+			for _, n := range svc.Nodes.Node {
+				for _, a := range n.Accesses.Access {
+					p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
+					out = append(out, Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN})
+				}
+			}
+		}
+		return out
+	}
+}
+
+// jsonValue returns v as encoding/json decodes it, to compare with a
+// reply.
+func jsonValue(v any) any {
+	var out any
+	b, _ := json.Marshal(v)
+	_ = json.Unmarshal(b, &out)
+	return out
 }

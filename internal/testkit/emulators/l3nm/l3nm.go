@@ -98,7 +98,7 @@ func (e *Emulator) ServiceIDs() []string {
 }
 
 // state adds each vpn-service's oper-status.
-func (e *Emulator) state(tree map[string]any) {
+func (e *Emulator) state(tree map[string]any, _ string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	svcs, _ := tree["vpn-services"].(map[string]any)

@@ -1,7 +1,7 @@
 // Package rcstore is a RESTCONF (RFC 8040) server over the configuration
 // datastore of one YANG module, validated by yanglint: the emulators of
-// the l3nm (RFC 9182) and ietfl3vpn (RFC 8299) connectors are each a
-// Store with their module. It keeps the datastore as one RFC 7951 JSON
+// the l2nm (RFC 9291), l3nm (RFC 9182) and ietfl3vpn (RFC 8299)
+// connectors are each a Store with their module. It keeps the datastore as one RFC 7951 JSON
 // tree under the module's top container and, before any change takes
 // effect, checks the whole tree the change would leave with yanglint
 // (-t config, strict: mandatory leaves, identities, ranges, leafrefs with
@@ -12,7 +12,8 @@
 // /restconf/data/<module>:<top>, with list keys percent-decoded (RFC 8040
 // §3.5.3):
 //
-//	GET     any resource; 404 data-missing when absent
+//	GET     any resource; 404 data-missing when absent (204 for a
+//	        container with Options.EmptyNoContent)
 //	POST    a child of a container or entry: 201 + Location, 409 data-exists
 //	PUT     a list entry or container: 201 created, 204 replaced
 //	PATCH   merge into an existing resource: 204
@@ -64,8 +65,15 @@ type Options struct {
 	Modules   []string
 	LintFlags []string
 	// State, when set, adds operational state to a copy of the whole tree
-	// before a GET is answered from it.
-	State func(tree map[string]any)
+	// before a GET of path (under Root, escaped) is answered from it.
+	State func(tree map[string]any, path string)
+	// Check, when set, refuses (400 invalid-value, its message) a tree a
+	// change would leave, before yanglint sees it: what a controller
+	// checks beyond the model (its device inventory).
+	Check func(tree map[string]any) error
+	// EmptyNoContent answers a GET of a container that holds nothing 204,
+	// as NSO does, rather than 404 data-missing.
+	EmptyNoContent bool
 	// User and Password are the basic-auth credentials every request must
 	// carry; Token is a bearer token accepted as well. All empty: no auth.
 	User, Password, Token string
@@ -415,7 +423,7 @@ func (s *Store) member(doc map[string]any, rel string) (string, any, *rcError) {
 	for k, v := range doc {
 		name, ok := strings.CutPrefix(k, s.opts.Module+":")
 		if !ok {
-			return "", nil, fail(http.StatusBadRequest, "unknown-element", rel, "member %q must be qualified with the module name %q (RFC 8040 §4.4.1)", k, s.opts.Module)
+			return "", nil, fail(http.StatusBadRequest, "unknown-element", rel, "member %q must be module-qualified, %q (RFC 8040 §4.4.1)", k, s.opts.Module)
 		}
 		return name, v, nil
 	}
@@ -439,7 +447,7 @@ func (s *Store) get(rel string, segs []segment) (int, any, map[string]string, *r
 	defer s.mu.Unlock()
 	tree := clone(s.tree)
 	if s.opts.State != nil {
-		s.opts.State(tree)
+		s.opts.State(tree, rel)
 		if err := s.lint.Check("GET answer state "+rel, "data", s.wrap(tree), nil); err != nil {
 			return 0, nil, nil, fail(http.StatusInternalServerError, "operation-failed", rel, "the emulator's own state is invalid: %v", err)
 		}
@@ -448,10 +456,13 @@ func (s *Store) get(rel string, segs []segment) (int, any, map[string]string, *r
 		return http.StatusOK, s.wrap(tree), nil, nil
 	}
 	v, _, ok := s.find(tree, segs)
-	if !ok {
+	last := segs[len(segs)-1]
+	switch {
+	case !ok && s.opts.EmptyNoContent && last.keys == nil:
+		return http.StatusNoContent, nil, nil, nil
+	case !ok:
 		return 0, nil, nil, fail(http.StatusNotFound, "data-missing", rel, "no data at %s", rel)
 	}
-	last := segs[len(segs)-1]
 	if last.keys != nil {
 		v = []any{v}
 	}
@@ -465,6 +476,11 @@ func (s *Store) wrap(tree map[string]any) map[string]any {
 // commit validates next as the whole datastore and makes it the store's;
 // s.mu is held.
 func (s *Store) commit(what, rel string, next map[string]any) *rcError {
+	if s.opts.Check != nil {
+		if err := s.opts.Check(next); err != nil {
+			return fail(http.StatusBadRequest, "invalid-value", rel, "%v", err)
+		}
+	}
 	if err := s.lint.Check(what, "config", s.wrap(next), nil); err != nil {
 		return fail(http.StatusBadRequest, "invalid-value", rel, "%v", err)
 	}
@@ -541,7 +557,7 @@ func (s *Store) put(rel string, segs []segment, name string, value any) (int, an
 			return 0, nil, nil, fail(http.StatusBadRequest, "malformed-message", rel, "a PUT of a %q entry carries exactly one entry", name)
 		}
 		if !s.matches(last, e) {
-			return 0, nil, nil, fail(http.StatusBadRequest, "invalid-value", rel, "the entry's keys are not the URI's (%s)", strings.Join(last.keys, ","))
+			return 0, nil, nil, fail(http.StatusBadRequest, "invalid-value", rel, "the entry's keys are not the key of the path (%s)", strings.Join(last.keys, ","))
 		}
 		value = e
 	}
