@@ -38,6 +38,10 @@ type networkBody struct {
 
 type networkResponse struct {
 	Network wimro.InstanceNet `json:"network"`
+	// ActionID is the instance action of the EDIT the change queued (its
+	// WAN links' services change too), absent when it queued none; its
+	// event stream follows the edit.
+	ActionID string `json:"action_id,omitempty"`
 }
 
 type wanLinksResponse struct {
@@ -153,12 +157,12 @@ func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, wimro.FieldErrorf("network", "network is required"))
 		return
 	}
-	n, err := a.eng.UpdateNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), *body.Network)
+	n, editID, err := a.eng.UpdateNetworkEdit(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), *body.Network)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	respondWarned(w, r, http.StatusOK, networkResponse{Network: n}, warnings)
+	respondWarned(w, r, http.StatusOK, networkResponse{Network: n, ActionID: editID}, warnings)
 }
 
 func (a *api) listWANLinks(w http.ResponseWriter, r *http.Request) {

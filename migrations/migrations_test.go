@@ -174,10 +174,25 @@ func TestDownOneStep(t *testing.T) {
 	if err := migrations.Up(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
+	// below19 is the version under 19 (18 where another change took that
+	// number, 17 otherwise).
+	below19 := int64(0)
+	for _, s := range p.ListSources() {
+		if s.Version < 19 {
+			below19 = max(below19, s.Version)
+		}
+	}
 	steps := []struct {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{below19, func(t *testing.T) {
+			var def string
+			db.QueryRowContext(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'vim_wim_actions_action_check'`).Scan(&def)
+			if strings.Contains(def, "EDIT") || !strings.Contains(def, "DELETE") {
+				t.Errorf("below version 19 the action check is %q, want CREATE and DELETE only", def)
+			}
+		}},
 		{16, func(t *testing.T) {
 			var tables int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'

@@ -18,7 +18,7 @@ func instanceCommands() []spec {
 			"-w/--watch: list them with the sum of their WAN links' statuses, then print an instance's row again each\n" +
 			"time an event of its running actions changes it, until these actions settle.", max: 1, setup: setupInstanceList},
 		{name: "instance-scenario-delete", complete: "instance", args: "NAME [-f] [--wait [--timeout D]]", summary: "Delete an NS instance (its WAN links are deleted by a new action).\n" + waitHelp, min: 1, max: 1, setup: setupInstanceDelete},
-		{name: "instance-net-update", complete: "instance", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
+		{name: "instance-net-update", complete: "instance", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M] [--wait]",
 			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).", min: 2, max: 2, setup: setupNetUpdate},
 	}
 }
@@ -141,6 +141,7 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 	encType := fs.String("encapsulation-type", "", "none or vlan")
 	encID := fs.Int("encapsulation-id", 0, "VLAN id")
 	errMsg := fs.String("error-msg", "", "error message of the network")
+	wait := waitFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		n := map[string]any{}
 		optional(fs, n, "status", "status", *status)
@@ -156,7 +157,18 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return s.call(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n}, nil)
+		r, err := s.do(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n})
+		if err != nil {
+			return err
+		}
+		s.emit(r, nil)
+		// A change of encapsulation queues an EDIT of the WAN links: --wait
+		// follows it until the controller holds the change.
+		m := asMap(r.doc)
+		if !*wait.wait || str(m["action_id"]) == "" {
+			return nil
+		}
+		return s.wait(ctx, s.progressOut(), t, str(asMap(m["network"])["instance_scenario_id"]), str(m["action_id"]), *wait.timeout)
 	}
 }
 

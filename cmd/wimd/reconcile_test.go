@@ -530,7 +530,7 @@ func TestReconcileMismatchAndPeriodic(t *testing.T) {
 		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} }}, "--reconcile-interval", "200ms")
 	inst, _ := d.api.activeInstance("t0", 1)
 	l := d.links(inst)[0]
-	if _, err := d.conn.EditService(t.Context(), l["wim_internal_id"].(string), nil, d.points(120)); err != nil {
+	if _, err := d.conn.EditService(t.Context(), l["wim_internal_id"].(string), nil, connectors.Request{Points: d.points(120)}); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Until(t, 30*time.Second, "the periodic run reports the mismatch", func() (bool, string) {
