@@ -34,7 +34,8 @@
 //	EDIT    SCHEDULED --link gone (instance deleted first)--> SUPERSEDED (done+1; the DELETE behind removes the service)
 //	        SCHEDULED --local nets pending / broken, no exit port or mapping, a type or QoS not declared--> as CREATE
 //	        SCHEDULED --Edit declared: edited in place to the link's state, status read at once--> DONE or BUILD
-//	              as a CREATE's (done+1; the service id kept, its conn_info updated)
+//	              as a CREATE's (done+1; the service id kept, its conn_info updated; an id the controller does not
+//	              know: made, or adopted by its key, as a CREATE does)
 //	        SCHEDULED --not declared, the link's state unchanged since the service was made--> DONE (done+1; nothing asked)
 //	        SCHEDULED --not declared, MakeBeforeBreak: the new service made (key ReplaceKey)--> BUILD (link BUILD with
 //	              the new id and a message saying the old one is deleted next; due at once)

@@ -93,6 +93,16 @@ func (r *Runner) edit(ctx context.Context, t Target, a wimro.Action, l *Loaded, 
 		return wimro.Outcome{}, err
 	}
 	newInfo, err := t.Connector.EditService(ctx, oldID, oldInfo, req)
+	if connectors.IsNotFound(err) {
+		// The recorded id names nothing (the service was deleted, or
+		// made again under another id, behind wimro's back): make it,
+		// or adopt the one of its key and bring that in line.
+		id, connInfo, err := r.make(ctx, t, req)
+		if err != nil {
+			return wimro.Outcome{}, err
+		}
+		return r.firstStatus(ctx, t, link.UUID, r.edited(id, connInfo, req)), nil
+	}
 	if err != nil {
 		return wimro.Outcome{}, err
 	}

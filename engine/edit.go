@@ -95,8 +95,9 @@ func (e *Engine) moveVLAN(ctx context.Context, s *persistence.Store, n wimro.Ins
 		return err
 	}
 	if len(taken) > 0 {
-		return vlanTaken(vlanNeed{field: field[:len(field)-len(".encapsulation_id")], dc: d, vlan: *n.EncapsulationID},
-			"another network has it, or a deleted instance's WAN link still holds it until its DELETE has run")
+		return &wimro.Error{Code: wimro.ECONFLICT, Field: field, Message: fmt.Sprintf(
+			"%s: VLAN %d of datacenter %s is taken (another network has it, or a deleted instance's WAN link still holds it until its DELETE has run)",
+			field, *n.EncapsulationID, d.Name)}
 	}
 	var linkID *string
 	if n.SceNetID != nil {
@@ -109,4 +110,55 @@ func (e *Engine) moveVLAN(ctx context.Context, s *persistence.Store, n wimro.Ins
 		}
 	}
 	return s.MoveNetVLAN(ctx, n.UUID, d.UUID, *n.EncapsulationID, linkID)
+}
+
+// editVPNLink brings the networks of an L2SM vpn-service's instance in
+// line with want, in place, and queues the EDIT of its link, when want
+// keeps the link's datacenters and WIM (an access's VLAN or bearer
+// changed): the controller's service is edited or replaced by the EDIT,
+// and the VLANs of the datacenters whose VLANs wimro allocates move only
+// where they changed (a new link would take the unchanged ends' VLANs
+// again, which the old link holds until its DELETE has run: 409). ok is
+// false, and nothing written, when want needs another link (other
+// datacenters or another WIM).
+func (e *Engine) editVPNLink(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst wimro.Instance, nets []wimro.InstanceNet, link wimro.WANLink, want []NetworkInput) (string, []string, bool, error) {
+	if len(nets) != len(want) || link.WIMID == nil {
+		return "", nil, false, nil
+	}
+	byDC := make(map[string]*wimro.InstanceNet, len(nets))
+	for i := range nets {
+		byDC[nets[i].DatacenterID] = &nets[i]
+	}
+	for _, w := range want {
+		if byDC[w.Datacenter] == nil || w.WIMAccount.Ref != *link.WIMID {
+			return "", nil, false, nil
+		}
+	}
+	for _, w := range want {
+		n := byDC[w.Datacenter]
+		old := endpointOf(*n)
+		typ, dpid, port := w.EncapsulationType, w.PopSwitchDPID, string(w.PopSwitchPort)
+		n.EncapsulationType, n.EncapsulationID, n.PopSwitchDPID, n.PopSwitchPort = &typ, w.EncapsulationID, &dpid, &port
+		if n.VimInfo == nil {
+			n.VimInfo = map[string]any{}
+		}
+		n.VimInfo["encapsulation_type"] = typ
+		delete(n.VimInfo, "encapsulation_id")
+		if w.EncapsulationID != nil {
+			n.VimInfo["encapsulation_id"] = *w.EncapsulationID
+		}
+		if endpointOf(*n) == old {
+			continue
+		}
+		if typ == "vlan" {
+			if err := e.moveVLAN(ctx, s, *n, "site-network-access.connection.tagged-interface.dot1q-vlan-tagged.cvlan-id"); err != nil {
+				return "", nil, false, err
+			}
+		}
+		if _, err := s.UpdateInstanceNet(ctx, *n); err != nil {
+			return "", nil, false, err
+		}
+	}
+	id, accounts, err := queueEdits(ctx, s, t.UUID, inst.UUID, []wimro.WANLink{link}, nil)
+	return id, accounts, true, err
 }

@@ -472,9 +472,11 @@ func bearerMappings(ctx context.Context, s *persistence.Store, t wimro.Tenant, d
 // accesses of a vpn-service: nothing while it has fewer than two, a new
 // link when it has two (a point-to-point one: an ELINE) or two or more (a
 // multipoint one: an ELAN, over two datacenters too)
-// and no link yet or a link made for other endpoints (whose DELETE is
-// queued). It returns the CREATE's
-// instance action ("" when nothing changed) and the accounts to wake.
+// and no link yet or a link made for other datacenters or on another WIM
+// (whose DELETE is queued); a link whose ends changed at the same
+// datacenters on the same WIM is edited (editVPNLink). It returns the
+// CREATE's or EDIT's instance action ("" when nothing was queued) and
+// the accounts to wake.
 func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService) (string, []string, error) {
 	accesses, err := s.ListL2VPNAccesses(ctx, svc.InstanceID)
 	if err != nil || len(accesses) < 2 {
@@ -507,6 +509,13 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	}
 	if len(links) == 1 && sameEnds(nets, want) {
 		return "", nil, nil
+	}
+	if len(links) == 1 {
+		// The same datacenters on the same WIM: the link is edited (an
+		// EDIT in the link's queue), not replaced by a new one.
+		if id, accts, ok, err := e.editVPNLink(ctx, s, t, inst, nets, links[0], want); err != nil || ok {
+			return id, accts, err
+		}
 	}
 	var accounts []string
 	if len(links) > 0 {
