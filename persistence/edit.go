@@ -35,3 +35,17 @@ func (s *Store) LinksWithPendingRun(ctx context.Context, ids []string) (map[stri
 	}
 	return out, mapError(rows.Err())
 }
+
+// DeleteInstanceNet deletes one network of an instance (a scale in); its
+// VLAN allocation, if any, outlives it until LockVLANs finds it released.
+func (s *Store) DeleteInstanceNet(ctx context.Context, id string) error {
+	_, err := s.exec(ctx, "instance_nets", `DELETE FROM instance_nets WHERE uuid = $1`, id)
+	return err
+}
+
+// DeleteWANLink deletes one WAN link row (its DELETE action, queued
+// first, carries a copy).
+func (s *Store) DeleteWANLink(ctx context.Context, id string) error {
+	_, err := s.exec(ctx, "instance_wim_nets", `DELETE FROM instance_wim_nets WHERE uuid = $1`, id)
+	return err
+}

@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/internal/testkit/pgtest"
@@ -143,4 +148,107 @@ func TestEditReplaceKilledMidway(t *testing.T) {
 	if out, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("wimd reconcile after the recovery: %v (exit %d: drift), want exit 0\n%s", err, exitDrift, out)
 	}
+}
+
+// setupScale serves wimd with tenant t0, datacenters dcA, dcB and dcC
+// (endpoints ep-0..ep-2), and a fake WIM (with wimConfig) mapped to all
+// three, t0's account on it; it returns the API and the controller.
+func setupScale(t *testing.T, wimConfig map[string]any) (api, *fake.Controller) {
+	t.Helper()
+	b := setup(t)
+	b.env["WIMRO_DATABASE_URL"] = pgtest.URL(t)
+	b.env["WIMRO_SECRET_KEY"] = testSecretKey
+	b.env["WIMRO_DEV_CONNECTORS"] = "true"
+	b.env["WIMRO_DATA_DIR"] = t.TempDir()
+	addr, stop := b.serve(t, "--status-refresh", "100ms", "--reconcile-interval", "0")
+	t.Cleanup(func() {
+		if code := stop(); code != 0 {
+			t.Errorf("wimd exit %d", code)
+		}
+	})
+	a := api{t: t, addr: addr}
+	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
+	var mappings []any
+	for i, dc := range []string{"dcA", "dcB", "dcC"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
+		m := map[string]any{"pop_switch_dpid": dpid, "pop_switch_port": "1"}
+		maps.Copy(m, fakeEndpoint(i, dc))
+		mappings = append(mappings, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{m}})
+	}
+	url := "http://fake-" + uuid.NewString()
+	ctrl := fake.ControllerFor(url)
+	t.Cleanup(ctrl.Reset)
+	cfg := map[string]any{"wim_port_mapping": mappings}
+	maps.Copy(cfg, wimConfig)
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "fake", "wim_url": url, "config": cfg}})
+	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"name": "acct1"}})
+	return a, ctrl
+}
+
+// endpointsOf are the endpoints of the controller's services.
+func endpointsOf(ctrl *fake.Controller) [][]string {
+	var out [][]string
+	for _, s := range ctrl.Services() {
+		out = append(out, s.Endpoints)
+	}
+	return out
+}
+
+// TestScaleOutAndIn (issue 38): a network of an existing VLD added in a
+// third datacenter grows the VLD's ACTIVE link into a multipoint service
+// through an EDIT (API: POST .../networks), removing it shrinks the link
+// back (DELETE .../networks/{net}), and removing another leaves one
+// datacenter: the link and its service go. A WIM whose type makes no
+// ELAN refuses the growth with a 400 naming the network and its types.
+func TestScaleOutAndIn(t *testing.T) {
+	t.Parallel()
+	t.Run("multipoint", func(t *testing.T) {
+		t.Parallel()
+		a, ctrl := setupScale(t, nil)
+		inst, _ := a.activeInstance("t0", 1)
+		base := "/openmano/t0/instances/" + inst
+		link := a.call("GET", base+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
+		step := func(what string, ans map[string]any, want [][]string) {
+			t.Helper()
+			id, _ := ans["action_id"].(string)
+			if id == "" {
+				t.Fatalf("%s answered no action: %v", what, ans)
+			}
+			a.waitAction(base+"/action/"+id, 1)
+			eventually.Until(t, 30*time.Second, what+": the controller's services", func() (bool, string) {
+				got := endpointsOf(ctrl)
+				return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
+			})
+		}
+		ans := a.call("POST", base+"/networks", map[string]any{"network": map[string]any{"sce_net_id": link["sce_net_id"], "datacenter": "dcC",
+			"status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 102}})
+		netC := ans["network"].(map[string]any)["uuid"].(string)
+		step("scale out to dcC", ans, [][]string{{"ep-0/vlan=100", "ep-1/vlan=101", "ep-2/vlan=102"}})
+		if svc := ctrl.Services()[0]; svc.Info["service_type"] != string(connectors.ServiceELAN) {
+			t.Errorf("the grown service is %v, want an ELAN", svc.Info["service_type"])
+		}
+		step("scale in from dcC", a.call("DELETE", base+"/networks/"+netC, nil), [][]string{{"ep-0/vlan=100", "ep-1/vlan=101"}})
+		step("scale in to one datacenter", a.call("DELETE", base+"/networks/"+netIn(t, a.call, inst, "dcB"), nil), nil)
+		if links := a.call("GET", base+"/wan_links", nil)["wan_links"].([]any); len(links) != 0 {
+			t.Fatalf("WAN links left with one datacenter: %v", links)
+		}
+	})
+	t.Run("no multipoint", func(t *testing.T) {
+		t.Parallel()
+		a, _ := setupScale(t, map[string]any{"multipoint": false})
+		inst, _ := a.activeInstance("t0", 1)
+		base := "/openmano/t0/instances/" + inst
+		link := a.call("GET", base+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
+		status, raw := a.send("POST", base+"/networks", map[string]any{"network": map[string]any{"sce_net_id": link["sce_net_id"], "datacenter": "dcC",
+			"status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 102}})
+		if status != 400 || !strings.Contains(raw, `"network"`) || !strings.Contains(raw, "makes ELINE only") {
+			t.Fatalf("growth past two datacenters on a WIM without ELAN: %d %s, want 400 naming network and the WIM's types", status, raw)
+		}
+		if nets := a.call("GET", base, nil)["networks"].([]any); len(nets) != 2 {
+			t.Fatalf("the refused network was written: %d networks", len(nets))
+		}
+	})
 }

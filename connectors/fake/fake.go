@@ -33,6 +33,7 @@
 //	             EDIT action replaces the service (true)
 //	make_before_break
 //	             false: a replace deletes the old service first (true)
+//	multipoint   false: declare ELINE only, no ELAN (true)
 package fake
 
 import (
@@ -73,13 +74,17 @@ const (
 func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
 
 // Capabilities are fake's: everything, QoS stored with the service; the
-// settings edit and make_before_break take edit or make-before-break away
-// (a replacing connector, for tests of the replace).
+// settings edit, make_before_break and multipoint take edit,
+// make-before-break or ELAN away (a replacing connector, one without
+// multipoint, for tests).
 var Capabilities = func() connectors.Capabilities {
 	c := connectors.Everything()
 	c.Narrow = func(cfg connectors.Config) connectors.Capabilities {
 		n := connectors.Everything()
 		n.Edit, n.MakeBeforeBreak = settingOr(cfg, "edit"), settingOr(cfg, "make_before_break")
+		if !settingOr(cfg, "multipoint") {
+			n.Services = []connectors.ServiceType{connectors.ServiceELINE}
+		}
 		return n
 	}
 	return c
@@ -184,8 +189,10 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cfg.BoolSetting("make_before_break", true); err != nil {
-		return nil, err
+	for _, name := range []string{"make_before_break", "multipoint"} {
+		if _, err := cfg.BoolSetting(name, true); err != nil {
+			return nil, err
+		}
 	}
 	var endpoints map[string]bool
 	if len(cfg.PortMappings) > 0 {
