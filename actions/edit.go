@@ -46,21 +46,10 @@ func ReplaceKey(linkID string, a wimro.Action) string {
 // would. Several changes reported before it runs are one edit to the
 // latest state, since the state is read when it runs.
 func (r *Runner) edit(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (wimro.Outcome, error) {
-	if l == nil {
-		var err error
-		if l, err = r.load(ctx, a); err != nil {
-			return wimro.Outcome{}, err
-		}
-	}
-	if l.Link == nil {
-		// The instance was deleted: the DELETE behind removes the service.
-		msg := "superseded: the WAN link was deleted before it was changed"
-		return wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
-	}
-	link := *l.Link
-	req, wait, err := r.request(ctx, t, a, link, l)
-	if err != nil || wait != nil {
-		return deref(wait), err
+	// The instance deleted: the DELETE behind removes the service.
+	link, req, end, err := r.prepare(ctx, t, a, l, "superseded: the WAN link was deleted before it was changed")
+	if err != nil || end != nil {
+		return deref(end), err
 	}
 	req.Key = wimro.ServiceKeyOf(link)
 	oldID := ""

@@ -388,23 +388,12 @@ func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 }
 
 func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (wimro.Outcome, error) {
-	if l == nil {
-		var err error
-		if l, err = r.load(ctx, a); err != nil {
-			return wimro.Outcome{}, err
-		}
-	}
-	if l.Link == nil {
-		// The instance was deleted before its link was made: nothing to
-		// create, and the DELETE queued behind has nothing to undo. Counted
-		// done so the instance action completes (OSM never counted it).
-		msg := "superseded: the WAN link was deleted before it was created"
-		return wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
-	}
-	link := *l.Link
-	req, wait, err := r.request(ctx, t, a, link, l)
-	if err != nil || wait != nil {
-		return deref(wait), err
+	// The instance deleted before its link was made: nothing to create,
+	// and the DELETE queued behind has nothing to undo. Counted done so
+	// the instance action completes (OSM never counted it).
+	link, req, end, err := r.prepare(ctx, t, a, l, "superseded: the WAN link was deleted before it was created")
+	if err != nil || end != nil {
+		return deref(end), err
 	}
 	req.Key = link.UUID
 	if err := calling(ctx, reached); err != nil {
@@ -415,6 +404,24 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		return wimro.Outcome{}, err
 	}
 	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo, req)), nil
+}
+
+// prepare reads what a CREATE or EDIT needs (when the claim did not) and
+// computes the request for its link; end is the outcome when the run ends
+// there: SUPERSEDED (done+1, with message superseded) when the link is
+// gone, or the wait for its networks.
+func (r *Runner) prepare(ctx context.Context, t Target, a wimro.Action, l *Loaded, superseded string) (wimro.WANLink, connectors.Request, *wimro.Outcome, error) {
+	if l == nil {
+		var err error
+		if l, err = r.load(ctx, a); err != nil {
+			return wimro.WANLink{}, connectors.Request{}, nil, err
+		}
+	}
+	if l.Link == nil {
+		return wimro.WANLink{}, connectors.Request{}, &wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &superseded, Done: 1}, nil
+	}
+	req, wait, err := r.request(ctx, t, a, *l.Link, l)
+	return *l.Link, req, wait, err
 }
 
 func deref(o *wimro.Outcome) wimro.Outcome {

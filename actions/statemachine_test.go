@@ -574,6 +574,15 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "Impossible to change WAN connectivity", runAfter: soon, services: 1},
 		},
 		{
+			name: "EDIT: link has no service yet (its CREATE failed) -> made as a CREATE makes it, DONE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.create
+				a.Action = wimro.ActionEdit
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 101}},
+		},
+		{
 			name: "EDIT: replace, nothing changed since the service was made -> DONE, the controller not asked",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				a := f.edit(t)

@@ -162,19 +162,30 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
 		// A change of encapsulation queues an EDIT of the WAN links: --wait
 		// follows it until the controller holds the change.
-		m := asMap(r.doc)
-		if !*wait.wait || str(m["action_id"]) == "" {
-			return nil
-		}
-		return s.wait(ctx, s.progressOut(), t, str(asMap(m["network"])["instance_scenario_id"]), str(m["action_id"]), *wait.timeout)
+		return s.networkChange(ctx, t, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n}, "", wait)
 	}
+}
+
+// networkChange sends a change of an instance's networks, prints the
+// answer and, with --wait, follows the action it queued (an EDIT or
+// DELETE of WAN links; none: done) of instance (empty: the answer's
+// network's).
+func (s *session) networkChange(ctx context.Context, t, method, path string, body any, instance string, wait waitOptions) error {
+	r, err := s.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	s.emit(r, nil)
+	m := asMap(r.doc)
+	if !*wait.wait || str(m["action_id"]) == "" {
+		return nil
+	}
+	if instance == "" {
+		instance = str(asMap(m["network"])["instance_scenario_id"])
+	}
+	return s.wait(ctx, s.progressOut(), t, instance, str(m["action_id"]), *wait.timeout)
 }
 
 func setupNetAdd(fs *pflag.FlagSet) runFunc {
@@ -196,16 +207,7 @@ func setupNetAdd(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "POST", seg(t, "instances", args[0], "networks"), map[string]any{"network": n})
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		m := asMap(r.doc)
-		if !*wait.wait || str(m["action_id"]) == "" {
-			return nil
-		}
-		return s.wait(ctx, s.progressOut(), t, str(asMap(m["network"])["instance_scenario_id"]), str(m["action_id"]), *wait.timeout)
+		return s.networkChange(ctx, t, "POST", seg(t, "instances", args[0], "networks"), map[string]any{"network": n}, "", wait)
 	}
 }
 
@@ -216,16 +218,7 @@ func setupNetDelete(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		r, err := s.do(ctx, "DELETE", seg(t, "instances", args[0], "networks", args[1]), nil)
-		if err != nil {
-			return err
-		}
-		s.emit(r, nil)
-		m := asMap(r.doc)
-		if !*wait.wait || str(m["action_id"]) == "" {
-			return nil
-		}
-		return s.wait(ctx, s.progressOut(), t, args[0], str(m["action_id"]), *wait.timeout)
+		return s.networkChange(ctx, t, "DELETE", seg(t, "instances", args[0], "networks", args[1]), nil, args[0], wait)
 	}
 }
 

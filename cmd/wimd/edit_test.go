@@ -64,6 +64,12 @@ func TestEditVLANOfActiveLink(t *testing.T) {
 			if task := act["vim_wim_actions"].([]any)[0].(map[string]any); task["action"] != "EDIT" || task["item_id"] != link["uuid"] {
 				t.Fatalf("the change's task is %v of %v, want the EDIT of link %v", task["action"], task["item_id"], link["uuid"])
 			}
+			// The event stream shows the edit, as --wait follows it.
+			events := d.api.readStream(fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", inst, edit), nil)
+			if last := events[len(events)-1]; !strings.Contains(fmt.Sprint(events), "EDIT") || last.name != "done" ||
+				fmt.Sprint(last.data["links_by_status"]) != "map[ACTIVE:1]" {
+				t.Fatalf("the EDIT's events: %v, want its changes and done with the link ACTIVE", events)
+			}
 			want := []string{"ep-0/vlan=100", "ep-1/vlan=111"}
 			eventually.Until(t, 30*time.Second, "one service on the new VLAN, the link ACTIVE", func() (bool, string) {
 				list, err := d.conn.ListServices(t.Context())

@@ -553,20 +553,6 @@ func accessService(mtu, bandwidthMbps int) map[string]any {
 	return m
 }
 
-// bandwidthOf reads the bandwidth (Mbit/s) a connInfo records; 0 for none.
-func bandwidthOf(connInfo map[string]any) int {
-	switch v := connInfo["bandwidth"].(type) {
-	case int:
-		return v
-	case float64:
-		return int(v)
-	case json.Number:
-		n, _ := strconv.Atoi(v.String())
-		return n
-	}
-	return 0
-}
-
 // write creates or replaces one entry: PUT, or POST when the server
 // refuses PUT (osm dialect: POST, see post); a 409 is adopted when the
 // entry there matches.
