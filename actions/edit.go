@@ -60,14 +60,7 @@ func (r *Runner) edit(ctx context.Context, t Target, a wimro.Action, l *Loaded, 
 	if oldID == "" {
 		// Its CREATE made nothing (it failed): make the service now.
 		req.Key = link.UUID
-		if err := calling(ctx, reached); err != nil {
-			return wimro.Outcome{}, err
-		}
-		id, connInfo, err := r.make(ctx, t, req)
-		if err != nil {
-			return wimro.Outcome{}, err
-		}
-		return r.firstStatus(ctx, t, link.UUID, r.edited(id, connInfo, req)), nil
+		return r.makeService(ctx, t, link.UUID, req, reached, r.edited)
 	}
 	if !t.Capabilities.Edit {
 		if force, _ := a.Extra["force"].(bool); !force && link.WIMInfo["service_state"] == StateOf(req) {
@@ -86,11 +79,7 @@ func (r *Runner) edit(ctx context.Context, t Target, a wimro.Action, l *Loaded, 
 		// The recorded id names nothing (the service was deleted, or
 		// made again under another id, behind wimro's back): make it,
 		// or adopt the one of its key and bring that in line.
-		id, connInfo, err := r.make(ctx, t, req)
-		if err != nil {
-			return wimro.Outcome{}, err
-		}
-		return r.firstStatus(ctx, t, link.UUID, r.edited(id, connInfo, req)), nil
+		return r.makeService(ctx, t, link.UUID, req, reached, r.edited)
 	}
 	if err != nil {
 		return wimro.Outcome{}, err
@@ -218,11 +207,7 @@ func (r *Runner) finishReplace(ctx context.Context, t Target, a wimro.Action, l 
 			return w, nil
 		}
 		req.Key = newKey
-		id, connInfo, err := r.make(ctx, t, req)
-		if err != nil {
-			return wimro.Outcome{}, err
-		}
-		return r.firstStatus(ctx, t, l.Link.UUID, r.edited(id, connInfo, req)), nil
+		return r.makeService(ctx, t, l.Link.UUID, req, reached, r.edited)
 	}
 	return wimro.Outcome{}, permanent("the replace of this EDIT is in an unknown phase %v", rs["phase"])
 }

@@ -396,6 +396,14 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 		return deref(end), err
 	}
 	req.Key = link.UUID
+	return r.makeService(ctx, t, link.UUID, req, reached, r.created)
+}
+
+// makeService makes (or adopts) req's service for link linkID and reads
+// its status at once; done is the outcome of the service made (created,
+// or edited for an EDIT).
+func (r *Runner) makeService(ctx context.Context, t Target, linkID string, req connectors.Request, reached *bool,
+	done func(id string, connInfo map[string]any, req connectors.Request) wimro.Outcome) (wimro.Outcome, error) {
 	if err := calling(ctx, reached); err != nil {
 		return wimro.Outcome{}, err
 	}
@@ -403,7 +411,7 @@ func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded
 	if err != nil {
 		return wimro.Outcome{}, err
 	}
-	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo, req)), nil
+	return r.firstStatus(ctx, t, linkID, done(id, connInfo, req)), nil
 }
 
 // prepare reads what a CREATE or EDIT needs (when the claim did not) and

@@ -163,7 +163,18 @@ func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
-	var body networkBody
+	changeNetwork(a, w, r, func(u engine.NetworkUpdate) (wimro.InstanceNet, string, error) {
+		return a.eng.UpdateNetworkEdit(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), u)
+	})
+}
+
+// changeNetwork decodes a {"network": ...} body of type T, required, has
+// change apply it, and answers the network with the instance action the
+// change queued.
+func changeNetwork[T any](a *api, w http.ResponseWriter, r *http.Request, change func(T) (wimro.InstanceNet, string, error)) {
+	var body struct {
+		Network *T `json:"network"`
+	}
 	warnings, err := decodeWarn(r, &body, nil)
 	if err != nil {
 		a.srv.Error(w, r, err)
@@ -173,31 +184,18 @@ func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, wimro.FieldErrorf("network", "network is required"))
 		return
 	}
-	n, editID, err := a.eng.UpdateNetworkEdit(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), *body.Network)
+	n, actionID, err := change(*body.Network)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	respondWarned(w, r, http.StatusOK, networkResponse{Network: n, ActionID: editID}, warnings)
+	respondWarned(w, r, http.StatusOK, networkResponse{Network: n, ActionID: actionID}, warnings)
 }
 
 func (a *api) addNetwork(w http.ResponseWriter, r *http.Request) {
-	var body networkAddBody
-	warnings, err := decodeWarn(r, &body, nil)
-	if err != nil {
-		a.srv.Error(w, r, err)
-		return
-	}
-	if body.Network == nil {
-		a.srv.Error(w, r, wimro.FieldErrorf("network", "network is required"))
-		return
-	}
-	n, editID, err := a.eng.AddNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), *body.Network)
-	if err != nil {
-		a.srv.Error(w, r, err)
-		return
-	}
-	respondWarned(w, r, http.StatusOK, networkResponse{Network: n, ActionID: editID}, warnings)
+	changeNetwork(a, w, r, func(in engine.NetworkInput) (wimro.InstanceNet, string, error) {
+		return a.eng.AddNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), in)
+	})
 }
 
 func (a *api) removeNetwork(w http.ResponseWriter, r *http.Request) {

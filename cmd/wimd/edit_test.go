@@ -54,6 +54,7 @@ func TestEditVLANOfActiveLink(t *testing.T) {
 			d := setupDrift(t, c)
 			inst, _ := d.api.activeInstance("t0", 1)
 			link := d.links(inst)[0]
+			start := time.Now()
 			ans := d.api.call("PUT", "/openmano/t0/instances/"+inst+"/networks/"+netIn(t, d.api.call, inst, "dcB"),
 				map[string]any{"network": map[string]any{"encapsulation_id": 111}})
 			edit, _ := ans["action_id"].(string)
@@ -84,6 +85,8 @@ func TestEditVLANOfActiveLink(t *testing.T) {
 						l["status"] == "ACTIVE" && l["wim_internal_id"] == list[0].ID,
 					fmt.Sprintf("services %+v; link %v %v %v", list, l["status"], l["error_msg"], l["wim_internal_id"])
 			})
+			// An upper bound (it includes the test's own reads and waits).
+			t.Logf("the controller held the edit, the link ACTIVE, %v after the PUT", time.Since(start).Round(time.Millisecond))
 			if code, rep := d.reconcile(t); code != 0 || len(driftOf(rep)) != 0 {
 				t.Fatalf("reconcile after the edit: exit %d, drift %+v; want 0 and none", code, driftOf(rep))
 			}
