@@ -103,6 +103,17 @@ type WANLink struct {
 	ModifiedAt  time.Time `json:"modified_at" db:"modified_at"`
 }
 
+// ServiceKeyOf is the key the controller's service of link l was made
+// with: the link's uuid, or, once an EDIT replaced the service by one of a
+// new key, that key (wim_info "service_key"). Drift reconcile and a
+// DELETE that must find the service by its key read it from here.
+func ServiceKeyOf(l WANLink) string {
+	if k, ok := l.WIMInfo["service_key"].(string); ok && k != "" {
+		return k
+	}
+	return l.UUID
+}
+
 // InstanceAction groups the tasks of one user operation and counts their
 // progress. It is complete when Done+Failed >= Tasks.
 type InstanceAction struct {
@@ -121,6 +132,10 @@ type InstanceAction struct {
 const (
 	ActionCreate = "CREATE"
 	ActionDelete = "DELETE"
+	// ActionEdit brings a link's service in line with the link's state
+	// (points, QoS) after a change the NFVO reported: in place where the
+	// connector edits, else by a replace (actions/doc.go).
+	ActionEdit = "EDIT"
 
 	ActionScheduled  = "SCHEDULED"
 	ActionBuild      = "BUILD"

@@ -1,5 +1,5 @@
-// Package actions says what CREATE and DELETE do to a WAN link, step by
-// step. A Runner runs one claimed action against the account's connector
+// Package actions says what CREATE, EDIT and DELETE do to a WAN link,
+// step by step. A Runner runs one claimed action against the account's connector
 // and returns the Outcome; wimthread's completer writes it in one
 // transaction with the outcomes of other actions (action status, WAN link,
 // instance-action counters). The runner never writes and
@@ -31,6 +31,25 @@
 //	              it is counted in wimro_delete_retries_past_max_total and logged at WARN every MaxAttempts attempts)
 //	        SCHEDULED --permanent error--> FAILED (failed+1)
 //	        SCHEDULED --process stopping--> SCHEDULED (due at once)
+//	EDIT    SCHEDULED --link gone (instance deleted first)--> SUPERSEDED (done+1; the DELETE behind removes the service)
+//	        SCHEDULED --local nets pending / broken, no exit port or mapping, a type or QoS not declared--> as CREATE
+//	        SCHEDULED --Edit declared: edited in place to the link's state, status read at once--> DONE or BUILD
+//	              as a CREATE's (done+1; the service id kept, its conn_info updated; an id the controller does not
+//	              know: made, or adopted by its key, as a CREATE does)
+//	        SCHEDULED --not declared, the link's state unchanged since the service was made--> DONE (done+1; nothing asked)
+//	        SCHEDULED --not declared, MakeBeforeBreak: the new service made (key ReplaceKey)--> BUILD (link BUILD with
+//	              the new id and a message saying the old one is deleted next; due at once)
+//	        SCHEDULED --not declared, break-before-make: the old service deleted--> BUILD (link BUILD, a message saying the
+//	              new one is made next; due at once)
+//	        SCHEDULED --link has no service yet (its CREATE failed)--> made as a CREATE makes it
+//	        SCHEDULED --retryable error--> SCHEDULED (as CREATE); --permanent error--> FAILED (link ERROR; failed+1)
+//	        BUILD (replace half done) --make-before-break: the old service deleted, the new one's status read--> DONE or
+//	              BUILD as a CREATE's (done+1)
+//	        BUILD (replace half done) --break-before-make: the new service made, its status read--> DONE or BUILD (done+1)
+//	        BUILD (replace half done) --link gone--> SUPERSEDED (done+1), after deleting what the replace made and the old service
+//	        BUILD (replace half done) --retryable error--> BUILD (backoff capped at RetryMax, for ever, as a DELETE: a
+//	              replace given up would leave two services, or none)
+//	        BUILD (edited, the controller still building) --> as a CREATE's BUILD
 //	any other (action, status) --> FAILED ("not defined")
 //
 // Two transitions are an operator's, never a run's (engine/override.go;
@@ -57,5 +76,19 @@
 // Every step is safe to run twice: CREATE passes a key derived from the
 // WAN link, so a re-run after a crash adopts the service it already made;
 // DELETE treats "not found" as done and, when no service id was recorded,
-// looks the service up by that key before deciding nothing exists.
+// looks the service up by that key (the link's service key: an EDIT may
+// have replaced the service by one of another key) before deciding nothing
+// exists. An EDIT in place sends the link's whole state, which a connector
+// applies again without harm; a replace's new service has a key derived
+// from the link and the EDIT (ReplaceKey), so a re-run of either half
+// adopts what the first made or deletes what is already gone, and a crash
+// between the halves leaves exactly one service once the EDIT has run.
+//
+// The engine queues an EDIT in the transaction that changes where or how
+// a link reaches a network (encapsulation, VLAN, PoP port, the vim_info
+// its datacenter's rules match): one per link, none when the link's
+// unclaimed SCHEDULED CREATE or EDIT will read the change anyway, so that
+// several changes before a run are one edit to the latest state. The
+// EDIT runs in the link's queue: behind a running CREATE it waits, and a
+// DELETE queued after it finds it done or SUPERSEDED.
 package actions

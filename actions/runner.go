@@ -204,8 +204,13 @@ func (r *Runner) RunLoaded(ctx context.Context, t Target, a wimro.Action, l *Loa
 	switch {
 	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionScheduled:
 		o, err = r.create(ctx, t, a, l, &reached)
-	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionBuild:
+	case a.Action == wimro.ActionCreate && a.Status == wimro.ActionBuild,
+		a.Action == wimro.ActionEdit && a.Status == wimro.ActionBuild && replaceOf(a) == nil:
 		o, err = r.refresh(ctx, t, a, l, &reached)
+	case a.Action == wimro.ActionEdit && a.Status == wimro.ActionScheduled:
+		o, err = r.edit(ctx, t, a, l, &reached)
+	case a.Action == wimro.ActionEdit && a.Status == wimro.ActionBuild:
+		o, err = r.finishReplace(ctx, t, a, l, &reached)
 	case a.Action == wimro.ActionDelete && a.Status == wimro.ActionScheduled:
 		o, err = r.delete(ctx, t, a, &reached)
 	default:
@@ -329,7 +334,7 @@ func (r *Runner) onError(ctx context.Context, a wimro.Action, err error, reached
 		msg = "interrupted: " + msg
 		return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at}
 	}
-	if retry && (n < r.policy.MaxAttempts || a.Action == wimro.ActionDelete) {
+	if retry && (n < r.policy.MaxAttempts || a.Action == wimro.ActionDelete || replaceOf(a) != nil) {
 		at := r.now().Add(r.delay(n, err))
 		return wimro.Outcome{Status: a.Status, ErrorMsg: &msg, RunAfter: &at, Retry: true}
 	}
@@ -346,10 +351,12 @@ func (r *Runner) fail(a wimro.Action, msg string) wimro.Outcome {
 		msg = "Impossible to stablish WAN connectivity.\n\t" + msg
 	case a.Action == wimro.ActionDelete:
 		msg = "Impossible to delete WAN connectivity.\n\t" + msg
+	case a.Action == wimro.ActionEdit && a.Status == wimro.ActionScheduled:
+		msg = "Impossible to change WAN connectivity.\n\t" + msg
 	}
 	o := wimro.Outcome{Status: wimro.ActionFailed, ErrorMsg: &msg}
-	if a.Status == wimro.ActionScheduled {
-		o.Failed = 1 // a BUILD refresh was already counted done
+	if a.Status == wimro.ActionScheduled || replaceOf(a) != nil {
+		o.Failed = 1 // a BUILD refresh was already counted done; a replace half done was not
 	}
 	if a.Action != wimro.ActionDelete {
 		st := wimro.LinkError
@@ -382,63 +389,108 @@ func netList(nets []wimro.InstanceNet, bad map[string]bool) string {
 }
 
 func (r *Runner) create(ctx context.Context, t Target, a wimro.Action, l *Loaded, reached *bool) (wimro.Outcome, error) {
+	// The instance deleted before its link was made: nothing to create,
+	// and the DELETE queued behind has nothing to undo. Counted done so
+	// the instance action completes (OSM never counted it).
+	link, req, end, err := r.prepare(ctx, t, a, l, "superseded: the WAN link was deleted before it was created")
+	if err != nil || end != nil {
+		return deref(end), err
+	}
+	req.Key = link.UUID
+	return r.makeService(ctx, t, link.UUID, req, reached, r.created)
+}
+
+// makeService makes (or adopts) req's service for link linkID and reads
+// its status at once; done is the outcome of the service made (created,
+// or edited for an EDIT).
+func (r *Runner) makeService(ctx context.Context, t Target, linkID string, req connectors.Request, reached *bool,
+	done func(id string, connInfo map[string]any, req connectors.Request) wimro.Outcome) (wimro.Outcome, error) {
+	if err := calling(ctx, reached); err != nil {
+		return wimro.Outcome{}, err
+	}
+	id, connInfo, err := r.make(ctx, t, req)
+	if err != nil {
+		return wimro.Outcome{}, err
+	}
+	return r.firstStatus(ctx, t, linkID, done(id, connInfo, req)), nil
+}
+
+// prepare reads what a CREATE or EDIT needs (when the claim did not) and
+// computes the request for its link; end is the outcome when the run ends
+// there: SUPERSEDED (done+1, with message superseded) when the link is
+// gone, or the wait for its networks.
+func (r *Runner) prepare(ctx context.Context, t Target, a wimro.Action, l *Loaded, superseded string) (wimro.WANLink, connectors.Request, *wimro.Outcome, error) {
 	if l == nil {
 		var err error
 		if l, err = r.load(ctx, a); err != nil {
-			return wimro.Outcome{}, err
+			return wimro.WANLink{}, connectors.Request{}, nil, err
 		}
 	}
 	if l.Link == nil {
-		// The instance was deleted before its link was made: nothing to
-		// create, and the DELETE queued behind has nothing to undo. Counted
-		// done so the instance action completes (OSM never counted it).
-		msg := "superseded: the WAN link was deleted before it was created"
-		return wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &msg, Done: 1}, nil
+		return wimro.WANLink{}, connectors.Request{}, &wimro.Outcome{Status: wimro.ActionSuperseded, ErrorMsg: &superseded, Done: 1}, nil
 	}
-	link := *l.Link
+	req, wait, err := r.request(ctx, t, a, *l.Link, l)
+	return *l.Link, req, wait, err
+}
+
+func deref(o *wimro.Outcome) wimro.Outcome {
+	if o == nil {
+		return wimro.Outcome{}
+	}
+	return *o
+}
+
+// request is what the controller should hold for link now (the key is
+// the caller's): its points from the networks of its group, its service
+// type and QoS, checked against what the connector's type declares. While
+// a network is pending it returns the wait outcome instead.
+func (r *Runner) request(ctx context.Context, t Target, a wimro.Action, link wimro.WANLink, l *Loaded) (connectors.Request, *wimro.Outcome, error) {
 	if link.InstanceID == nil || link.SceNetID == nil {
-		return wimro.Outcome{}, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
+		return connectors.Request{}, nil, permanent("WAN link %s has no instance or sce_net_id", link.UUID)
 	}
 	nets := l.Nets
 	if s := netList(nets, brokenNets); s != "" {
-		return wimro.Outcome{}, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
+		return connectors.Request{}, nil, permanent("Impossible to stablish WAN connectivity due to an issue with the local networks:%s", s)
 	}
 	if s := netList(nets, pendingNets); s != "" {
-		return r.wait(a, waitingForNets+s), nil
+		w := r.wait(a, waitingForNets+s)
+		return connectors.Request{}, &w, nil
 	}
 	mappings := t.Mappings
 	if mappings == nil {
 		var err error
 		if mappings, err = r.db.PortMappingsOfWIM(ctx, t.WIMID); err != nil {
-			return wimro.Outcome{}, err
+			return connectors.Request{}, nil, err
 		}
 	}
 	points, err := ConnectionPoints(t.AccountID, nets, l.Datacenters, mappings)
 	if err != nil {
-		return wimro.Outcome{}, err
+		return connectors.Request{}, nil, err
 	}
-	req := connectors.Request{Key: link.UUID, Type: ServiceTypeOf(link, len(points)), Points: points, QoS: QoSOf(link)}
+	req := connectors.Request{Type: ServiceTypeOf(link, len(points)), Points: points, QoS: QoSOf(link)}
 	if len(t.Capabilities.Services) > 0 {
 		// What the connector's type declares decides before the
 		// controller is called: an ELAN of a connector that makes none
 		// fails with OSM's multipoint message, naming the type.
 		if err := t.Capabilities.Check(t.Type, req); err != nil {
-			return wimro.Outcome{}, err
+			return connectors.Request{}, nil, err
 		}
 	}
-	if err := calling(ctx, reached); err != nil {
-		return wimro.Outcome{}, err
-	}
+	return req, nil, nil
+}
+
+// make creates (or adopts) req's service and checks the id it answers.
+func (r *Runner) make(ctx context.Context, t Target, req connectors.Request) (string, map[string]any, error) {
 	id, connInfo, err := t.Connector.CreateService(ctx, req)
 	if err != nil {
-		return wimro.Outcome{}, err
+		return "", nil, err
 	}
 	if id == "" || wimro.CleanText(id, 0) != id {
 		// Stored cleaned, the id would name nothing on the controller: the
 		// link would be polled (and later deleted) by a wrong id.
-		return wimro.Outcome{}, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
+		return "", nil, permanent("the controller answered the create with a service id that cannot be stored as it is (%q)", wimro.CleanText(id, 64))
 	}
-	return r.firstStatus(ctx, t, link.UUID, r.created(id, connInfo)), nil
+	return id, connInfo, nil
 }
 
 // ServiceTypeOf is what a WAN link of n points is made as: the type the
@@ -469,16 +521,27 @@ func QoSOf(l wimro.WANLink) connectors.QoS {
 	return q
 }
 
-// created is the outcome of a service made or adopted: the link is BUILD
-// with its service id, and the first status refresh is due soon.
-func (r *Runner) created(id string, connInfo map[string]any) wimro.Outcome {
+// created is the outcome of a service made, adopted or edited to req:
+// the link is BUILD with its service id, the key the service was made
+// with and the state it was given (what an EDIT compares with), and the
+// first status refresh is due soon.
+func (r *Runner) created(id string, connInfo map[string]any, req connectors.Request) wimro.Outcome {
 	st := wimro.LinkBuild
 	next := r.now().Add(r.policy.Refresh)
 	return wimro.Outcome{
 		Status: wimro.ActionBuild, WIMInternalID: &id, Done: 1, RunAfter: &next, ResetAttempts: true,
 		Extra: map[string]any{"conn_info": connInfo},
-		Link:  &wimro.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{"conn_info": connInfo}},
+		Link: &wimro.LinkUpdate{Status: &st, WIMInternalID: &id, ClearError: true, WIMInfo: map[string]any{
+			"conn_info": connInfo, "service_key": req.Key, "service_state": StateOf(req)}},
 	}
+}
+
+// StateOf is a request's state as one comparable text: its type, its
+// ends (connectors.EndpointsOf) and its QoS. The link keeps the state its
+// service was last given (wim_info "service_state"), so an EDIT that finds
+// it unchanged does not replace the service for nothing.
+func StateOf(req connectors.Request) string {
+	return fmt.Sprintf("%s %s bandwidth=%d latency=%d", req.Type, strings.Join(connectors.EndpointsOf(req.Points), " "), req.QoS.BandwidthMbps, req.QoS.LatencyMs)
 }
 
 // firstStatus asks the controller once, in the same run, how a service
@@ -687,7 +750,7 @@ func (r *Runner) delete(ctx context.Context, t Target, a wimro.Action, reached *
 	if id == "" {
 		// No id was recorded: a CREATE may still have made the service
 		// before dying; find it by the key it used.
-		if id, err = lookupByKey(ctx, t, a.ItemID); err != nil {
+		if id, err = lookupByKey(ctx, t, deleteKey(a)); err != nil {
 			return wimro.Outcome{}, err
 		}
 	}
@@ -724,12 +787,24 @@ func (r *Runner) serviceOf(ctx context.Context, a wimro.Action) (string, map[str
 	}
 	for i := len(history) - 1; i >= 0; i-- {
 		h := history[i]
-		if h.Action == wimro.ActionCreate && h.WIMInternalID != nil && *h.WIMInternalID != "" {
+		if (h.Action == wimro.ActionCreate || h.Action == wimro.ActionEdit) && h.WIMInternalID != nil && *h.WIMInternalID != "" {
 			ci, _ := h.Extra["conn_info"].(map[string]any)
 			return *h.WIMInternalID, ci, nil
 		}
 	}
 	return "", connInfo, nil
+}
+
+// deleteKey is the key of the service a DELETE removes: the one its copy
+// of the link names (an EDIT may have replaced the service by one of a new
+// key), else the link's uuid.
+func deleteKey(a wimro.Action) string {
+	copyOf, _ := a.Extra["wan_link"].(map[string]any)
+	info, _ := copyOf["wim_info"].(map[string]any)
+	if k, ok := info["service_key"].(string); ok && k != "" {
+		return k
+	}
+	return a.ItemID
 }
 
 func lookupByKey(ctx context.Context, t Target, key string) (string, error) {

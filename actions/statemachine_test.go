@@ -3,6 +3,7 @@ package actions_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,8 @@ type want struct {
 	reached *bool
 	// qos, when set, is what the controller holds for the one service.
 	qos *connectors.QoS
+	// vlans, when set, are the VLANs of the controller's one service.
+	vlans []int
 }
 
 // TestStateMachine runs every row of the action state machine in
@@ -534,6 +537,150 @@ func TestStateMachine(t *testing.T) {
 			want: want{status: wimro.ActionFailed, failed: 1, msg: "Impossible to delete WAN connectivity", runAfter: soon, services: 1},
 		},
 		{
+			name: "EDIT: link gone (instance deleted first) -> SUPERSEDED, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.edit(t)
+				f.deleted(t, nil)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionSuperseded, done: 1, msg: "superseded", runAfter: soon, services: 1},
+		},
+		{
+			name: "EDIT: edited in place (Edit declared), controller says ACTIVE -> DONE, link ACTIVE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.Edit = true
+				return f.edit(t), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 401}},
+		},
+		{
+			name: "EDIT: retryable controller error -> SCHEDULED, backs off",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.Edit = true
+				a := f.edit(t)
+				f.ctrl.FailNext(1, connectors.KindRetryable)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionScheduled, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryBase + time.Second}, services: 1, retry: true, reached: ptr(true), vlans: []int{100, 101}},
+		},
+		{
+			name: "EDIT: permanent controller error -> FAILED, link ERROR, counted failed",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.Edit = true
+				a := f.edit(t)
+				f.ctrl.FailNext(1, connectors.KindPermanent)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionFailed, failed: 1, linkStatus: wimro.LinkError, msg: "Impossible to change WAN connectivity", runAfter: soon, services: 1},
+		},
+		{
+			name: "EDIT: link has no service yet (its CREATE failed) -> made as a CREATE makes it, DONE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.create
+				a.Action = wimro.ActionEdit
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 101}},
+		},
+		{
+			name: "EDIT: replace, nothing changed since the service was made -> DONE, the controller not asked",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.edit(t)
+				f.setVLAN(t, 101) // reverted before the EDIT ran
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, msg: "nothing to change", runAfter: soon, services: 1, reached: ptr(false), vlans: []int{100, 101}},
+		},
+		{
+			name: "EDIT: replace, make-before-break, first run: new service made -> BUILD, link BUILD saying so, old one kept",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				return f.edit(t), f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkBuild, linkMsg: "make-before-break", runAfter: soon, services: 2},
+		},
+		{
+			name: "EDIT: replace, make-before-break, first run again after a crash before its outcome -> the new service adopted",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				a := f.edit(t)
+				f.runner.Run(f.ctx, f.target, a) // its outcome never written
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkBuild, runAfter: soon, services: 2},
+		},
+		{
+			name: "EDIT BUILD: make-before-break, second run: old service deleted -> DONE, link ACTIVE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				return f.firstRun(t, f.edit(t)), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 401}},
+		},
+		{
+			name: "EDIT BUILD: make-before-break, second run again after a crash before its outcome -> DONE, one service",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				a := f.firstRun(t, f.edit(t))
+				f.runner.Run(f.ctx, f.target, a) // its outcome never written
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 401}},
+		},
+		{
+			name: "EDIT BUILD: make-before-break, link gone meanwhile -> old and new services deleted, SUPERSEDED, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				a := f.firstRun(t, f.edit(t))
+				f.deleted(t, nil)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionSuperseded, done: 1, msg: "superseded", runAfter: soon, services: 0},
+		},
+		{
+			name: "EDIT BUILD: a replace half done, retryable error past MaxAttempts -> BUILD, backs off, never gives up",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				f.target.Capabilities.MakeBeforeBreak = true
+				a := f.firstRun(t, f.edit(t))
+				a.Attempts = 5 * policy.MaxAttempts
+				f.ctrl.FailNext(1, connectors.KindRetryable)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionBuild, msg: "injected", runAfter: [2]time.Duration{0, policy.RetryMax + time.Second}, services: 2, retry: true, reached: ptr(true)},
+		},
+		{
+			name: "EDIT: replace, break-before-make, first run: old service deleted -> BUILD, link BUILD saying so",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				return f.edit(t), f.ctx
+			},
+			want: want{status: wimro.ActionBuild, linkStatus: wimro.LinkBuild, linkMsg: "break-before-make", runAfter: soon, services: 0},
+		},
+		{
+			name: "EDIT BUILD: break-before-make, second run: new service made -> DONE, link ACTIVE, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				return f.firstRun(t, f.edit(t)), f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 401}},
+		},
+		{
+			name: "EDIT BUILD: break-before-make, second run again after a crash before its outcome -> the new service adopted",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.firstRun(t, f.edit(t))
+				f.runner.Run(f.ctx, f.target, a) // its outcome never written
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionDone, done: 1, linkStatus: wimro.LinkActive, runAfter: soon, services: 1, vlans: []int{100, 401}},
+		},
+		{
+			name: "EDIT BUILD: break-before-make, link gone meanwhile -> nothing made, SUPERSEDED, counted done",
+			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
+				a := f.firstRun(t, f.edit(t))
+				f.deleted(t, nil)
+				return a, f.ctx
+			},
+			want: want{status: wimro.ActionSuperseded, done: 1, msg: "superseded", runAfter: soon, services: 0},
+		},
+		{
 			name: "an action in a state the machine does not define -> FAILED",
 			prepare: func(t *testing.T, f *fixture) (wimro.Action, context.Context) {
 				a := f.made(t)
@@ -593,6 +740,11 @@ func TestStateMachine(t *testing.T) {
 			if w.qos != nil {
 				if q, _ := f.ctrl.QoS(f.ctrl.Services()[0].ID); q != *w.qos {
 					t.Fatalf("the controller holds QoS %+v, want %+v", q, *w.qos)
+				}
+			}
+			if w.vlans != nil {
+				if got := f.vlansOf(t); !slices.Equal(got, w.vlans) {
+					t.Fatalf("the controller's service has VLANs %v, want %v", got, w.vlans)
 				}
 			}
 			if w.done == 1 && a.Action == wimro.ActionCreate && w.services == 1 && (o.WIMInternalID == nil || o.Link.WIMInternalID == nil || *o.WIMInternalID != f.ctrl.Services()[0].ID) {

@@ -33,9 +33,19 @@ type Capabilities struct {
 	// QoS are the QoS fields CreateService carries to the controller;
 	// any other field asked is refused, Permanent.
 	QoS []QoSField
-	// Edit says EditService changes a service's points in place; without
-	// it EditService is a Permanent error.
+	// Edit says EditService changes a service's points and QoS in place;
+	// without it EditService is a Permanent error, and an EDIT action
+	// replaces the service instead (a new one with a new key, the old one
+	// deleted), in the order MakeBeforeBreak says.
 	Edit bool
+	// MakeBeforeBreak says the controller holds a second service on the
+	// ends of a first one at once (an end whose VLAN did not change is in
+	// both): a replace makes the new service before it deletes the old,
+	// so traffic on the unchanged ends is cut only for the switch. Without
+	// it a replace deletes the old service first (break-before-make): a
+	// controller that refuses an end already in use would refuse the new
+	// one for good.
+	MakeBeforeBreak bool
 	// List says ListServices sees every service of wimro's on the
 	// controller, which drift reconcile needs to trust a list: from a
 	// partial list every link would look missing and no orphan could be
@@ -65,13 +75,16 @@ func Everything() Capabilities {
 		QoS:      []QoSField{QoSBandwidth, QoSLatency},
 		Edit:     true,
 		List:     true,
+
+		MakeBeforeBreak: true,
 	}
 }
 
 // For returns the capabilities of a connector built with cfg: the
 // declaration, narrowed by Narrow.
 func (c Capabilities) For(cfg Config) Capabilities {
-	out := Capabilities{Services: slices.Clone(c.Services), QoS: slices.Clone(c.QoS), Edit: c.Edit, List: c.List, ServiceID: c.ServiceID}
+	out := Capabilities{Services: slices.Clone(c.Services), QoS: slices.Clone(c.QoS), Edit: c.Edit, List: c.List, ServiceID: c.ServiceID,
+		MakeBeforeBreak: c.MakeBeforeBreak}
 	if c.Narrow == nil {
 		return out
 	}
@@ -80,6 +93,7 @@ func (c Capabilities) For(cfg Config) Capabilities {
 	out.QoS = slices.DeleteFunc(out.QoS, func(f QoSField) bool { return !slices.Contains(n.QoS, f) })
 	out.Edit = out.Edit && n.Edit
 	out.List = out.List && n.List
+	out.MakeBeforeBreak = out.MakeBeforeBreak && n.MakeBeforeBreak
 	return out
 }
 

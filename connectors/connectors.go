@@ -176,10 +176,15 @@ type Connector interface {
 	// controller does not know gives an error for which IsNotFound is true.
 	GetServiceStatus(ctx context.Context, id string, connInfo map[string]any) (ServiceStatus, error)
 
-	// EditService replaces the service's connection points. It returns the
-	// new connInfo, or nil when connInfo does not change. A connector that
+	// EditService brings the service id in line with req, in place: its
+	// connection points (encapsulation, VLAN, endpoint) and its QoS. req
+	// is the whole new state, as a create would get it (Key is the key
+	// the service was made with; Type its type, or empty when the caller
+	// does not know it); editing to the state the service already has is
+	// success, so that a re-run EDIT action is safe. It returns the new
+	// connInfo, or nil when connInfo does not change. A connector that
 	// does not declare Capabilities.Edit returns a Permanent error.
-	EditService(ctx context.Context, id string, connInfo map[string]any, points []ConnectionPoint) (newConnInfo map[string]any, err error)
+	EditService(ctx context.Context, id string, connInfo map[string]any, req Request) (newConnInfo map[string]any, err error)
 
 	// DeleteService deletes the service; deleting a service that is already
 	// gone is success, so that a re-run DELETE action is safe.

@@ -250,6 +250,12 @@ func queueLinkDeletes(ctx context.Context, s *persistence.Store, t wimro.Tenant,
 	if err != nil {
 		return wimro.InstanceAction{}, nil, err
 	}
+	return queueDeleteActions(ctx, s, t, inst, links)
+}
+
+// queueDeleteActions records a DELETE instance action for links of inst
+// and one DELETE action per link, each carrying a copy of its link.
+func queueDeleteActions(ctx context.Context, s *persistence.Store, t wimro.Tenant, inst wimro.Instance, links []wimro.WANLink) (wimro.InstanceAction, []string, error) {
 	ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: t.UUID, InstanceID: &inst.UUID, Description: "DELETE", Tasks: len(links)})
 	if err != nil {
 		return ia, nil, err

@@ -565,9 +565,10 @@ func bearerMappings(ctx context.Context, s *persistence.Store, t wimro.Tenant, d
 // it had, before an access was deleted, goes), a new link when it has two
 // (a point-to-point one: an ELINE) or two or more (a multipoint one: an
 // ELAN, over two points too) and no link yet or a link made for other
-// endpoints. A link replaced or dropped has its DELETE queued. It returns
-// the CREATE's instance action ("" when none was made) and the accounts
-// to wake.
+// accesses or on another WIM (whose DELETE is queued); a link whose
+// accesses changed their port or VLAN where they are, on the same WIM, is
+// edited (editVPNLink). It returns the CREATE's or EDIT's instance action
+// ("" when nothing was queued) and the accounts to wake.
 func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.Tenant, svc wimro.L2VPNService) (string, []string, error) {
 	accesses, err := s.ListL2VPNAccesses(ctx, svc.InstanceID)
 	if err != nil {
@@ -602,6 +603,13 @@ func (e *Engine) syncVPNLink(ctx context.Context, s *persistence.Store, t wimro.
 	}
 	if (want == nil && len(links) == 0 && len(nets) == 0) || (want != nil && len(links) == 1 && sameEnds(nets, want)) {
 		return "", nil, nil
+	}
+	if len(links) == 1 {
+		// The same datacenters on the same WIM: the link is edited (an
+		// EDIT in the link's queue), not replaced by a new one.
+		if id, accts, ok, err := e.editVPNLink(ctx, s, t, inst, nets, links[0], want); err != nil || ok {
+			return id, accts, err
+		}
 	}
 	var accounts []string
 	if len(links) > 0 {

@@ -25,13 +25,30 @@ type NetworkUpdate struct {
 }
 
 // UpdateNetwork records a network's new status or encapsulation and wakes
-// the workers of the WAN links of its VLD. A CREATE waits for its networks
-// to be ACTIVE with run_after in the future, so a status change also makes
-// the waiting CREATEs of the VLD's links due at once.
+// the workers of the WAN links of its VLD (UpdateNetworkEdit, without the
+// EDIT's instance action).
 func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, error) {
-	var out wimro.InstanceNet
+	n, _, err := e.UpdateNetworkEdit(ctx, tenantRef, instanceRef, netRef, u)
+	return n, err
+}
+
+// UpdateNetworkEdit records a network's new status or encapsulation and
+// wakes the workers of the WAN links of its VLD. A CREATE waits for its
+// networks to be ACTIVE with run_after in the future, so a status change
+// also makes the waiting CREATEs of the VLD's links due at once. A change
+// of where or how a link reaches the network (encapsulation, VLAN, PoP
+// port, vim_info such as the physical network) queues an EDIT of each of
+// the VLD's links in the same transaction (queueEdits), so that it
+// reaches the controller; the EDIT's instance action is returned ("" when
+// none was queued) for the client to follow.
+func (e *Engine) UpdateNetworkEdit(ctx context.Context, tenantRef, instanceRef, netRef string, u NetworkUpdate) (wimro.InstanceNet, string, error) {
+	var (
+		out    wimro.InstanceNet
+		editID string
+	)
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
-		_, inst, err := tenantInstance(ctx, s, tenantRef, instanceRef)
+		editID = ""
+		t, inst, err := tenantInstance(ctx, s, tenantRef, instanceRef)
 		if err != nil {
 			return err
 		}
@@ -39,7 +56,7 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		if err != nil {
 			return err
 		}
-		oldStatus, oldEncapsulation := n.Status, encapsulationOf(n)
+		oldStatus, oldEncapsulation, oldEndpoint := n.Status, encapsulationOf(n), endpointOf(n)
 		if u.Status != nil {
 			st := strings.ToUpper(*u.Status)
 			if !linkStatuses[st] {
@@ -94,7 +111,7 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 			n.SdnNetID = u.SdnNetID
 		}
 		if encapsulationOf(n) != oldEncapsulation {
-			if err := e.refuseVLANChange(ctx, s, n); err != nil {
+			if err := e.moveVLAN(ctx, s, n, "network.encapsulation_id"); err != nil {
 				return err
 			}
 		}
@@ -118,9 +135,14 @@ func (e *Engine) UpdateNetwork(ctx context.Context, tenantRef, instanceRef, netR
 				return err
 			}
 		}
+		if endpointOf(n) != oldEndpoint {
+			if editID, _, err = queueEdits(ctx, s, t.UUID, inst.UUID, links, nil); err != nil {
+				return err
+			}
+		}
 		return s.NotifyAccounts(ctx, accounts...)
 	})
-	return out, err
+	return out, editID, err
 }
 
 // encapsulationOf is a network's encapsulation as one comparable string.
@@ -133,23 +155,4 @@ func encapsulationOf(n wimro.InstanceNet) string {
 		out += fmt.Sprintf("/%d", *n.EncapsulationID)
 	}
 	return out
-}
-
-// refuseVLANChange refuses a new encapsulation for a network of a
-// datacenter whose networks nobody reports (network_status_source none):
-// wimro holds their VLANs (vlan_allocations) until the WAN link's DELETE
-// ran, and a VLAN changed behind that record could land on one another
-// network holds, or that a controller still carries.
-func (e *Engine) refuseVLANChange(ctx context.Context, s *persistence.Store, n wimro.InstanceNet) error {
-	d, err := s.GetDatacenter(ctx, n.DatacenterID, "")
-	if err != nil {
-		return err
-	}
-	source, _, _, err := netSource(d.Config)
-	if err != nil || source != NetSourceNone {
-		return err
-	}
-	return &wimro.Error{Code: wimro.ECONFLICT, Field: "network.encapsulation_id", Message: fmt.Sprintf(
-		"network.encapsulation_id: datacenter %s takes its VLANs from wimro (config.network_status_source %s): a network's VLAN is set when its instance is created, and kept until its WAN link is deleted",
-		d.Name, NetSourceNone)}
 }

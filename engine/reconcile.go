@@ -196,6 +196,7 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 	for _, l := range links {
 		if l.Link.Status != wimro.LinkDeleted {
 			owned[l.Link.UUID] = true
+			owned[wimro.ServiceKeyOf(l.Link)] = true // an EDIT's replace made it with a key of its own
 		}
 	}
 	byKey := make(map[string]connectors.Service, len(services))
@@ -229,7 +230,7 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 		if link.InstanceID != nil {
 			d.InstanceID = *link.InstanceID
 		}
-		s, ok := byKey[link.UUID]
+		s, ok := byKey[wimro.ServiceKeyOf(link)]
 		if !ok && link.WIMInternalID != nil {
 			s, ok = byID[*link.WIMInternalID]
 		}
@@ -247,7 +248,7 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 			continue
 		}
 		d.Kind, d.ServiceID, d.Want, d.Have = DriftMismatch, s.ID, l.Endpoints, s.Endpoints
-		d.Detail = fmt.Sprintf("the service's endpoints differ from the link's: want %s, the controller has %s; reconcile reports it only: delete and re-create the instance (a DELETE and a CREATE) to bring it in line",
+		d.Detail = fmt.Sprintf("the service's endpoints differ from the link's: want %s, the controller has %s; --fix queues an EDIT of the link, which brings the service in line",
 			strings.Join(l.Endpoints, " "), strings.Join(s.Endpoints, " "))
 		mismatched = append(mismatched, d)
 	}
@@ -501,7 +502,7 @@ func endpointsOf(accountID string, l wimro.WANLink, st persistence.DriftState, m
 // missing links, recording in ad what was fixed.
 func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID string, deleteAbandoned bool, ad *AccountDrift) {
 	log := e.logger.With(slog.String("account_id", accountID), slog.String("connector", ad.WIMType))
-	var missing []string
+	var missing, mismatched []string
 	for i := range ad.Drift {
 		d := &ad.Drift[i]
 		switch d.Kind {
@@ -527,25 +528,33 @@ func (e *Engine) fixDrift(ctx context.Context, c connectors.Connector, accountID
 			e.releaseVLANs(ctx, log, d.WANLinkID)
 		case DriftMissing:
 			missing = append(missing, d.WANLinkID)
+		case DriftMismatch:
+			mismatched = append(mismatched, d.WANLinkID)
 		}
 	}
-	if len(missing) == 0 {
-		return
-	}
-	queued, err := e.requeue(ctx, accountID, missing)
-	for i := range ad.Drift {
-		d := &ad.Drift[i]
-		if d.Kind != DriftMissing {
+	for _, q := range []struct {
+		kind, action string
+		ids          []string
+	}{{DriftMissing, wimro.ActionCreate, missing}, {DriftMismatch, wimro.ActionEdit, mismatched}} {
+		if len(q.ids) == 0 {
 			continue
 		}
-		switch id, ok := queued[d.WANLinkID]; {
-		case err != nil:
-			d.FixError = wimro.ErrorMessage(err)
-		case !ok:
-			d.FixError = "the link changed meanwhile (deleted, or given an action): not re-queued"
-		default:
-			d.Fixed, d.ActionID = true, id
-			log.Info("reconcile re-queued a missing link", slog.String("wan_link_id", d.WANLinkID), slog.String("action_id", id))
+		queued, err := e.requeue(ctx, accountID, q.ids, q.action)
+		for i := range ad.Drift {
+			d := &ad.Drift[i]
+			if d.Kind != q.kind {
+				continue
+			}
+			switch id, ok := queued[d.WANLinkID]; {
+			case err != nil:
+				d.FixError = wimro.ErrorMessage(err)
+			case !ok:
+				d.FixError = "the link changed meanwhile (deleted, or given an action): not re-queued"
+			default:
+				d.Fixed, d.ActionID = true, id
+				log.Info("reconcile queued an action of a drifted link", slog.String("kind", q.kind), slog.String("action", q.action),
+					slog.String("wan_link_id", d.WANLinkID), slog.String("action_id", id))
+			}
 		}
 	}
 }
@@ -569,11 +578,13 @@ func (e *Engine) releaseVLANs(ctx context.Context, log *slog.Logger, linkID stri
 	}
 }
 
-// requeue queues a CREATE for each link of ids that is still idle, one
-// instance action "reconcile" per instance, marks the links BUILD and
-// wakes the account's owner, in one transaction. It returns the instance
-// action of each link queued.
-func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (map[string]string, error) {
+// requeue queues action (a CREATE for a missing service, an EDIT for a
+// mismatched one, forced: it replaces the service even where the link's
+// recorded state has not changed, since the controller's has) for each
+// link of ids that is still idle, one instance action "reconcile" per
+// instance, marks the links BUILD and wakes the account's owner, in one
+// transaction. It returns the instance action of each link queued.
+func (e *Engine) requeue(ctx context.Context, accountID string, ids []string, action string) (map[string]string, error) {
 	queued := map[string]string{}
 	err := e.db.Tx(ctx, func(s *persistence.Store) error {
 		clear(queued)
@@ -591,6 +602,11 @@ func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (m
 		}
 		build := wimro.LinkBuild
 		msg := "re-queued by reconcile: the controller had no service for this link"
+		var extra map[string]any
+		if action == wimro.ActionEdit {
+			msg = "re-queued by reconcile: the controller's service differs from the link; an EDIT brings it in line"
+			extra = map[string]any{"force": true}
+		}
 		for _, inst := range order {
 			group := byInstance[inst]
 			ia, err := s.CreateInstanceAction(ctx, wimro.InstanceAction{TenantID: tenants[inst], InstanceID: &inst, Description: "reconcile", Tasks: len(group)})
@@ -600,7 +616,7 @@ func (e *Engine) requeue(ctx context.Context, accountID string, ids []string) (m
 			acts := make([]wimro.Action, len(group))
 			for i, l := range group {
 				acct := accountID
-				acts[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: wimro.ActionCreate, ItemID: l.UUID}
+				acts[i] = wimro.Action{InstanceActionID: ia.UUID, TaskIndex: i, WIMAccountID: &acct, Action: action, ItemID: l.UUID, Extra: extra}
 				if err := s.UpdateWANLink(ctx, l.UUID, wimro.LinkUpdate{Status: &build, ErrorMsg: &msg}); err != nil {
 					return err
 				}

@@ -168,10 +168,10 @@ func TestExplicitVLANRecorded(t *testing.T) {
 }
 
 // TestVLANNotChangedBehindTheAllocation: in a datacenter whose VLANs
-// wimro allocates, a network update may report status but not move the
-// network to another VLAN, which would bypass the allocation (two
-// networks of one datacenter on one VLAN). Elsewhere the NFVO's report
-// stands.
+// wimro allocates, a network update may not move the network onto a VLAN
+// another network holds, which would bypass the allocation (two networks
+// of one datacenter on one VLAN); a free VLAN it may
+// (TestVLANMovedByAnEdit). Elsewhere the NFVO's report stands.
 func TestVLANNotChangedBehindTheAllocation(t *testing.T) {
 	t.Parallel()
 	sc := noneDC(t)
@@ -265,4 +265,36 @@ func TestVLANFreedWhenReconcileDeletesTheService(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVLANMovedByAnEdit (issue 38): in a datacenter whose VLANs wimro
+// allocates, a network's VLAN changed by the NFVO moves its allocation
+// (the link's EDIT moves the service): the new VLAN is taken, the old one
+// free for the next instance, and a VLAN taken elsewhere is still a 409.
+func TestVLANMovedByAnEdit(t *testing.T) {
+	t.Parallel()
+	sc := noneDC(t)
+	a, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsa", Networks: wanNets(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := vlanIn(t, a, sc.dcA.UUID)
+	var netA string
+	for _, n := range a.Networks {
+		if n.DatacenterID == sc.dcA.UUID {
+			netA = n.UUID
+		}
+	}
+	if _, err := sc.eng.UpdateNetwork(sc.ctx, "tenantT", "nsa", netA, engine.NetworkUpdate{EncapsulationID: ptr(150)}); err != nil {
+		t.Fatalf("move nsa's dcA network to the free VLAN 150: %v, want it moved", err)
+	}
+	b, err := sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsb", Networks: wanNets(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := vlanIn(t, b, sc.dcA.UUID); got != old {
+		t.Errorf("the next instance got VLAN %d in dcA, want %d, which the move freed", got, old)
+	}
+	_, err = sc.eng.CreateInstance(sc.ctx, "tenantT", engine.InstanceInput{Name: "nsc", Networks: wanNets(150)})
+	wantCode(t, err, wimro.ECONFLICT)
 }

@@ -36,8 +36,24 @@ type networkBody struct {
 	Network *engine.NetworkUpdate `json:"network" openapi:"required"`
 }
 
+type networkAddBody struct {
+	Network *engine.NetworkInput `json:"network" openapi:"required"`
+}
+
+type networkDeleteResponse struct {
+	Result string `json:"result"`
+	// ActionID is the instance action of the EDIT (the link shrinks) or
+	// DELETE (fewer than two datacenters left) the removal queued; absent
+	// when it queued none.
+	ActionID string `json:"action_id,omitempty"`
+}
+
 type networkResponse struct {
 	Network wimro.InstanceNet `json:"network"`
+	// ActionID is the instance action of the EDIT the change queued (its
+	// WAN links' services change too), absent when it queued none; its
+	// event stream follows the edit.
+	ActionID string `json:"action_id,omitempty"`
 }
 
 type wanLinksResponse struct {
@@ -63,6 +79,10 @@ func (a *api) instanceRoutes() []Route {
 		{Method: "DELETE", Pattern: base + "/{instance_id}", Summary: "Delete an NS instance: DELETE actions for its WAN links", Tags: tags, Response: instanceDeleteResponse{}, Handler: a.deleteInstance},
 		{Method: "PUT", Pattern: base + "/{instance_id}/networks/{net_id}", Summary: "Report a local network's status or encapsulation (wakes the workers)", Tags: tags,
 			Request: networkBody{}, Response: networkResponse{}, Handler: a.updateNetwork},
+		{Method: "POST", Pattern: base + "/{instance_id}/networks", Summary: "Scale out: add a network of an existing VLD in another datacenter (its WAN link grows by an EDIT, into a multipoint service past two datacenters)", Tags: tags,
+			Request: networkAddBody{}, Response: networkResponse{}, Handler: a.addNetwork},
+		{Method: "DELETE", Pattern: base + "/{instance_id}/networks/{net_id}", Summary: "Scale in: remove a network (its WAN link shrinks by an EDIT, or is deleted below two datacenters)", Tags: tags,
+			Response: networkDeleteResponse{}, Handler: a.removeNetwork},
 		{Method: "GET", Pattern: base + "/{instance_id}/wan_links", Summary: "List the WAN links of an instance with their status", Tags: tags, Response: wanLinksResponse{}, Handler: a.listWANLinks},
 		{Method: "GET", Pattern: base + "/{instance_id}/action", Summary: "List the instance actions of an instance (instance any: of every instance of the tenant)", Tags: tags, Response: actionsResponse{}, Handler: a.listActions},
 		{Method: "GET", Pattern: base + "/{instance_id}/action/{action_id}", Summary: "Show an instance action with its progress counters and tasks (instance any: whatever its instance)", Tags: tags, Response: actionResponse{}, Handler: a.getAction},
@@ -143,7 +163,18 @@ func (a *api) deleteInstance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
-	var body networkBody
+	changeNetwork(a, w, r, func(u engine.NetworkUpdate) (wimro.InstanceNet, string, error) {
+		return a.eng.UpdateNetworkEdit(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), u)
+	})
+}
+
+// changeNetwork decodes a {"network": ...} body of type T, required, has
+// change apply it, and answers the network with the instance action the
+// change queued.
+func changeNetwork[T any](a *api, w http.ResponseWriter, r *http.Request, change func(T) (wimro.InstanceNet, string, error)) {
+	var body struct {
+		Network *T `json:"network"`
+	}
 	warnings, err := decodeWarn(r, &body, nil)
 	if err != nil {
 		a.srv.Error(w, r, err)
@@ -153,12 +184,27 @@ func (a *api) updateNetwork(w http.ResponseWriter, r *http.Request) {
 		a.srv.Error(w, r, wimro.FieldErrorf("network", "network is required"))
 		return
 	}
-	n, err := a.eng.UpdateNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"), *body.Network)
+	n, actionID, err := change(*body.Network)
 	if err != nil {
 		a.srv.Error(w, r, err)
 		return
 	}
-	respondWarned(w, r, http.StatusOK, networkResponse{Network: n}, warnings)
+	respondWarned(w, r, http.StatusOK, networkResponse{Network: n, ActionID: actionID}, warnings)
+}
+
+func (a *api) addNetwork(w http.ResponseWriter, r *http.Request) {
+	changeNetwork(a, w, r, func(in engine.NetworkInput) (wimro.InstanceNet, string, error) {
+		return a.eng.AddNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), in)
+	})
+}
+
+func (a *api) removeNetwork(w http.ResponseWriter, r *http.Request) {
+	id, err := a.eng.RemoveNetwork(r.Context(), param(r, "tenant_id"), param(r, "instance_id"), param(r, "net_id"))
+	if err != nil {
+		a.srv.Error(w, r, err)
+		return
+	}
+	Respond(w, r, http.StatusOK, networkDeleteResponse{Result: "network " + param(r, "net_id") + " removed", ActionID: id})
 }
 
 func (a *api) listWANLinks(w http.ResponseWriter, r *http.Request) {

@@ -132,6 +132,8 @@ var routeScopes = map[string]Scope{
 	"GET /openmano/{tenant_id}/instances/{instance_id}":                             ScopeRead,
 	"DELETE /openmano/{tenant_id}/instances/{instance_id}":                          ScopeWrite,
 	"PUT /openmano/{tenant_id}/instances/{instance_id}/networks/{net_id}":           ScopeWrite,
+	"POST /openmano/{tenant_id}/instances/{instance_id}/networks":                   ScopeWrite,
+	"DELETE /openmano/{tenant_id}/instances/{instance_id}/networks/{net_id}":        ScopeWrite,
 	"GET /openmano/{tenant_id}/instances/{instance_id}/wan_links":                   ScopeRead,
 	"GET /openmano/{tenant_id}/instances/{instance_id}/action":                      ScopeRead,
 	"GET /openmano/{tenant_id}/instances/{instance_id}/action/{action_id}":          ScopeRead,

@@ -178,11 +178,18 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		{18, func(t *testing.T) {
+		{19, func(t *testing.T) {
 			// Version 21 (wim types) is undone: an l2nm WIM is refused again.
 			_, err := db.ExecContext(ctx, `INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000021', 'w21', 'l2nm', 'http://x')`)
 			if err == nil || !strings.Contains(err.Error(), "wims_type_check") {
-				t.Errorf("version 18: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+				t.Errorf("version 19: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+			}
+		}},
+		{18, func(t *testing.T) {
+			var def string
+			db.QueryRowContext(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'vim_wim_actions_action_check'`).Scan(&def)
+			if strings.Contains(def, "EDIT") || !strings.Contains(def, "DELETE") {
+				t.Errorf("version 18: the action check is %q, want CREATE and DELETE only", def)
 			}
 		}},
 		{17, func(t *testing.T) {

@@ -358,7 +358,7 @@ func (s *Store) MakeLinksDue(ctx context.Context, linkIDs []string) (int64, erro
 	return s.exec(ctx, "vim_wim_actions", `
 		WITH locked AS (
 			SELECT instance_action_id, task_index FROM vim_wim_actions
-			WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action = 'CREATE' AND status = 'SCHEDULED'
+			WHERE item = 'instance_wim_nets' AND item_id = ANY($1::uuid[]) AND action IN ('CREATE', 'EDIT') AND status = 'SCHEDULED'
 			ORDER BY instance_action_id, task_index
 			FOR UPDATE)
 		UPDATE vim_wim_actions a

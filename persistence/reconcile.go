@@ -139,10 +139,16 @@ type KnownKey struct {
 const knownKeysSQL = `
 	SELECT k.key::text, COALESCE(l.wim_account_id::text, ''), COALESCE(l.status, ''),
 	       EXISTS (SELECT 1 FROM vim_wim_actions a
-	               WHERE a.item = 'instance_wim_nets' AND a.item_id = k.key AND a.status IN ('SCHEDULED', 'BUILD')),
+	               WHERE a.item = 'instance_wim_nets' AND a.item_id = COALESCE(l.uuid, k.key) AND a.status IN ('SCHEDULED', 'BUILD')),
 	       o.id
 	FROM unnest($1::uuid[]) AS k(key)
-	LEFT JOIN instance_wim_nets l ON l.uuid = k.key
+	LEFT JOIN LATERAL (
+		-- The link of the key: its own uuid, or the key of the service an
+		-- EDIT replaced its first one with (wim_info service_key).
+		SELECT l.* FROM instance_wim_nets l WHERE l.uuid = k.key
+		UNION ALL
+		SELECT l.* FROM instance_wim_nets l WHERE l.wim_info->>'service_key' = k.key::text AND l.uuid <> k.key
+		LIMIT 1) l ON true
 	LEFT JOIN LATERAL (SELECT o.id FROM action_overrides o WHERE o.kind = 'abandon' AND o.wan_link_id = k.key
 	                   ORDER BY o.at DESC, o.id DESC LIMIT 1) o ON true`
 

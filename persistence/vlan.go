@@ -90,3 +90,14 @@ func (s *Store) AllocateVLANs(ctx context.Context, rows []VLANAllocation) error 
 	}
 	return nil
 }
+
+// MoveNetVLAN gives network netID VLAN vlan of datacenterID in place of
+// the one it had (its WAN link linkID, nil for none, holds it): the old
+// allocation is dropped, and the EDIT of the link moves the controller's
+// service off it. The caller holds LockVLANs and has checked vlan is free.
+func (s *Store) MoveNetVLAN(ctx context.Context, netID, datacenterID string, vlan int, linkID *string) error {
+	if _, err := s.exec(ctx, "vlan_allocations", `DELETE FROM vlan_allocations WHERE instance_net_id = $1`, netID); err != nil {
+		return err
+	}
+	return s.AllocateVLANs(ctx, []VLANAllocation{{DatacenterID: datacenterID, VLAN: vlan, InstanceNetID: netID, LinkID: linkID}})
+}

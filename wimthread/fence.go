@@ -129,11 +129,11 @@ func (c fenced) CreateService(ctx context.Context, req connectors.Request) (stri
 	return c.Connector.CreateService(ctx, req)
 }
 
-func (c fenced) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c fenced) EditService(ctx context.Context, id string, connInfo map[string]any, req connectors.Request) (map[string]any, error) {
 	if err := connectors.Fence(ctx); err != nil {
 		return nil, connectors.Errorf(connectors.KindRetryable, "edit: %w", err)
 	}
-	return c.Connector.EditService(ctx, id, connInfo, points)
+	return c.Connector.EditService(ctx, id, connInfo, req)
 }
 
 func (c fenced) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {

@@ -193,9 +193,9 @@ func (c *instrumented) GetServiceStatus(ctx context.Context, id string, connInfo
 	return st, err
 }
 
-func (c *instrumented) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *instrumented) EditService(ctx context.Context, id string, connInfo map[string]any, req connectors.Request) (map[string]any, error) {
 	start := time.Now()
-	info, err := c.next.EditService(ctx, id, connInfo, points)
+	info, err := c.next.EditService(ctx, id, connInfo, req)
 	c.observe("edit_service", start, err)
 	return info, err
 }

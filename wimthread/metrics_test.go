@@ -105,7 +105,7 @@ func (s stub) CreateService(context.Context, connectors.Request) (string, map[st
 func (s stub) GetServiceStatus(context.Context, string, map[string]any) (connectors.ServiceStatus, error) {
 	return connectors.ServiceStatus{Status: connectors.StatusActive}, s.err["status"]
 }
-func (s stub) EditService(context.Context, string, map[string]any, []connectors.ConnectionPoint) (map[string]any, error) {
+func (s stub) EditService(context.Context, string, map[string]any, connectors.Request) (map[string]any, error) {
 	return nil, s.err["edit"]
 }
 func (s stub) DeleteService(context.Context, string, map[string]any) error { return s.err["delete"] }
@@ -134,7 +134,7 @@ func TestInstrumentedConnectorObservesEveryCallByOutcome(t *testing.T) {
 	}
 	_, _, _ = c.CreateService(ctx, connectors.Request{Key: "k", Type: connectors.ServiceELINE, Points: nil})
 	_, _ = c.GetServiceStatus(ctx, "id", nil)
-	_, _ = c.EditService(ctx, "id", nil, nil)
+	_, _ = c.EditService(ctx, "id", nil, connectors.Request{})
 	_ = c.DeleteService(ctx, "id", nil)
 	_, _ = c.ListServices(ctx)
 	_ = c.ClearAll(ctx)

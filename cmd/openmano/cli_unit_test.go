@@ -158,6 +158,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"wim-edit", "wan1"}, "--file"},
 		{[]string{"wim-account-edit", "wan1"}, "At least one argument"},
 		{[]string{"instance-net-update", "i", "n"}, "nothing to update"},
+		{[]string{"instance-net-add", "i", "--vld", "v"}, "give --vld and --datacenter"},
+		{[]string{"instance-net-delete", "i"}, "wrong number of arguments"},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 	}
 	for _, c := range cases {

@@ -18,8 +18,13 @@ func instanceCommands() []spec {
 			"-w/--watch: list them with the sum of their WAN links' statuses, then print an instance's row again each\n" +
 			"time an event of its running actions changes it, until these actions settle.", max: 1, setup: setupInstanceList},
 		{name: "instance-scenario-delete", complete: "instance", args: "NAME [-f] [--wait [--timeout D]]", summary: "Delete an NS instance (its WAN links are deleted by a new action).\n" + waitHelp, min: 1, max: 1, setup: setupInstanceDelete},
-		{name: "instance-net-update", complete: "instance", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M]",
-			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).", min: 2, max: 2, setup: setupNetUpdate},
+		{name: "instance-net-update", complete: "instance", args: "INSTANCE NET [--status S] [--encapsulation-type T] [--encapsulation-id N] [--error-msg M] [--wait [--timeout D]]",
+			summary: "Report the status or encapsulation of a local network of an instance (NET: uuid, osm_id or VIM name).\n" +
+				"A change of encapsulation edits the WAN links of its VLD on the controller (an EDIT action).\n" + waitHelp, min: 2, max: 2, setup: setupNetUpdate},
+		{name: "instance-net-add", complete: "instance", args: "INSTANCE --vld SCE_NET_ID --datacenter DC [--encapsulation-id N] [--status S] [--wait [--timeout D]]",
+			summary: "Scale out: add a network of an existing VLD in another datacenter; its WAN link grows (a multipoint\nservice past two datacenters, where the WIM makes one).\n" + waitHelp, min: 1, max: 1, setup: setupNetAdd},
+		{name: "instance-net-delete", complete: "instance", args: "INSTANCE NET [--wait [--timeout D]]",
+			summary: "Scale in: remove a network of an instance; its WAN link shrinks, or goes below two datacenters.\n" + waitHelp, min: 2, max: 2, setup: setupNetDelete},
 	}
 }
 
@@ -147,6 +152,7 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 	encType := fs.String("encapsulation-type", "", "none or vlan")
 	encID := fs.Int("encapsulation-id", 0, "VLAN id")
 	errMsg := fs.String("error-msg", "", "error message of the network")
+	wait := waitFlags(fs)
 	return func(ctx context.Context, s *session, args []string) error {
 		n := map[string]any{}
 		optional(fs, n, "status", "status", *status)
@@ -162,7 +168,63 @@ func setupNetUpdate(fs *pflag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		return s.call(ctx, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n}, nil)
+		// A change of encapsulation queues an EDIT of the WAN links: --wait
+		// follows it until the controller holds the change.
+		return s.networkChange(ctx, t, "PUT", seg(t, "instances", args[0], "networks", args[1]), map[string]any{"network": n}, "", wait)
+	}
+}
+
+// networkChange sends a change of an instance's networks, prints the
+// answer and, with --wait, follows the action it queued (an EDIT or
+// DELETE of WAN links; none: done) of instance (empty: the answer's
+// network's).
+func (s *session) networkChange(ctx context.Context, t, method, path string, body any, instance string, wait waitOptions) error {
+	r, err := s.do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	s.emit(r, nil)
+	m := asMap(r.doc)
+	if !*wait.wait || str(m["action_id"]) == "" {
+		return nil
+	}
+	if instance == "" {
+		instance = str(asMap(m["network"])["instance_scenario_id"])
+	}
+	return s.wait(ctx, s.progressOut(), t, instance, str(m["action_id"]), *wait.timeout)
+}
+
+func setupNetAdd(fs *pflag.FlagSet) runFunc {
+	vld := fs.String("vld", "", "the VLD (sce_net_id) the network belongs to")
+	dc := fs.String("datacenter", "", "the datacenter of the new network")
+	encID := fs.Int("encapsulation-id", 0, "VLAN id")
+	status := fs.String("status", "", "status of the network (ACTIVE, BUILD, ...)")
+	wait := waitFlags(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		if *vld == "" || *dc == "" {
+			return &usageError{msg: "give --vld and --datacenter"}
+		}
+		n := map[string]any{"sce_net_id": *vld, "datacenter": *dc}
+		optional(fs, n, "status", "status", *status)
+		if fs.Changed("encapsulation-id") {
+			n["encapsulation_type"], n["encapsulation_id"] = "vlan", *encID
+		}
+		t, err := s.tenant()
+		if err != nil {
+			return err
+		}
+		return s.networkChange(ctx, t, "POST", seg(t, "instances", args[0], "networks"), map[string]any{"network": n}, "", wait)
+	}
+}
+
+func setupNetDelete(fs *pflag.FlagSet) runFunc {
+	wait := waitFlags(fs)
+	return func(ctx context.Context, s *session, args []string) error {
+		t, err := s.tenant()
+		if err != nil {
+			return err
+		}
+		return s.networkChange(ctx, t, "DELETE", seg(t, "instances", args[0], "networks", args[1]), nil, args[0], wait)
 	}
 }
 

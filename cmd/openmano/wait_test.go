@@ -77,6 +77,14 @@ func TestWaitThroughCLI(t *testing.T) {
 		t.Fatalf("action-list --wait without an action: exit %d, %q", code, errs)
 	}
 
+	// A VLAN changed on a network of an ACTIVE link: --wait follows the
+	// EDIT it queued until the link is ACTIVE again.
+	net := om.json("instance-scenario-list", "ns1")["networks"].([]any)[1].(map[string]any)["uuid"].(string)
+	code, out, errs = om.run("", "instance-net-update", "ns1", net, "--encapsulation-id", "350", "--wait")
+	if code != 0 || !strings.Contains(out, "EDIT DONE link") || !strings.Contains(out, "done: tasks done 1/1, failed 0") {
+		t.Fatalf("instance-net-update --wait: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+
 	// Deleted: the links are gone, exit 0.
 	code, out, errs = om.run("", "instance-scenario-delete", "ns1", "-f", "--wait")
 	if code != 0 || strings.Count(out, "DELETE DONE link") != 2 || !strings.Contains(out, "done: tasks done 2/2, failed 0; links deleted 2/2") {

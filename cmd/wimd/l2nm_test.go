@@ -153,7 +153,7 @@ func TestL2NMELAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.EditService(t.Context(), ids[0], nil, points); err != nil {
+	if _, err := conn.EditService(t.Context(), ids[0], nil, connectors.Request{Type: connectors.ServiceELAN, Points: points}); err != nil {
 		t.Fatalf("EditService: %v", err)
 	}
 	raw2, _ = json.Marshal(a.call("POST", "/openmano/reconcile?account=acct1", nil))

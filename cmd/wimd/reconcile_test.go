@@ -326,7 +326,8 @@ func TestReconcile(t *testing.T) {
 
 			// The other link's service replaced behind wimd's back by one of
 			// the same key on other VLANs: a mismatch, which the
-			// connector's listing shows, and --fix leaves alone.
+			// connector's listing shows, and --fix repairs through an
+			// EDIT of the link (in place, or a replace).
 			other := d.links(inst)[1]
 			if err := d.conn.DeleteService(t.Context(), other["wim_internal_id"].(string), nil); err != nil {
 				t.Fatal(err)
@@ -336,11 +337,19 @@ func TestReconcile(t *testing.T) {
 			}
 			code, rep = d.reconcile(t, "--fix")
 			drift := driftOf(rep)
-			if code != exitDrift || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || drift[0].WANLinkID != other["uuid"] || drift[0].Fixed {
-				t.Fatalf("a replaced service: exit %d, drift %+v; want %d and one unfixed mismatch of %s", code, drift, exitDrift, other["uuid"])
+			if code != 0 || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || drift[0].WANLinkID != other["uuid"] || !drift[0].Fixed || drift[0].ActionID == "" {
+				t.Fatalf("a replaced service: exit %d, drift %+v; want 0 and one mismatch of %s fixed by a queued action", code, drift, other["uuid"])
 			}
 			if have := []string{"ep-0/vlan=120", "ep-1/vlan=121"}; !slices.Equal(drift[0].Have, have) || len(drift[0].Want) != 2 {
 				t.Errorf("mismatch: want %v, have %v; the controller has %v", drift[0].Want, drift[0].Have, have)
+			}
+			d.api.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", inst, drift[0].ActionID), 1)
+			eventually.Until(t, 60*time.Second, "the link's service in line again, no drift", func() (bool, string) {
+				code, rep := d.reconcile(t)
+				return code == 0 && len(driftOf(rep)) == 0, fmt.Sprintf("exit %d, drift %+v", code, driftOf(rep))
+			})
+			if keys := d.serviceKeys(t); len(keys) != 2 {
+				t.Errorf("after the EDIT the controller lists keys %v, want the instance's two links only", keys)
 			}
 		})
 	}
@@ -546,7 +555,7 @@ func TestReconcileMismatchAndPeriodic(t *testing.T) {
 		mappingInfo: func(int) map[string]any { return map[string]any{"mapping_type": "fake"} }}, "--reconcile-interval", "200ms")
 	inst, _ := d.api.activeInstance("t0", 1)
 	l := d.links(inst)[0]
-	if _, err := d.conn.EditService(t.Context(), l["wim_internal_id"].(string), nil, d.points(120)); err != nil {
+	if _, err := d.conn.EditService(t.Context(), l["wim_internal_id"].(string), nil, connectors.Request{Points: d.points(120)}); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Until(t, 30*time.Second, "the periodic run reports the mismatch", func() (bool, string) {

@@ -400,18 +400,35 @@ func (s *suite) deleteUnknown(t *testing.T) {
 	}
 }
 
+// edit checks what an EDIT action does with the connector: a connector
+// that declares Edit edits in place (twice: a re-run edit is safe); any
+// other refuses EditService, Permanent, and is replaced: a second service
+// made with a new key, then the first deleted (make-before-break, which
+// needs the controller to hold both at once on the unchanged end), or the
+// first deleted before the second is made (break-before-make), as the
+// connector declares.
 func (s *suite) edit(t *testing.T) {
 	c := s.h.New(t)
-	id, connInfo := s.create(t, c, newKey(), 0)
-	newInfo, err := c.EditService(t.Context(), id, connInfo, s.h.Points(1))
+	key := newKey()
+	id, connInfo := s.create(t, c, key, 0)
+	req := connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(1)}
+	newInfo, err := c.EditService(t.Context(), id, connInfo, req)
 	if !s.h.Capabilities.Edit {
 		if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
 			t.Fatalf("EditService error = %v (kind %s), want a Permanent error (Edit not declared)", err, connectors.KindOf(err))
 		}
+		s.replace(t, c, id, connInfo)
 		return
 	}
 	if err != nil {
 		t.Fatalf("EditService(%s): %v", id, err)
+	}
+	mustJSON(t, "edited connInfo", newInfo)
+	if newInfo != nil {
+		connInfo = newInfo
+	}
+	if newInfo, err = c.EditService(t.Context(), id, connInfo, req); err != nil {
+		t.Fatalf("EditService(%s) again, to the state it has: %v, want success (a re-run EDIT)", id, err)
 	}
 	mustJSON(t, "edited connInfo", newInfo)
 	if newInfo != nil {
@@ -425,10 +442,43 @@ func (s *suite) edit(t *testing.T) {
 	}
 	s.checkEndpoints(t, svc, s.h.Points(1))
 
-	_, err = c.EditService(t.Context(), uuid.NewString(), nil, s.h.Points(2))
+	_, err = c.EditService(t.Context(), uuid.NewString(), nil, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(2)})
 	if !connectors.IsNotFound(err) {
 		t.Fatalf("EditService(unknown) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
 	}
+}
+
+// replace replaces service old (made of Points(0)) by one whose first end
+// moved to Points(1)'s and whose second end is unchanged, in the order the
+// connector declares, and checks that the controller then holds the new
+// service only.
+func (s *suite) replace(t *testing.T, c connectors.Connector, old string, oldInfo map[string]any) {
+	moved := []connectors.ConnectionPoint{s.h.Points(1)[0], s.h.Points(0)[1]}
+	req := connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: moved}
+	if !s.h.Capabilities.MakeBeforeBreak {
+		if err := c.DeleteService(t.Context(), old, oldInfo); err != nil {
+			t.Fatalf("break-before-make: DeleteService(%s): %v", old, err)
+		}
+	}
+	id, connInfo, err := c.CreateService(t.Context(), req)
+	if err != nil {
+		t.Fatalf("replace (make-before-break %v): CreateService of the new service: %v", s.h.Capabilities.MakeBeforeBreak, err)
+	}
+	if s.h.Capabilities.MakeBeforeBreak {
+		if _, ok := find(s.list(t, c), old); !ok && s.h.Inventory == nil {
+			t.Fatalf("make-before-break: the old service %s is gone once the new one is made", old)
+		}
+		if err := c.DeleteService(t.Context(), old, oldInfo); err != nil {
+			t.Fatalf("make-before-break: DeleteService(%s): %v", old, err)
+		}
+	}
+	s.waitActive(t, c, id, connInfo)
+	services := s.list(t, c)
+	svc, ok := find(services, id)
+	if !ok || len(services) != 1 {
+		t.Fatalf("after a replace ListServices = %+v, want only %s", services, id)
+	}
+	s.checkEndpoints(t, svc, moved)
 }
 
 // elanRefused checks that a connector that does not declare ELAN refuses
@@ -622,7 +672,10 @@ func (s *suite) cancelledContext(t *testing.T) {
 			return err
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, id, connInfo); return err }},
-		{"EditService", func() error { _, err := c.EditService(ctx, id, connInfo, s.h.Points(2)); return err }},
+		{"EditService", func() error {
+			_, err := c.EditService(ctx, id, connInfo, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(2)})
+			return err
+		}},
 		{"DeleteService", func() error { return c.DeleteService(ctx, id, connInfo) }},
 		{"ListServices", func() error { _, err := c.ListServices(ctx); return err }},
 		{"ClearAll", func() error { return c.ClearAll(ctx) }},

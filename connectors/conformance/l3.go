@@ -62,7 +62,7 @@ func (s *suite) l3Multipoint(t *testing.T) {
 	s.checkEndpoints(t, svc, points)
 	if s.h.Capabilities.Edit {
 		fewer := s.h.L3Points(1)[:2]
-		newInfo, err := c.EditService(t.Context(), id, connInfo, fewer)
+		newInfo, err := c.EditService(t.Context(), id, connInfo, connectors.Request{Type: connectors.ServiceL3VPN, Points: fewer})
 		if err != nil {
 			t.Fatalf("EditService(L3VPN to 2 sites): %v", err)
 		}

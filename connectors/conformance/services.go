@@ -95,7 +95,7 @@ func (s *suite) multipointEndpoints(t *testing.T) {
 		return
 	}
 	moved := s.h.ELANPoints(2)
-	newInfo, err := c.EditService(t.Context(), id, connInfo, moved)
+	newInfo, err := c.EditService(t.Context(), id, connInfo, connectors.Request{Type: connectors.ServiceELAN, Points: moved})
 	if err != nil {
 		t.Fatalf("EditService(ELAN %s to %d points): %v", id, len(moved), err)
 	}
@@ -137,7 +137,7 @@ func (s *suite) elineStaysP2P(t *testing.T) {
 	c := s.h.New(t)
 	id, connInfo := s.create(t, c, newKey(), 0)
 	three := append(clonePoints(s.h.Points(0)), s.h.Points(1)[0])
-	if _, err := c.EditService(t.Context(), id, connInfo, three); err == nil || connectors.KindOf(err) != connectors.KindPermanent {
+	if _, err := c.EditService(t.Context(), id, connInfo, connectors.Request{Type: connectors.ServiceELINE, Points: three}); err == nil || connectors.KindOf(err) != connectors.KindPermanent {
 		t.Fatalf("EditService(ELINE %s to three points) = %v (kind %s), want a Permanent error", id, err, connectors.KindOf(err))
 	}
 	svc, ok := find(s.list(t, c), id)

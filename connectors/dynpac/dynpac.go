@@ -79,6 +79,10 @@ func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) 
 // no List: DynPaC has no route that lists its services, so the connector
 // lists only what this wimd process created since it started; from that,
 // drift reconcile would see every other link missing and find no orphan.
+//
+// No edit: an EDIT action replaces the service, deleting the old one
+// first (break-before-make): DynPaC reserves a port's VLAN for one
+// service, so a second one on the unchanged end would be refused.
 var Capabilities = connectors.Capabilities{
 	Services: []connectors.ServiceType{connectors.ServiceELINE},
 	QoS:      []connectors.QoSField{connectors.QoSBandwidth},
@@ -446,7 +450,7 @@ func parseStatus(body []byte) connectors.ServiceStatus {
 	return st
 }
 
-func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, _ connectors.Request) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, connectors.Errorf(connectors.KindRetryable, "dynpac edit: %w", err)
 	}

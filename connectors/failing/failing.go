@@ -76,7 +76,7 @@ func (c *connector) GetServiceStatus(_ context.Context, id string, _ map[string]
 	return connectors.ServiceStatus{}, c.fail("Impossible to retrieve status for %s\n\n%s", id, c.reason)
 }
 
-func (c *connector) EditService(_ context.Context, id string, _ map[string]any, _ []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *connector) EditService(_ context.Context, id string, _ map[string]any, _ connectors.Request) (map[string]any, error) {
 	return nil, c.fail("Impossible to change connection %s.\n%s", id, c.reason)
 }
 

@@ -33,7 +33,7 @@ var calls = []call{
 		return err
 	}},
 	{"EditService", "Impossible to change connection svc-1.\n", func(ctx context.Context, c connectors.Connector) error {
-		_, err := c.EditService(ctx, "svc-1", nil, nil)
+		_, err := c.EditService(ctx, "svc-1", nil, connectors.Request{})
 		return err
 	}},
 	{"DeleteService", "Impossible to disconnect svc-1\n\n", func(ctx context.Context, c connectors.Connector) error {

@@ -30,6 +30,11 @@
 //	state_file   keep the controller's services in this JSON file, so the
 //	             "controller" outlives the wimd process (kill-and-restart
 //	             tests: a real controller does not forget when wimd dies)
+//	edit         false: declare no edit (EditService is Permanent), so an
+//	             EDIT action replaces the service (true)
+//	make_before_break
+//	             false: a replace deletes the old service first (true)
+//	multipoint   false: declare ELINE only, no ELAN (true)
 package fake
 
 import (
@@ -69,8 +74,29 @@ const (
 // any path: for tests that build their registry; wimd uses RegisterConfined.
 func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) }
 
-// Capabilities are fake's: everything, QoS stored with the service.
-var Capabilities = connectors.Everything()
+// Capabilities are fake's: everything, QoS stored with the service; the
+// settings edit, make_before_break and multipoint take edit,
+// make-before-break or ELAN away (a replacing connector, one without
+// multipoint, for tests).
+var Capabilities = func() connectors.Capabilities {
+	c := connectors.Everything()
+	c.Narrow = func(cfg connectors.Config) connectors.Capabilities {
+		n := connectors.Everything()
+		n.Edit, n.MakeBeforeBreak = settingOr(cfg, "edit"), settingOr(cfg, "make_before_break")
+		if !settingOr(cfg, "multipoint") {
+			n.Services = []connectors.ServiceType{connectors.ServiceELINE}
+		}
+		return n
+	}
+	return c
+}()
+
+// settingOr reads a boolean setting that is true unless set false; a
+// malformed one is left to Factory to refuse.
+func settingOr(cfg connectors.Config, name string) bool {
+	v, err := cfg.BoolSetting(name, true)
+	return err != nil || v
+}
 
 // RegisterConfined adds the fake connector to r under Type with its
 // state_file confined to folder dir and kept out of the reserved paths
@@ -160,6 +186,15 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 			return nil, connectors.Errorf(connectors.KindPermanent, "fake: state_file: %w", err)
 		}
 	}
+	edit, err := cfg.BoolSetting("edit", true)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"make_before_break", "multipoint"} {
+		if _, err := cfg.BoolSetting(name, true); err != nil {
+			return nil, err
+		}
+	}
 	var endpoints map[string]bool
 	if len(cfg.PortMappings) > 0 {
 		endpoints = make(map[string]bool, len(cfg.PortMappings))
@@ -172,6 +207,7 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 		latency:    time.Duration(latency) * time.Millisecond,
 		buildPolls: buildPolls,
 		endpoints:  endpoints,
+		noEdit:     !edit,
 		user:       cfg.User,
 		password:   cfg.Password,
 		log:        cfg.Log(),
@@ -440,6 +476,7 @@ type connector struct {
 	latency    time.Duration
 	buildPolls int
 	endpoints  map[string]bool // known endpoint ids; nil accepts any
+	noEdit     bool            // setting edit false: EditService is Permanent
 	user       string
 	password   string
 	log        *slog.Logger
@@ -589,7 +626,14 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, _ map[strin
 	return st, nil
 }
 
-func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, req connectors.Request) (map[string]any, error) {
+	points := req.Points
+	if err := ctx.Err(); err != nil {
+		return nil, connectors.Errorf(connectors.KindRetryable, "fake edit: %w", err)
+	}
+	if c.noEdit {
+		return nil, connectors.Errorf(connectors.KindPermanent, "fake edit of %s: not supported (setting edit is false)", id)
+	}
 	// The points are validated against the service's stored type, so the
 	// controller does it (a real connector would keep the type in connInfo).
 	err := c.do(ctx, MethodEditService, "", id, func() (string, error) {
@@ -597,10 +641,14 @@ func (c *connector) EditService(ctx context.Context, id string, _ map[string]any
 		if s == nil {
 			return "", connectors.HTTPError(404, "fake: service %s not found", id)
 		}
-		if err := c.checkPoints(s.typ, points); err != nil {
+		t := s.typ
+		if req.Type != "" {
+			t = req.Type
+		}
+		if err := c.checkPoints(t, points); err != nil {
 			return "", err
 		}
-		s.points = clonePoints(points)
+		s.typ, s.points, s.qos = t, clonePoints(points), req.QoS
 		return "", nil
 	})
 	if err != nil {

@@ -108,6 +108,10 @@ func TestConformance(t *testing.T) {
 		// Services stay BUILD for a few polls and every call waits a
 		// little, as over a network; values arrive as decoded JSON.
 		{"build polls and latency", map[string]any{"build_polls": float64(3), "latency_ms": float64(1)}},
+		// A connector without edit, replaced by an EDIT action: the new
+		// service made first, or the old one deleted first.
+		{"replace, make before break", map[string]any{"edit": false}},
+		{"replace, break before make", map[string]any{"edit": false, "make_before_break": false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,7 +294,7 @@ func TestEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EditService(t.Context(), id, connInfo, points(7)); err != nil {
+	if _, err := c.EditService(t.Context(), id, connInfo, connectors.Request{Points: points(7)}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := ctrl.Points(id)
@@ -299,7 +303,7 @@ func TestEdit(t *testing.T) {
 	}
 
 	three := append(points(1), points(2)[0])
-	_, err = c.EditService(t.Context(), id, connInfo, three)
+	_, err = c.EditService(t.Context(), id, connInfo, connectors.Request{Points: three})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(fmt.Sprint(err), connectors.MultipointNotSupported) {
 		t.Fatalf("edit to three points: error %v, want Permanent %q", err, connectors.MultipointNotSupported)
 	}

@@ -543,20 +543,6 @@ func accessService(mtu, bandwidthMbps int) map[string]any {
 	return m
 }
 
-// bandwidthOf reads the bandwidth (Mbit/s) a connInfo records; 0 for none.
-func bandwidthOf(connInfo map[string]any) int {
-	switch v := connInfo["bandwidth"].(type) {
-	case int:
-		return v
-	case float64:
-		return int(v)
-	case json.Number:
-		n, _ := strconv.Atoi(v.String())
-		return n
-	}
-	return 0
-}
-
 // write creates or replaces one entry: PUT, or POST when the server
 // refuses PUT (osm dialect: POST, see post); a 409 is adopted when the
 // entry there matches.
@@ -1142,9 +1128,17 @@ func serviceType(vpnSvcType any, connInfo map[string]any, points int) connectors
 	return connectors.ServiceELINE
 }
 
-func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, req connectors.Request) (map[string]any, error) {
+	points, q := req.Points, req.QoS
 	if id == "" {
 		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit: empty service id", Type)
+	}
+	// The QoS asked is the service's new QoS, refused as a create refuses it.
+	if q.LatencyMs != 0 {
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: latency cannot be honoured: L2SM keeps latency in per-class QoS profiles wimro does not write", Type)
+	}
+	if q.BandwidthMbps != 0 && c.set.dialect == DialectOSM {
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: bandwidth cannot be honoured in the osm dialect: OSM's bodies carry no svc-bandwidth", Type)
 	}
 	// The rules shared by both types, before anything is sent; ELINE's
 	// two-point limit once the service's type is known.
@@ -1179,6 +1173,9 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 		return nil, c.fail(op, r)
 	}
 	t := serviceType(current, connInfo, len(points))
+	if req.Type != "" {
+		t = req.Type // the type asked (a link grown to three datacenters is an ELAN)
+	}
 	if err := connectors.ValidatePoints(t, points); err != nil {
 		return nil, err
 	}
@@ -1197,12 +1194,12 @@ func (c *connector) EditService(ctx context.Context, id string, connInfo map[str
 		return nil, err
 	}
 	for i, ep := range eps {
-		if err := c.write(ctx, c.accessEntry(id, wanted[i], ep, bandwidthOf(connInfo))); err != nil {
+		if err := c.write(ctx, c.accessEntry(id, wanted[i], ep, q.BandwidthMbps)); err != nil {
 			return nil, err
 		}
 	}
 	c.log.Debug("ietfl2vpn service edited", "service_id", id, "points", len(eps))
-	return c.newConnInfo(id, t, eps, bandwidthOf(connInfo)), nil
+	return c.newConnInfo(id, t, eps, q.BandwidthMbps), nil
 }
 
 func (c *connector) DeleteService(ctx context.Context, id string, connInfo map[string]any) error {

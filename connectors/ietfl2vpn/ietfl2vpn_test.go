@@ -420,7 +420,7 @@ func TestStatusBuildThenActive(t *testing.T) {
 	}
 	// An edit while the controller still builds the service works.
 	e.SetPending(id, 1)
-	if _, err := c.EditService(t.Context(), id, ci, points(4)); err != nil {
+	if _, err := c.EditService(t.Context(), id, ci, connectors.Request{Points: points(4)}); err != nil {
 		t.Fatalf("EditService during build: %v", err)
 	}
 }
@@ -816,7 +816,7 @@ func TestEdit(t *testing.T) {
 	}
 	n := len(e.Requests())
 	moved := []connectors.ConnectionPoint{point("dc-a", 100), point("dc-c", 200)}
-	newInfo, err := c.EditService(t.Context(), id, ci, moved)
+	newInfo, err := c.EditService(t.Context(), id, ci, connectors.Request{Points: moved})
 	if err != nil {
 		t.Fatalf("EditService: %v", err)
 	}
@@ -830,7 +830,7 @@ func TestEdit(t *testing.T) {
 	}
 	// An ELINE stays an ELINE: three points are refused, nothing changes.
 	three := append(moved, point("dc-b", 100))
-	if _, err := c.EditService(t.Context(), id, newInfo, three); err == nil || !strings.Contains(err.Error(), connectors.MultipointNotSupported) {
+	if _, err := c.EditService(t.Context(), id, newInfo, connectors.Request{Points: three}); err == nil || !strings.Contains(err.Error(), connectors.MultipointNotSupported) {
 		t.Fatalf("edit to three points = %v, want %q", err, connectors.MultipointNotSupported)
 	}
 	if len(e.Accesses()) != 2 {

@@ -251,10 +251,10 @@ func TestOSMOnTeraFlowSDN(t *testing.T) {
 	if _, err := c.GetServiceStatus(ctx, "wimro-gone", nil); !connectors.IsNotFound(err) || !strings.Contains(err.Error(), "not found in database") {
 		t.Fatalf("status of an unknown VPN = %v (kind %s), want NotFound", err, connectors.KindOf(err))
 	}
-	if _, err := c.EditService(ctx, "wimro-gone", nil, points(1)); !connectors.IsNotFound(err) {
+	if _, err := c.EditService(ctx, "wimro-gone", nil, connectors.Request{Points: points(1)}); !connectors.IsNotFound(err) {
 		t.Fatalf("edit of an unknown VPN = %v (kind %s), want NotFound", err, connectors.KindOf(err))
 	}
-	if _, err := c.EditService(ctx, id, ci, points(1)); err != nil {
+	if _, err := c.EditService(ctx, id, ci, connectors.Request{Points: points(1)}); err != nil {
 		t.Fatalf("EditService: %v", err)
 	}
 	if list, err := c.ListServices(ctx); err != nil || len(list) != 0 {

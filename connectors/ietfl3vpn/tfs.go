@@ -425,7 +425,7 @@ func (c *tfsConnector) GetServiceStatus(ctx context.Context, id string, connInfo
 // EditService is refused: TeraFlowSDN's L3VPN NBI has no PUT, and a
 // second POST of an id fails (ALREADY_EXISTS) while adding endpoints it
 // never removes.
-func (c *tfsConnector) EditService(ctx context.Context, _ string, _ map[string]any, _ []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *tfsConnector) EditService(ctx context.Context, _ string, _ map[string]any, _ connectors.Request) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, connectors.Errorf(connectors.KindRetryable, "%s edit: %w", Type, err)
 	}

@@ -176,7 +176,7 @@ func TestRequests(t *testing.T) {
 	if bw := l2nm.BandwidthOf(e.Service(id)); bw != 20 {
 		t.Fatalf("after the replace the controller holds %d Mbit/s, want 20", bw)
 	}
-	step("edit", func() error { _, err := c.EditService(ctx, id, nil, points(7)); return err }, "GET "+item+" 200", "PUT "+item+" 204")
+	step("edit", func() error { _, err := c.EditService(ctx, id, nil, connectors.Request{Points: points(7)}); return err }, "GET "+item+" 200", "PUT "+item+" 204")
 	svc := e.Service(id)
 	if bw := l2nm.BandwidthOf(svc); bw != 20 {
 		t.Errorf("the edit changed the bandwidth to %d Mbit/s, want it kept (20)", bw)

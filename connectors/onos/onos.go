@@ -307,12 +307,16 @@ func (c *connector) CreateService(ctx context.Context, req connectors.Request) (
 	return key, c.connInfo(key, t, want), nil
 }
 
-func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
-	// An ELINE stays an ELINE; without connInfo, VPLS's own rule (two
-	// points or more) applies.
+func (c *connector) EditService(ctx context.Context, id string, connInfo map[string]any, req connectors.Request) (map[string]any, error) {
+	points := req.Points
+	// The type asked, else an ELINE stays an ELINE; without connInfo,
+	// VPLS's own rule (two points or more) applies.
 	t := connectors.ServiceELAN
 	if s, _ := connInfo["type"].(string); s == string(connectors.ServiceELINE) {
 		t = connectors.ServiceELINE
+	}
+	if req.Type != "" {
+		t = req.Type
 	}
 	if !keyPattern.MatchString(id) {
 		if err := connectors.ValidatePoints(t, points); err != nil {

@@ -96,6 +96,13 @@ func (c elan) CreateService(ctx context.Context, req connectors.Request) (string
 	return c.Connector.CreateService(ctx, req)
 }
 
+func (c elan) EditService(ctx context.Context, id string, connInfo map[string]any, req connectors.Request) (map[string]any, error) {
+	if req.Type == connectors.ServiceELINE && len(req.Points) == 3 {
+		req.Type = connectors.ServiceELAN
+	}
+	return c.Connector.EditService(ctx, id, connInfo, req)
+}
+
 func harness(pts func(int) []connectors.ConnectionPoint, wrap func(connectors.Connector) connectors.Connector) conformance.Harness {
 	// pair builds two connectors on one fresh emulator. The WIM's port
 	// mappings name the three ports, so listed VPLSs read back as
@@ -314,7 +321,10 @@ func TestLastUpdateTimeStripped(t *testing.T) {
 			_, _, err := en.c.CreateService(t.Context(), connectors.Request{Key: k2, Type: connectors.ServiceELAN, Points: elanPoints(1)})
 			return err
 		}, []string{k1, k2}},
-		{"edit 1", func() error { _, err := en.c.EditService(t.Context(), k1, nil, elanPoints(5)); return err }, []string{k1, k2}},
+		{"edit 1", func() error {
+			_, err := en.c.EditService(t.Context(), k1, nil, connectors.Request{Points: elanPoints(5)})
+			return err
+		}, []string{k1, k2}},
 		{"delete 2", func() error { return en.c.DeleteService(t.Context(), k2, nil) }, []string{k1}},
 		{"clear all", func() error { return en.c.ClearAll(t.Context()) }, nil},
 	}
@@ -495,14 +505,14 @@ func TestEdit(t *testing.T) {
 	key := uuid.NewString()
 	info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 	// An ELINE stays an ELINE.
-	_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), elanPoints(0))
+	_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), connectors.Request{Points: elanPoints(0)})
 	if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), connectors.MultipointNotSupported) {
 		t.Fatalf("edit ELINE to 3 points: %v, want Permanent multipoint", err)
 	}
 	// Without connInfo VPLS's own rule applies: 3 points, then back to 2
 	// on other VLANs; unused interfaces go.
 	for _, p := range [][]connectors.ConnectionPoint{elanPoints(1), points(7)} {
-		newInfo, err := en.c.EditService(t.Context(), key, nil, p)
+		newInfo, err := en.c.EditService(t.Context(), key, nil, connectors.Request{Points: p})
 		if err != nil {
 			t.Fatalf("EditService: %v", err)
 		}
@@ -859,7 +869,7 @@ func TestInvalidInputNeverSent(t *testing.T) {
 			if connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.contains) {
 				t.Fatalf("error = %v (kind %s), want Permanent containing %q", err, connectors.KindOf(err), tt.contains)
 			}
-			if _, err := en.c.EditService(t.Context(), key, nil, tt.points); err == nil {
+			if _, err := en.c.EditService(t.Context(), key, nil, connectors.Request{Points: tt.points}); err == nil {
 				t.Fatal("EditService accepted the same input")
 			}
 			if n := len(en.e.Requests()); n != 0 {

@@ -55,7 +55,7 @@ func TestEditTakesEffect(t *testing.T) {
 			}
 			p := points(0)
 			tt.edit(p)
-			newInfo, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), p)
+			newInfo, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), connectors.Request{Points: p})
 			if err != nil {
 				t.Fatalf("EditService: %v", err)
 			}
@@ -66,7 +66,7 @@ func TestEditTakesEffect(t *testing.T) {
 				t.Fatalf("status after the edit: %+v, %v", st, err)
 			}
 			// A retried edit changes nothing more.
-			if _, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, newInfo), p); err != nil {
+			if _, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, newInfo), connectors.Request{Points: p}); err != nil {
 				t.Fatalf("retried EditService: %v", err)
 			}
 			if got := attachments(en.e, key); !slices.Equal(got, tt.want) {
@@ -98,7 +98,7 @@ func TestVPLSAppInactive(t *testing.T) {
 		{"edit", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {
 			info := create(t, en.c, key, connectors.ServiceELINE, points(0))
 			en.e.SetAppState(emu.VPLSApp, emu.StateInstalled)
-			_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), points(1))
+			_, err := en.c.EditService(t.Context(), key, connectortest.RoundTrip(t, info), connectors.Request{Points: points(1)})
 			return connectors.ServiceStatus{}, err
 		}, connectors.KindRetryable, "", "onos edit: " + cause},
 		{"status", func(t *testing.T, en env, key string) (connectors.ServiceStatus, error) {

@@ -293,7 +293,10 @@ func TestLockWaitHonoursContext(t *testing.T) {
 		},
 		func() error { return en.c.DeleteService(ctx, uuid.NewString(), nil) },
 		func() error { return en.c.ClearAll(ctx) },
-		func() error { _, err := en.c.EditService(ctx, uuid.NewString(), nil, points(3)); return err },
+		func() error {
+			_, err := en.c.EditService(ctx, uuid.NewString(), nil, connectors.Request{Points: points(3)})
+			return err
+		},
 	}
 	go func() {
 		var errs []error

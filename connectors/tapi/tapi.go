@@ -234,14 +234,18 @@ func Register(r *connectors.Registry) { r.Register(Type, Factory, Capabilities) 
 
 // Capabilities are tapi's: ELINE, and ELAN (MULTIPOINT_CONNECTIVITY)
 // where the setting multipoint is true; a bandwidth (requested-capacity);
-// no edit; a list of the services it named.
+// no edit, so an EDIT action replaces the service, making the new
+// connectivity service before it deletes the old (a TAPI context holds
+// two services on one SIP: each is its own uuid); a list of the services
+// it named.
 var Capabilities = connectors.Capabilities{
-	Services: []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
-	QoS:      []connectors.QoSField{connectors.QoSBandwidth},
-	List:     true,
+	Services:        []connectors.ServiceType{connectors.ServiceELINE, connectors.ServiceELAN},
+	QoS:             []connectors.QoSField{connectors.QoSBandwidth},
+	List:            true,
+	MakeBeforeBreak: true,
 	Narrow: func(cfg connectors.Config) connectors.Capabilities {
 		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceELINE},
-			QoS: []connectors.QoSField{connectors.QoSBandwidth}, List: true}
+			QoS: []connectors.QoSField{connectors.QoSBandwidth}, List: true, MakeBeforeBreak: true}
 		if m, err := cfg.BoolSetting("multipoint", false); err == nil && m {
 			c.Services = append(c.Services, connectors.ServiceELAN)
 		}
@@ -955,7 +959,7 @@ func (c *connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 	return status(s), nil
 }
 
-func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, _ []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *connector) EditService(ctx context.Context, id string, _ map[string]any, _ connectors.Request) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, connectors.Errorf(connectors.KindRetryable, "tapi edit: %w", err)
 	}

@@ -1039,7 +1039,7 @@ func TestEditUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(requests(e))
-	_, err = c.EditService(t.Context(), id, connInfo, points(1))
+	_, err = c.EditService(t.Context(), id, connInfo, connectors.Request{Points: points(1)})
 	if err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("EditService = %v, want Permanent not supported", err)
 	}

@@ -593,14 +593,24 @@ func (c *Connector) GetServiceStatus(ctx context.Context, id string, connInfo ma
 // EditService replaces the service's points: its entries are rebuilt
 // from the points and the QoS connInfo records, written (PUT), and the
 // ones no longer wanted deleted.
-func (c *Connector) EditService(ctx context.Context, id string, connInfo map[string]any, points []connectors.ConnectionPoint) (map[string]any, error) {
+func (c *Connector) EditService(ctx context.Context, id string, connInfo map[string]any, in connectors.Request) (map[string]any, error) {
 	if id == "" {
 		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit: empty service id", c.m.Type)
 	}
+	points := in.Points
 	req := connectors.Request{Key: strings.TrimPrefix(id, IDPrefix), Type: c.m.Caps.Services[0], Points: points, QoS: qosOf(connInfo)}
+	if !in.QoS.IsZero() {
+		req.QoS = in.QoS
+	}
+	// A request that names its type is the service's whole new state;
+	// without one the model reads type and QoS back from the service.
+	readBack := c.m.Edit != nil && in.Type == ""
+	if in.Type != "" {
+		req.Type = in.Type
+	}
 	var eps []Endpoint
 	var err error
-	if c.m.Edit == nil {
+	if !readBack {
 		eps, err = c.validate(req)
 	} else {
 		// The type is read with the service: what no declared type
@@ -623,7 +633,7 @@ func (c *Connector) EditService(ctx context.Context, id string, connInfo map[str
 	if existing == nil {
 		return nil, connectors.Errorf(connectors.KindNotFound, "%s edit %s: the controller has no such vpn-service", c.m.Type, svc)
 	}
-	if c.m.Edit != nil {
+	if readBack {
 		req.Type, req.QoS = c.m.Edit(existing)
 		if eps, err = c.validate(req); err != nil {
 			return nil, err
