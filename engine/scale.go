@@ -97,6 +97,9 @@ func (e *Engine) AddNetwork(ctx context.Context, tenantRef, instanceRef string, 
 				return err
 			}
 		}
+		if err := retype(ctx, s, link, len(nets)+1); err != nil {
+			return err
+		}
 		var accounts []string
 		if editID, accounts, err = queueEdits(ctx, s, t.UUID, inst.UUID, links, nil); err != nil {
 			return err
@@ -163,6 +166,11 @@ func (e *Engine) RemoveNetwork(ctx context.Context, tenantRef, instanceRef, netR
 		}
 		var accounts []string
 		if len(left) >= 2 {
+			for _, l := range links {
+				if err := retype(ctx, s, l, len(left)); err != nil {
+					return err
+				}
+			}
 			actionID, accounts, err = queueEdits(ctx, s, t.UUID, inst.UUID, links, nil)
 		} else {
 			var ia wimro.InstanceAction
@@ -191,4 +199,21 @@ func queueDeletesOf(ctx context.Context, s *persistence.Store, t wimro.Tenant, i
 		}
 	}
 	return ia, accounts, nil
+}
+
+// retype records the service type of a layer-2 link grown or shrunk to n
+// datacenters: an ELAN past two (or when made multipoint), else an ELINE.
+// An L3VPN stays one whatever its number of sites.
+func retype(ctx context.Context, s *persistence.Store, l wimro.WANLink, n int) error {
+	if l.ServiceType == string(connectors.ServiceL3VPN) {
+		return nil
+	}
+	typ := connectors.ServiceTypeFor(n)
+	if l.Multipoint {
+		typ = connectors.ServiceELAN
+	}
+	if l.ServiceType == string(typ) {
+		return nil
+	}
+	return s.SetWANLinkServiceType(ctx, l.UUID, string(typ))
 }

@@ -49,3 +49,10 @@ func (s *Store) DeleteWANLink(ctx context.Context, id string) error {
 	_, err := s.exec(ctx, "instance_wim_nets", `DELETE FROM instance_wim_nets WHERE uuid = $1`, id)
 	return err
 }
+
+// SetWANLinkServiceType records the service type a WAN link is made as,
+// when a scale out or in changes it (an ELINE grown to an ELAN and back).
+func (s *Store) SetWANLinkServiceType(ctx context.Context, id, serviceType string) error {
+	_, err := s.exec(ctx, "instance_wim_nets", `UPDATE instance_wim_nets SET service_type = $2 WHERE uuid = $1`, id, serviceType)
+	return err
+}

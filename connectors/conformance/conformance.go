@@ -411,7 +411,7 @@ func (s *suite) edit(t *testing.T) {
 	c := s.h.New(t)
 	key := newKey()
 	id, connInfo := s.create(t, c, key, 0)
-	req := connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: s.h.Points(1)}
+	req := connectors.Request{Key: key, Type: s.typ(), Points: s.h.Points(1)}
 	newInfo, err := c.EditService(t.Context(), id, connInfo, req)
 	if !s.h.Capabilities.Edit {
 		if err == nil || connectors.KindOf(err) != connectors.KindPermanent {
@@ -442,7 +442,7 @@ func (s *suite) edit(t *testing.T) {
 	}
 	s.checkEndpoints(t, svc, s.h.Points(1))
 
-	_, err = c.EditService(t.Context(), uuid.NewString(), nil, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(2)})
+	_, err = c.EditService(t.Context(), uuid.NewString(), nil, connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(2)})
 	if !connectors.IsNotFound(err) {
 		t.Fatalf("EditService(unknown) error = %v (kind %s), want NotFound", err, connectors.KindOf(err))
 	}
@@ -454,7 +454,7 @@ func (s *suite) edit(t *testing.T) {
 // service only.
 func (s *suite) replace(t *testing.T, c connectors.Connector, old string, oldInfo map[string]any) {
 	moved := []connectors.ConnectionPoint{s.h.Points(1)[0], s.h.Points(0)[1]}
-	req := connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: moved}
+	req := connectors.Request{Key: newKey(), Type: s.typ(), Points: moved}
 	if !s.h.Capabilities.MakeBeforeBreak {
 		if err := c.DeleteService(t.Context(), old, oldInfo); err != nil {
 			t.Fatalf("break-before-make: DeleteService(%s): %v", old, err)
@@ -673,7 +673,7 @@ func (s *suite) cancelledContext(t *testing.T) {
 		}},
 		{"GetServiceStatus", func() error { _, err := c.GetServiceStatus(ctx, id, connInfo); return err }},
 		{"EditService", func() error {
-			_, err := c.EditService(ctx, id, connInfo, connectors.Request{Key: newKey(), Type: connectors.ServiceELINE, Points: s.h.Points(2)})
+			_, err := c.EditService(ctx, id, connInfo, connectors.Request{Key: newKey(), Type: s.typ(), Points: s.h.Points(2)})
 			return err
 		}},
 		{"DeleteService", func() error { return c.DeleteService(ctx, id, connInfo) }},
