@@ -178,6 +178,15 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{17, func(t *testing.T) {
+			var tables, cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wim_process_leases'`).Scan(&tables)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public'
+				AND table_name = 'wim_account_leases' AND column_name = 'proc_epoch'`).Scan(&cols)
+			if tables != 0 || cols != 0 {
+				t.Errorf("version 17: wim_process_leases %d, wim_account_leases.proc_epoch %d, want neither", tables, cols)
+			}
+		}},
 		{16, func(t *testing.T) {
 			var tables int
 			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public'

@@ -424,13 +424,13 @@ func TestLeaseLossesCounted(t *testing.T) {
 			return func() {}
 		}},
 		{name: "renewals held past the local bound", reason: "local_bound", lose: func(t *testing.T, b *bundle, account string) func() {
-			// Another session holds the lease row: every renewal waits
-			// for it and gives up at its deadline.
+			// Another session holds the process lease row: every
+			// renewal waits for it and gives up at its deadline.
 			tx, err := b.db.Pool().Begin(b.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, account); err != nil {
+			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_process_leases WHERE owner = 'only' FOR UPDATE`); err != nil {
 				t.Fatal(err)
 			}
 			return func() { tx.Rollback(context.Background()) }
