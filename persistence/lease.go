@@ -47,10 +47,18 @@ const leaseLive = `EXISTS (SELECT 1 FROM wim_process_leases p WHERE p.owner = l.
 // StartProcessLease starts a run of owner: a process lease under a new
 // epoch, valid for ttl. The account leases of the owner's earlier epochs
 // are free from now on (a restarted process drops what its previous run
-// held; it takes them again under the new epoch).
+// held; it takes them again under the new epoch). It also deletes the
+// expired process leases nothing refers to any more (wimd names its
+// owner per boot, so each start adds a row): a missing row is as dead as
+// an expired one, and an owner without account lease rows has nothing an
+// epoch started again at 1 could revive.
 func (s *Store) StartProcessLease(ctx context.Context, owner string, ttl time.Duration) (ProcessLease, error) {
 	p := ProcessLease{Owner: owner}
 	err := s.q.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM wim_process_leases p
+			WHERE p.expires_at < now() AND p.owner <> $1
+			  AND NOT EXISTS (SELECT 1 FROM wim_account_leases l WHERE l.owner = p.owner))
 		INSERT INTO wim_process_leases AS p (owner, epoch, expires_at) VALUES ($1, 1, now() + $2::interval)
 		ON CONFLICT (owner) DO UPDATE SET epoch = p.epoch + 1, expires_at = excluded.expires_at
 		RETURNING epoch`, owner, ttl).Scan(&p.Epoch)

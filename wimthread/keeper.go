@@ -377,8 +377,8 @@ func (k *keeper) take(ctx context.Context, missing []string) {
 	if taken > 0 {
 		k.logger.Info("took account leases", slog.Int("accounts", taken), slog.Int64("epoch", k.proc.Epoch))
 	}
-	if n := len(missing) - taken; n > 0 && len(missing) > 0 {
-		k.logger.Debug("account leases held elsewhere or not taken yet", slog.Int("accounts", n))
+	if n := len(missing) - taken; n > 0 {
+		k.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))
 	}
 }
 
