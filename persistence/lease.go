@@ -142,6 +142,8 @@ const (
 // (same epoch: kept), held under a dead process lease (expired, or an
 // earlier epoch of its owner), or held by the previous schema's rules and
 // expired. The account epoch grows with every new holder or process epoch.
+// Rows are locked in account order, as ReleaseLeases locks them: a take
+// and a release of overlapping accounts deadlocked otherwise.
 const takeSQL = `
 		WITH me AS (
 			SELECT owner, epoch FROM wim_process_leases
@@ -150,6 +152,7 @@ const takeSQL = `
 		SELECT a.uuid, me.owner, 1, me.epoch, 'infinity'
 		FROM wim_accounts a CROSS JOIN me
 		WHERE a.uuid = ANY($3::uuid[])
+		ORDER BY a.uuid
 		ON CONFLICT (account_id) DO UPDATE
 		SET owner = excluded.owner, proc_epoch = excluded.proc_epoch, expires_at = excluded.expires_at,
 		    epoch = CASE WHEN l.owner = excluded.owner AND l.proc_epoch = excluded.proc_epoch THEN l.epoch ELSE l.epoch + 1 END
@@ -230,10 +233,15 @@ func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 	}
 	ids, owners, epochs := leaseArrays(leases)
 	_, err := s.exec(ctx, "wim_account_leases", `
-		WITH released AS (
+		WITH locked AS (
+			SELECT l.account_id FROM wim_account_leases l
+			JOIN unnest($1::uuid[], $2::text[], $3::bigint[]) AS k(id, owner, epoch)
+			  ON l.account_id = k.id AND l.owner = k.owner AND l.epoch = k.epoch
+			ORDER BY l.account_id
+			FOR UPDATE OF l),
+		released AS (
 			UPDATE wim_account_leases AS l SET owner = NULL, proc_epoch = NULL, expires_at = now()
-			FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS k(id, owner, epoch)
-			WHERE l.account_id = k.id AND l.owner = k.owner AND l.epoch = k.epoch
+			FROM locked WHERE l.account_id = locked.account_id
 			RETURNING l.account_id)
 		SELECT pg_notify($4, account_id::text) FROM released`, ids, owners, epochs, ChannelAccounts)
 	return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -317,21 +318,26 @@ func (k *keeper) releaseGivenUp(ctx context.Context) {
 	signal(k.wakeClaim)
 }
 
-// releaseLeases gives leases back; one that fails stays held in the
-// database under the process lease, and the next renewal, counting it,
-// releases it again (reconcile).
+// releaseLeases gives leases back, a chunk at a time (as take); one that
+// fails stays held in the database under the process lease, and the next
+// renewal, counting it, releases it again (reconcile).
 func (k *keeper) releaseLeases(ctx context.Context, release []persistence.Lease) {
-	if len(release) == 0 {
-		return
-	}
-	err := k.do(ctx, func(ctx context.Context, st *persistence.Store) error { return st.ReleaseLeases(ctx, release) })
-	if err != nil {
-		if ctx.Err() == nil {
-			k.logger.Warn("release account leases", slog.Int("accounts", len(release)), slog.Any("error", err))
+	// In account order, chunk after chunk, as takes lock them.
+	slices.SortFunc(release, func(a, b persistence.Lease) int { return strings.Compare(a.AccountID, b.AccountID) })
+	released := 0
+	for chunk := range slices.Chunk(release, takeChunk) {
+		err := k.do(ctx, func(ctx context.Context, st *persistence.Store) error { return st.ReleaseLeases(ctx, chunk) })
+		if err != nil {
+			if ctx.Err() == nil {
+				k.logger.Warn("release account leases", slog.Int("accounts", len(release)-released), slog.Any("error", err))
+			}
+			break
 		}
-		return
+		released += len(chunk)
 	}
-	k.logger.Info("released account leases", slog.Int("accounts", len(release)))
+	if released > 0 {
+		k.logger.Info("released account leases", slog.Int("accounts", released))
+	}
 }
 
 // takeChunk is how many account leases one statement takes: 100,000 in
@@ -341,11 +347,22 @@ func (k *keeper) releaseLeases(ctx context.Context, release []persistence.Lease)
 const takeChunk = 2000
 
 // take takes the leases it can of missing, under the process lease, a
-// chunk at a time.
+// chunk at a time, for up to one SweepEvery: the rest waits for the next
+// round, which starts at once while takes succeed, so the claims in
+// flight are renewed every SweepEvery however many accounts arrive
+// together.
 func (k *keeper) take(ctx context.Context, missing []string) {
-	taken := 0
+	slices.Sort(missing) // in account order, as releases lock them
+	tried, taken := 0, 0
+	until := time.Now().Add(k.every)
 	for chunk := range slices.Chunk(missing, takeChunk) {
 		if k.proc.Epoch == 0 || ctx.Err() != nil {
+			break
+		}
+		if time.Now().After(until) {
+			if taken > 0 {
+				signal(k.kick) // progress: go on at once, else at the next tick
+			}
 			break
 		}
 		start := time.Now()
@@ -372,12 +389,13 @@ func (k *keeper) take(ctx context.Context, missing []string) {
 			t.leases[l.AccountID] = l
 		}
 		t.mu.Unlock()
+		tried += len(chunk)
 		taken += len(got)
 	}
 	if taken > 0 {
 		k.logger.Info("took account leases", slog.Int("accounts", taken), slog.Int64("epoch", k.proc.Epoch))
 	}
-	if n := len(missing) - taken; n > 0 {
+	if n := tried - taken; n > 0 {
 		k.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))
 	}
 }
