@@ -9,7 +9,8 @@
 // Two modes: None (this process owns every account and runs every chore)
 // and Consul (processes split the accounts through Consul). Whatever the
 // coordinator says, PostgreSQL has the last word: the Runner drives an
-// account only while it holds that account's lease row. Consul decides
+// account only while it holds that account's lease row (valid while its
+// process lease is: wimthread's doc, "The process lease"). Consul decides
 // who should own an account; PostgreSQL decides who may.
 //
 // # Consul keys
@@ -147,7 +148,8 @@
 // is no longer wanted first (the whole folder of a member gone), then
 // writes folder markers and new assignments. An account moves only once
 // its previous owner let go: its PostgreSQL lease is free (released, or
-// expired: LeaseHolders lists only leases not expired) or already the new
+// its holder's process lease expired: LeaseHolders lists only leases
+// held under a valid process lease) or already the new
 // owner's (the lease owner's instance id is the member id), or its holder
 // has been out of the membership for one session TTL (long enough to
 // re-create a session after Consul restarts; its lease then expires on its

@@ -178,11 +178,20 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
-		{19, func(t *testing.T) {
+		{20, func(t *testing.T) {
 			// Version 21 (wim types) is undone: an l2nm WIM is refused again.
 			_, err := db.ExecContext(ctx, `INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000021', 'w21', 'l2nm', 'http://x')`)
 			if err == nil || !strings.Contains(err.Error(), "wims_type_check") {
-				t.Errorf("version 19: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+				t.Errorf("version 20: an l2nm WIM: %v, want wims_type_check to refuse it", err)
+			}
+		}},
+		{19, func(t *testing.T) {
+			var tables, cols int
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema='public' AND table_name = 'wim_process_leases'`).Scan(&tables)
+			db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns WHERE table_schema='public'
+				AND table_name = 'wim_account_leases' AND column_name = 'proc_epoch'`).Scan(&cols)
+			if tables != 0 || cols != 0 {
+				t.Errorf("version 19: wim_process_leases %d, wim_account_leases.proc_epoch %d, want neither", tables, cols)
 			}
 		}},
 		{18, func(t *testing.T) {

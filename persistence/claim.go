@@ -95,7 +95,7 @@ var claimSQL = `
 		SELECT l.account_id, l.epoch, COALESCE(f.free, $4::int) AS free
 		FROM wim_account_leases l
 		LEFT JOIN unnest($2::uuid[], $3::int[]) AS f(id, free) ON f.id = l.account_id
-		WHERE l.owner = $1 AND l.expires_at > now()),
+		WHERE l.owner = $1 AND ` + leaseLive + `),
 	candidates AS (
 		SELECT c.instance_action_id, c.task_index, c.run_after, c.seq, le.epoch,
 		       row_number() OVER (PARTITION BY le.account_id ORDER BY c.run_after, c.seq) AS turn
@@ -195,7 +195,7 @@ var (
 			  AND ` + linkHead + `
 			ORDER BY a.run_after, a.seq
 			LIMIT 1) n
-		WHERE l.owner = $1 AND l.expires_at > now()`
+		WHERE l.owner = $1 AND ` + leaseLive
 )
 
 type claimedRow struct {

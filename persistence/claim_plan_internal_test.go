@@ -37,7 +37,8 @@ func queueTables(exec func(sql string, args ...any), accounts, busy, done, total
 		INSERT INTO vim_wim_actions (instance_action_id, task_index, wim_account_id, action, item_id, status)
 		SELECT '00000000-0000-0000-0000-000000000003', i, acc.uuid, 'CREATE', gen_random_uuid(), CASE WHEN i < $1 THEN 'DONE' ELSE 'SCHEDULED' END
 		FROM generate_series(0, $2 - 1) i JOIN acc ON acc.n = i % $3`, done, total, busy)
-	exec(`INSERT INTO wim_account_leases (account_id, owner, epoch, expires_at) SELECT uuid, 'P', 1, now() + interval '1 hour' FROM wim_accounts`)
+	exec(`INSERT INTO wim_process_leases (owner, epoch, expires_at) VALUES ('P', 1, now() + interval '1 hour')`)
+	exec(`INSERT INTO wim_account_leases (account_id, owner, epoch, proc_epoch, expires_at) SELECT uuid, 'P', 1, 1, 'infinity' FROM wim_accounts`)
 }
 
 // TestClaimPlans checks the plans of the claim statements on 100 accounts
@@ -98,9 +99,10 @@ func TestClaimPlanWithoutStatistics(t *testing.T) {
 		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`) // no ANALYZE behind the test's back
 	}
 	queueTables(exec, 10000, 100, 0, 2000)
-	// The leases renewed and the actions touched, still without statistics.
+	// The leases taken again and the actions touched, still without
+	// statistics.
 	for range 3 {
-		exec(`UPDATE wim_account_leases SET expires_at = expires_at + interval '1 second'`)
+		exec(`UPDATE wim_account_leases SET epoch = epoch + 1`)
 	}
 	exec(`UPDATE vim_wim_actions SET modified_at = now()`)
 

@@ -13,7 +13,8 @@ import (
 )
 
 // claimWorld is four accounts of owner P's view: a and b leased to P, c
-// leased to Q, d leased to P but expired. Each account has links with a
+// leased to Q, d leased to P but under an earlier epoch of its process
+// lease (dead). Each account has links with a
 // CREATE then a DELETE queued; a also has a link whose CREATE is due in an
 // hour, and b an action whose link was deleted.
 type claimWorld struct {
@@ -101,7 +102,7 @@ func newClaimWorld(t *testing.T, b *bundle) *claimWorld {
 	w.leaseA, w.leaseB = lease(t, b, w.a, "P"), lease(t, b, w.b, "P")
 	lease(t, b, w.c, "Q")
 	lease(t, b, w.d, "P")
-	if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET expires_at = now() - interval '1 second' WHERE account_id = $1`, w.d); err != nil {
+	if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET proc_epoch = proc_epoch - 1 WHERE account_id = $1`, w.d); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -215,7 +216,7 @@ func TestClaimDueAcrossAccounts(t *testing.T) {
 	// The lease taken again after it expired has a new epoch, and the
 	// claim reports it: the supervisor drops rows of an epoch it does not
 	// know.
-	if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET expires_at = now() - interval '1 second' WHERE account_id = $1`, w.d); err != nil {
+	if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET proc_epoch = proc_epoch - 1 WHERE account_id = $1`, w.d); err != nil {
 		t.Fatal(err)
 	}
 	ld := lease(t, b, w.d, "P")

@@ -35,7 +35,7 @@ func (s *Store) ClaimActions(ctx context.Context, lease Lease, claim string, ttl
 			  AND `+linkHead+`
 			  AND EXISTS (
 				SELECT 1 FROM wim_account_leases l
-				WHERE l.account_id = $1 AND l.owner = $6 AND l.epoch = $7 AND l.expires_at > now())
+				WHERE l.account_id = $1 AND l.owner = $6 AND l.epoch = $7 AND `+leaseLive+`)
 			ORDER BY a.run_after, a.seq
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED

@@ -111,8 +111,8 @@ const recordLinkStatusSQL = `
 		WHERE l.uuid = $1 AND l.status = $2 AND l.wim_account_id = $3
 		  AND (l.status IS DISTINCT FROM $6 OR l.error_msg IS DISTINCT FROM $7)
 		  AND EXISTS (
-			SELECT 1 FROM wim_account_leases k
-			WHERE k.account_id = $3 AND k.owner = $4 AND k.epoch = $5 AND k.expires_at > now())
+			SELECT 1 FROM wim_account_leases l
+			WHERE l.account_id = $3 AND l.owner = $4 AND l.epoch = $5 AND ` + leaseLive + `)
 		  AND NOT EXISTS (
 			SELECT 1 FROM vim_wim_actions u
 			WHERE u.item = 'instance_wim_nets' AND u.item_id = $1 AND (u.status IN ('SCHEDULED', 'BUILD') OR u.seq > $8))

@@ -72,7 +72,7 @@ type Finished struct {
 // the actions once per (outcome, owned account) pair: 100 times the work
 // at 100 accounts.
 const leaseHeld = `COALESCE((
-			SELECT l.owner = o.owner AND l.epoch = o.epoch AND l.expires_at > now()
+			SELECT l.owner = o.owner AND l.epoch = o.epoch AND ` + leaseLive + `
 			FROM wim_account_leases l WHERE l.account_id = a.wim_account_id), false)`
 
 // finishSQL writes a batch of outcomes in one statement, so in one round

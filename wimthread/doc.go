@@ -36,8 +36,9 @@
 //     get one increment per instance action per batch, appended as a row
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
-//   - One lease keeper per process (the keeper part) takes,
-//     renews and releases the account leases and renews the claims in
+//   - One lease keeper per process (the keeper part) renews the
+//     process lease (one row, whatever the number of accounts), takes and
+//     releases the account leases held under it and renews the claims in
 //     flight, every SweepEvery, on a connection of its own outside the
 //     pool (persistence.Session), each statement within Lease/4: however
 //     busy the pool, however slow the controllers, a renewal never waits
@@ -51,9 +52,9 @@
 // cancels it and waits):
 //
 //   - keeper (keeper.go): the lease and claim renewal, on its connection;
-//     takes, renews and releases the leases, moves their local bounds,
-//     starts and stops driving accounts, and reports LeaseHealth. One
-//     goroutine.
+//     renews the process lease and moves its local bound, takes and
+//     releases the account leases, starts and stops driving accounts, and
+//     reports LeaseHealth. One goroutine.
 //   - claimer (claimer.go): the claim statements, on its pinned
 //     connection, and the actions it starts (a goroutine each, counted so
 //     Stop can wait for them). One goroutine besides the actions.
@@ -143,24 +144,61 @@
 //     live process (the cluster leader's chores.Rescuer, once there is a
 //     leader) returns expired claims to the queue.
 //
+// # The process lease
+//
+// Each process holds one lease of its own (wim_process_leases: its owner
+// name, the epoch of its current run, an expiry), and each account lease
+// names its holder's owner and epoch: an account lease is held while
+// that process lease is valid. So a renewal is one row, however many
+// accounts the process holds (each account lease was a row written every
+// round, and at 50,000 accounts one renewal did not finish within a
+// quarter of the lease).
+//
+//   - Started with a new epoch by the keeper's first round (and again
+//     after it was lost): the account leases of the owner's earlier epochs
+//     are free from then on.
+//   - Renewed every SweepEvery, only while still valid: an epoch whose
+//     lease expired is dead for good. A renewal that finds it dead stops
+//     every account at once and starts a new epoch, which takes the
+//     accounts again (the account epochs grow).
+//   - An account is taken with one row, in chunks of 2,000 accounts per
+//     statement (each chunk renews the process lease too), and only when
+//     it is free: never taken, released, already this process's, or held
+//     under a dead process lease. The taker first marks an expired
+//     holder's lease dead under that row's lock, so a renewal begun
+//     before the expiry either committed first (nothing is taken) or
+//     finds its lease dead: never two holders.
+//   - Released one row per account (reassigned away, or on Stop), which
+//     hands the account over at once; on Stop the process lease is ended
+//     too.
+//   - Each renewal also counts the account leases the database holds
+//     under the epoch (an index-only read); when the count differs from
+//     the process's own, it reads which: one missing there was lost (the
+//     account stops), one there and not here is held again when wanted
+//     and released otherwise (a release that failed is retried so).
+//
 // # What a lease guarantees
 //
-// Each lease and each claim also has a local validity bound: the start of
-// the statement that last took or renewed it, on the process's monotonic
-// clock (time.Now carries it), plus Lease, minus a margin of Lease/5 (for
-// the time from a check to the request reaching the controller, and for
-// the drift between this clock and the database's). The database set the
+// The process lease and each claim also have a local validity bound: the
+// start of the statement that last renewed it (a renewal, or a take,
+// which renews the process lease), on the process's monotonic clock
+// (time.Now carries it), plus Lease, minus a margin of Lease/5 (for the
+// time from a check to the request reaching the controller, and for the
+// drift between this clock and the database's). The database set the
 // expiry to its now() + Lease after that start, so while the bound holds
-// no other process can have taken the lease or the claim. (So
+// no other process can have taken the process's account leases or the
+// claim. Every account lease held has the process lease's bound. (So
 // Options.SweepEvery must stay well under Lease*4/5: the default Lease/3
 // leaves room for two failed renewals.)
 //
-//   - When a lease's bound passes without a renewal (the database away or
-//     slow, the process paused or starved), the account is stopped at once
+//   - When the bound passes without a renewal (the database away or slow,
+//     the process paused or starved), every account is stopped at once
 //     (its context cancelled, no new claims) and no longer reported as
 //     owned (Owned, Accounts, wimro_accounts_owned); the keeper's next
-//     round takes the lease again if it can, under the same epoch if it
-//     was still its own. This does not wait for a later renewal to say the lease is lost.
+//     round renews the process lease if it can, under the same epoch if
+//     it is still valid, and holds its account leases again without
+//     writing them. This does not wait for a later renewal to say the
+//     lease is lost.
 //   - Right before every call that changes the controller, the action's
 //     lease and claim bounds are checked (connectors.WithFence): by the
 //     account's connector wrapper before each create, edit and delete,

@@ -22,16 +22,17 @@ var ErrFenced = errors.New("lease or claim past its local validity bound; nothin
 // machine's clock and the database's over one lease.
 func boundMargin(lease time.Duration) time.Duration { return lease / 5 }
 
-// leaseBound is the local validity bound of one lease: until when this
-// process may act on it without hearing from the database again. It is
-// measured on the monotonic clock from the start of the statement that
-// last took or renewed the lease (the database set expires_at = now() +
-// Lease after that start), minus boundMargin.
+// leaseBound is the local validity bound of the process lease, and so of
+// every account lease held under it: until when this process may act on
+// them without hearing from the database again. It is measured on the
+// monotonic clock from the start of the statement that last renewed the
+// process lease (the database set expires_at = now() + Lease after that
+// start), minus boundMargin.
 type leaseBound struct {
 	base  time.Time     // monotonic origin of until
 	until atomic.Int64  // nanoseconds after base
 	ttl   time.Duration // the lease minus the margin
-	// timer stops the account when the bound passes (table.expire);
+	// timer stops the accounts when the bound passes (table.expire);
 	// reset by each renewal, under table.mu.
 	timer *time.Timer
 }
@@ -107,7 +108,7 @@ func (f *actionFence) check() error {
 	switch {
 	case !f.a.bound.valid():
 		err = fmt.Errorf("account lease (epoch %d): %w", f.a.lease.Epoch, ErrFenced)
-		f.t.expire(f.a.id, f.a.bound)
+		f.t.expire(f.a.bound)
 	case time.Since(f.renewal.since(f.claimed, f.recorded)) >= f.lease-boundMargin(f.lease):
 		err = fmt.Errorf("action claim: %w", ErrFenced)
 	default:

@@ -36,14 +36,15 @@ func TestLeasePastItsLocalBoundIsNotOwned(t *testing.T) {
 	sig.AccountDriven.Wait(t, patience, "the account driven")
 	owned("the account taken", 1)
 
-	// Another session holds the lease row: every renewal waits for it and
-	// gives up at its deadline, as with a database that does not answer.
+	// Another session holds the process lease row: every renewal waits
+	// for it and gives up at its deadline, as with a database that does
+	// not answer.
 	tx, err := b.db.Pool().Begin(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, ids[0]); err != nil {
+	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_process_leases WHERE owner = 'only' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
 	blocked := time.Now()

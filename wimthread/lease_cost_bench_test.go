@@ -16,7 +16,8 @@ import (
 // (30 s, renewed every 10 s) and the new one (5 s, renewed every 1.67 s),
 // in the same run on the same server: statements per second (every
 // transaction of the database, the renewals and the claimer's polls), the
-// lease rows updated per second, and the server's CPU (user+sys of the
+// lease rows updated per second (account and process leases: since the
+// process lease, a renewal is one row), and the server's CPU (user+sys of the
 // postmaster and its backends) as a share of one core. A shorter lease is
 // what makes a dead process's accounts move within seconds (issue 31).
 func BenchmarkLeaseRenewalCost(b *testing.B) {
@@ -56,7 +57,7 @@ func leaseRenewalCost(b *testing.B, lease time.Duration) {
 			if err := watch.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&xacts); err != nil {
 				b.Fatal(err)
 			}
-			if err := watch.QueryRow(ctx, `SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'wim_account_leases'`).Scan(&updated); err != nil {
+			if err := watch.QueryRow(ctx, `SELECT COALESCE(sum(n_tup_upd), 0)::bigint FROM pg_stat_user_tables WHERE relname IN ('wim_account_leases', 'wim_process_leases')`).Scan(&updated); err != nil {
 				b.Fatal(err)
 			}
 			return xacts, updated
@@ -78,7 +79,8 @@ func leaseRenewalCost(b *testing.B, lease time.Duration) {
 			b.ReportMetric(100*(cpu1-cpu0).Seconds()/sec, "%cpu-postgres")
 		}
 		var held int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND expires_at > now()`, owner).Scan(&held); err != nil || held != accounts {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM wim_account_leases l JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch
+			WHERE l.owner = $1 AND p.expires_at > now()`, owner).Scan(&held); err != nil || held != accounts {
 			b.Fatalf("%d leases held, want %d (%v)", held, accounts, err)
 		}
 		watch.Close(context.Background())

@@ -420,20 +420,24 @@ func TestLeaseLossesCounted(t *testing.T) {
 		lose func(t *testing.T, b *bundle, account string) func()
 	}{
 		{name: "taken by another process", reason: "renewal", lose: func(t *testing.T, b *bundle, account string) func() {
-			if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET owner = 'another', epoch = epoch + 1,
-				expires_at = now() + interval '1 hour' WHERE account_id = $1`, account); err != nil {
+			// Another process, alive for an hour, holds it now.
+			if _, err := b.db.Pool().Exec(b.ctx, `INSERT INTO wim_process_leases (owner, epoch, expires_at) VALUES ('another', 1, now() + interval '1 hour')`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.db.Pool().Exec(b.ctx, `UPDATE wim_account_leases SET owner = 'another', epoch = epoch + 1, proc_epoch = 1
+				WHERE account_id = $1`, account); err != nil {
 				t.Fatal(err)
 			}
 			return func() {}
 		}},
 		{name: "renewals held past the local bound", reason: "local_bound", lose: func(t *testing.T, b *bundle, account string) func() {
-			// Another session holds the lease row: every renewal waits
-			// for it and gives up at its deadline.
+			// Another session holds the process lease row: every
+			// renewal waits for it and gives up at its deadline.
 			tx, err := b.db.Pool().Begin(b.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, account); err != nil {
+			if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_process_leases WHERE owner = 'only' FOR UPDATE`); err != nil {
 				t.Fatal(err)
 			}
 			return func() { tx.Rollback(context.Background()) }

@@ -74,7 +74,8 @@ func scaleAccounts(b *testing.B, monitor time.Duration) {
 		startup := time.Since(start)
 		// The workers run because their leases are held: the rows say so.
 		var leases int
-		if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND expires_at > now()`, owner).Scan(&leases); err != nil {
+		if err := bd.db.Pool().QueryRow(bd.ctx, `SELECT count(*) FROM wim_account_leases l JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch
+			WHERE l.owner = $1 AND p.expires_at > now()`, owner).Scan(&leases); err != nil {
 			b.Fatal(err)
 		}
 		if leases != accounts {

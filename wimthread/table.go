@@ -12,8 +12,8 @@ import (
 
 // table is what the keeper, the claimer, the completer and the monitors
 // share about the accounts: which ones the process should own, the leases
-// it holds with their local bounds, the accounts it drives and the links
-// with an action in flight. One mutex guards it all (and the inflight,
+// it holds and the local bound of the process lease they hang from, the
+// accounts it drives and the links with an action in flight. One mutex guards it all (and the inflight,
 // running and stopping fields of each account).
 type table struct {
 	lease   time.Duration
@@ -23,9 +23,12 @@ type table struct {
 	mu     sync.Mutex
 	want   map[string]bool
 	leases map[string]persistence.Lease
-	// bounds are the local validity bounds of the leases held (fence.go):
-	// a lease past its bound is dropped, its account stopped.
-	bounds map[string]*leaseBound
+	// proc is the local validity bound of the process lease (fence.go),
+	// which every lease held hangs from: once it passes, every lease is
+	// dropped and every account stopped. nil while the process holds no
+	// valid process lease; a bound that passed is never revived (accounts
+	// stopped under it keep it), the next renewal starts another.
+	proc *leaseBound
 	// base is the monotonic origin of the bounds.
 	base time.Time
 	// accounts are the accounts driven, and those stopping (no new claims)
@@ -45,7 +48,6 @@ func newTable(lease time.Duration, logger *slog.Logger, metrics *Metrics) *table
 		lease: lease, logger: logger, metrics: metrics,
 		want:     map[string]bool{},
 		leases:   map[string]persistence.Lease{},
-		bounds:   map[string]*leaseBound{},
 		base:     time.Now(),
 		accounts: map[string]*account{},
 		busy:     map[string]bool{},
@@ -88,10 +90,7 @@ func (t *table) clear() []persistence.Lease {
 		leases = append(leases, l)
 	}
 	clear(t.leases)
-	for _, b := range t.bounds {
-		b.timer.Stop()
-	}
-	clear(t.bounds)
+	t.retire()
 	clear(t.accounts)
 	clear(t.busy)
 	clear(t.foreign)
@@ -126,10 +125,11 @@ func (t *table) owned() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ids := make([]string, 0, len(t.leases))
+	if t.proc == nil || !t.proc.valid() {
+		return ids
+	}
 	for id := range t.leases {
-		if b := t.bounds[id]; b != nil && b.valid() {
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids
@@ -150,10 +150,6 @@ func (t *table) active(id string) *account {
 // with t.mu held.
 func (t *table) dropLease(id string) {
 	delete(t.leases, id)
-	if b := t.bounds[id]; b != nil {
-		b.timer.Stop()
-		delete(t.bounds, id)
-	}
 	if a := t.accounts[id]; a != nil {
 		a.stop()
 		if a.inflight == 0 {
@@ -162,39 +158,69 @@ func (t *table) dropLease(id string) {
 	}
 }
 
-// holdLease records lease l, taken or renewed by a statement sent at
-// start, with its local bound. Call with t.mu held.
-func (t *table) holdLease(l persistence.Lease, start time.Time) {
-	id := l.AccountID
-	if old := t.bounds[id]; old != nil {
-		old.timer.Stop()
+// renewed moves the bound of the process lease to start (the statement
+// that renewed it, or took leases under it, was sent then), or starts a
+// new bound when there is none. Call with t.mu held.
+func (t *table) renewed(start time.Time) {
+	if b := t.proc; b != nil && !b.valid() {
+		t.lapse(b) // passed before its timer ran: dropped as if it had
 	}
-	t.leases[id] = l
+	if b := t.proc; b != nil {
+		b.extend(start)
+		b.timer.Reset(b.left())
+		return
+	}
 	b := newLeaseBound(t.base, start, t.lease)
-	b.timer = time.AfterFunc(b.left(), func() { t.expire(id, b) })
-	t.bounds[id] = b
+	b.timer = time.AfterFunc(b.left(), func() { t.expire(b) })
+	t.proc = b
 }
 
-// expire drops a lease whose local bound passed without a renewal: this
-// process can no longer prove it holds it (the database may be away, or
-// the process was paused), so it stops the account now (no new claims,
-// its running actions cancelled and written back as interrupted) and
-// stops reporting it as owned. The keeper's next round takes the lease
-// again if it can (under the same epoch if it is still its own). Its
-// actions' controller calls check the same bound (actionFence), so none
-// is sent past it even before this runs.
-func (t *table) expire(id string, b *leaseBound) {
+// retire forgets the bound of the process lease. Call with t.mu held.
+func (t *table) retire() {
+	if t.proc != nil {
+		t.proc.timer.Stop()
+		t.proc = nil
+	}
+}
+
+// dropAll drops every lease (see dropLease), counting each lost for
+// reason, and retires the process lease's bound. It returns how many it
+// dropped. Call with t.mu held.
+func (t *table) dropAll(reason string) int {
+	n := len(t.leases)
+	for id := range t.leases {
+		t.dropLease(id)
+		t.metrics.leaseLost(reason)
+		t.signals.LeaseLost.Send(leaseLoss{id, reason})
+	}
+	t.retire()
+	return n
+}
+
+// expire drops the leases when the process lease's bound b passed without
+// a renewal: this process can no longer prove it holds them (the database
+// may be away, or the process was paused), so it stops every account now
+// (no new claims, its running actions cancelled and written back as
+// interrupted) and stops reporting them as owned. The keeper's next round
+// renews the process lease if it can (under the same epoch if it is still
+// valid) and holds the leases again. Actions' controller calls check the
+// same bound (actionFence), so none is sent past it even before this
+// runs.
+func (t *table) expire(b *leaseBound) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.bounds[id] != b || b.valid() {
-		return // renewed, or dropped already
+	if t.proc != b || b.valid() {
+		return // renewed, or retired already
 	}
-	l := t.leases[id]
-	t.dropLease(id)
-	t.metrics.leaseLost(lostLocalBound)
-	t.signals.LeaseLost.Send(leaseLoss{id, lostLocalBound})
-	t.logger.Warn("account lease not renewed within its local bound; the account is no longer driven here",
-		slog.String("account_id", id), slog.Int64("epoch", l.Epoch), slog.Duration("bound", b.ttl))
+	t.lapse(b)
+}
+
+// lapse drops every lease: the process lease's bound b passed. Call with
+// t.mu held.
+func (t *table) lapse(b *leaseBound) {
+	n := t.dropAll(lostLocalBound)
+	t.logger.Warn("process lease not renewed within its local bound; no account is driven here until it is",
+		slog.Int("accounts", n), slog.Duration("bound", b.ttl))
 }
 
 // newAccount starts driving the account of lease l. Call with t.mu held
@@ -202,7 +228,7 @@ func (t *table) expire(id string, b *leaseBound) {
 func (t *table) newAccount(l persistence.Lease) *account {
 	ctx, cancel := context.WithCancel(t.ctx)
 	t.signals.AccountDriven.Send(l.AccountID)
-	return &account{id: l.AccountID, lease: l, bound: t.bounds[l.AccountID], ctx: ctx, cancel: cancel,
+	return &account{id: l.AccountID, lease: l, bound: t.proc, ctx: ctx, cancel: cancel,
 		log: t.logger.With(slog.String("account_id", l.AccountID)), signals: t.signals}
 }
 

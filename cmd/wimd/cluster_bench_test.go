@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +43,33 @@ var (
 // new code. Unset, the old settings run on the new code, which still
 // hands a clean leave over at once (a change of code, not of settings).
 const envOldWimd = "WIMRO_BENCH_OLD_WIMD"
+
+// envBeforeWimd names a wimd binary built from the code before the
+// process lease (git archive 6ac9176): BenchmarkClusterRebalance then
+// runs it with the new defaults as the path "before", beside "new", so
+// that the figure compares the leases, not the settings.
+const envBeforeWimd = "WIMRO_BENCH_BEFORE_WIMD"
+
+// envPaths limits BenchmarkClusterRebalance to the paths it names
+// ("new,before", "new"); unset: new and old (and before, when its binary
+// is given). A path that does not settle costs its 10 minutes.
+const envPaths = "WIMRO_BENCH_PATHS"
+
+// beforePath is the new defaults, run by the binary envBeforeWimd names.
+var beforePath = func() clusterPath { p := newPath; p.name = "before"; return p }()
+
+// rebalancePaths is the paths BenchmarkClusterRebalance runs, new first:
+// its figure is logged even if another never settles.
+func rebalancePaths() []clusterPath {
+	paths := []clusterPath{newPath, oldPath}
+	if os.Getenv(envBeforeWimd) != "" {
+		paths = []clusterPath{newPath, beforePath, oldPath}
+	}
+	if only := os.Getenv(envPaths); only != "" {
+		paths = slices.DeleteFunc(paths, func(p clusterPath) bool { return !slices.Contains(strings.Split(only, ","), p.name) })
+	}
+	return paths
+}
 
 func (p clusterPath) args(oldBinary bool) []string {
 	args := []string{"--session-ttl", p.sessionTTL.String(), "--leader-soak", p.leaderSoak.String(),
@@ -87,6 +117,15 @@ func pathCluster(b *testing.B, path clusterPath, n int, ids ...string) (*cluster
 	oldBinary := false
 	if bin := os.Getenv(envOldWimd); bin != "" && path.name == oldPath.name {
 		c.bin, oldBinary = bin, true
+	}
+	if bin := os.Getenv(envBeforeWimd); bin != "" && path.name == beforePath.name {
+		// Its schema is the one before the process lease: one step down.
+		cmd := exec.Command(c.bin, "migrate", "down")
+		cmd.Env = append(os.Environ(), c.env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("migrate down for the before path: %v\n%s", err, out)
+		}
+		c.bin = bin
 	}
 	args := path.args(oldBinary)
 	c.idleAccounts(n)
@@ -171,9 +210,7 @@ func BenchmarkClusterRebalance(b *testing.B) {
 				took := map[string]time.Duration{}
 				serving := map[string]time.Duration{}
 				moved := map[string]int{}
-				// The new path first: its figure is logged even if the old
-				// one never settles.
-				for _, path := range []clusterPath{newPath, oldPath} {
+				for _, path := range rebalancePaths() {
 					c, _, args := pathCluster(b, path, n, "w1", "w2")
 					start := time.Now()
 					c.startArgs("w3", nil, args...)
@@ -185,8 +222,14 @@ func BenchmarkClusterRebalance(b *testing.B) {
 						path.name, n, moved[path.name], took[path.name].Round(time.Millisecond), (took[path.name] - serving[path.name]).Round(time.Millisecond))
 				}
 				b.ReportMetric(took["new"].Seconds(), "s-rebalance-new")
-				b.ReportMetric(took["old"].Seconds(), "s-rebalance-old")
-				b.ReportMetric(took["old"].Seconds()/took["new"].Seconds(), "ratio-old/new")
+				if d, ok := took["old"]; ok {
+					b.ReportMetric(d.Seconds(), "s-rebalance-old")
+					b.ReportMetric(d.Seconds()/took["new"].Seconds(), "ratio-old/new")
+				}
+				if d, ok := took["before"]; ok {
+					b.ReportMetric(d.Seconds(), "s-rebalance-before")
+					b.ReportMetric(d.Seconds()/took["new"].Seconds(), "ratio-before/new")
+				}
 				b.ReportMetric((took["new"] - serving["new"]).Seconds(), "s-after-serving-new")
 				b.ReportMetric(float64(moved["new"]), "accounts-moved")
 				reportOldBinary(b)

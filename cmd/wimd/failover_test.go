@@ -260,7 +260,8 @@ func TestClusterMemberCutFromConsulKeepsItsAccounts(t *testing.T) {
 	}
 	pool := connect(t, c.db)
 	epochs := func() map[string]int64 {
-		rows, err := pool.Query(t.Context(), `SELECT account_id::text, epoch FROM wim_account_leases WHERE split_part(owner, '#', 1) = 'w3' AND expires_at > now()`)
+		rows, err := pool.Query(t.Context(), `SELECT l.account_id::text, l.epoch FROM wim_account_leases l JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch
+			WHERE split_part(l.owner, '#', 1) = 'w3' AND p.expires_at > now()`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,8 +310,8 @@ func TestClusterMemberCutFromConsulKeepsItsAccounts(t *testing.T) {
 			}
 		}
 		var renewed int
-		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM wim_account_leases
-			WHERE split_part(owner, '#', 1) = 'w3' AND expires_at - interval '3 seconds' > $1`, cutAt).Scan(&renewed); err != nil {
+		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM wim_account_leases l JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch
+			WHERE split_part(l.owner, '#', 1) = 'w3' AND p.expires_at - interval '3 seconds' > $1`, cutAt).Scan(&renewed); err != nil {
 			return false, err.Error()
 		}
 		return waiting > 0 && renewed == len(mine), fmt.Sprintf("%d waiting, %d of %d leases renewed since the cut", waiting, renewed, len(mine))

@@ -240,7 +240,8 @@ func TestPausedOwnerSendsNothingAfterItsLease(t *testing.T) {
 	pool := connect(t, c.db)
 	eventually.Until(t, time.Minute, survivor+" holding every account's lease", func() (bool, string) {
 		var n int
-		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM wim_account_leases WHERE split_part(owner, '#', 1) = $1 AND expires_at > now()`, survivor).Scan(&n)
+		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM wim_account_leases l JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch
+			WHERE split_part(l.owner, '#', 1) = $1 AND p.expires_at > now()`, survivor).Scan(&n)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -54,7 +54,8 @@ func (w *leaseWatch) poll(ctx context.Context, h *harness) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	rows, err := h.db.Query(ctx, `SELECT account_id::text, coalesce(owner, ''), epoch, owner IS NOT NULL AND expires_at > now() FROM wim_account_leases`)
+	rows, err := h.db.Query(ctx, `SELECT l.account_id::text, coalesce(l.owner, ''), l.epoch, COALESCE(p.expires_at > now(), false)
+		FROM wim_account_leases l LEFT JOIN wim_process_leases p ON p.owner = l.owner AND p.epoch = l.proc_epoch`)
 	if err != nil {
 		return // PostgreSQL away: a gap in the watch
 	}
