@@ -61,6 +61,11 @@ type e2eCase struct {
 	// qosRefused, when set, is a QoS the WIM's type cannot honour: the
 	// create asking it is a 400 naming the field, and writes nothing.
 	qosRefused map[string]any
+	// edited, when set, has the test change the VLAN of the first VLD's
+	// network in dcB (101) to 121 through the API once both links are
+	// ACTIVE; it returns what is wrong with the controller then ("" when
+	// it holds both services, that link's on VLANs 100 and 121).
+	edited func() string
 }
 
 // api is a small JSON client of a running wimd.
@@ -306,6 +311,14 @@ func runE2E(t *testing.T, c e2eCase) {
 		if problem := c.qosStored(); problem != "" {
 			t.Fatalf("QoS on the controller: %s", problem)
 		}
+	}
+	if c.edited != nil {
+		a.editVLAN(id, "dcB", 121)
+		eventually.Until(t, 30*time.Second, "the controller holding the edit", func() (bool, string) {
+			problem := c.edited()
+			return problem == "", problem
+		})
+		a.apiNoDrift("after the edit")
 	}
 	del := a.call("DELETE", "/openmano/t0/instances/"+id, nil)
 	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, del["action_id"]), 2)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/wimro/wimro/connectors"
 	"github.com/wimro/wimro/connectors/fake"
+	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/internal/testkit/pgtest"
 )
@@ -32,6 +34,59 @@ func netIn(t *testing.T, call func(method, path string, body any) map[string]any
 	}
 	t.Fatalf("instance %s has no network in %s", inst, dc)
 	return ""
+}
+
+// editVLAN changes the VLAN of instance inst's network in datacenter dc
+// (tenant t0) through the openmano API, as an orchestrator reports one,
+// waits until the action it answers is DONE, holding the EDIT of that
+// network's link, and every link ACTIVE again; it returns the action's id.
+func (c api) editVLAN(inst, dc string, vlan int) string {
+	c.t.Helper()
+	t := c.t.(*testing.T)
+	base := "/openmano/t0/instances/" + inst
+	net := netIn(t, c.call, inst, dc)
+	var vld, link any
+	for _, n := range c.call("GET", base, nil)["networks"].([]any) {
+		if m := n.(map[string]any); m["uuid"] == net {
+			vld = m["sce_net_id"]
+		}
+	}
+	for _, l := range c.call("GET", base+"/wan_links", nil)["wan_links"].([]any) {
+		if m := l.(map[string]any); m["sce_net_id"] == vld {
+			link = m["uuid"]
+		}
+	}
+	ans := c.call("PUT", base+"/networks/"+net, map[string]any{"network": map[string]any{"encapsulation_id": vlan}})
+	edit, _ := ans["action_id"].(string)
+	if edit == "" {
+		t.Fatalf("a VLAN change of an ACTIVE link answered no action: %v", ans)
+	}
+	act := c.waitAction(base+"/action/"+edit, 1)
+	if task := act["vim_wim_actions"].([]any)[0].(map[string]any); task["action"] != "EDIT" || link == nil || task["item_id"] != link {
+		t.Fatalf("the change's task is %v of %v, want the EDIT of link %v (of VLD %v)", task["action"], task["item_id"], link, vld)
+	}
+	eventually.Until(t, 60*time.Second, "links ACTIVE after the EDIT", func() (bool, string) {
+		var st []any
+		ok := true
+		for _, l := range c.call("GET", base+"/wan_links", nil)["wan_links"].([]any) {
+			m := l.(map[string]any)
+			st = append(st, m["status"], m["error_msg"])
+			ok = ok && m["status"] == "ACTIVE"
+		}
+		return ok, fmt.Sprint(st)
+	})
+	return edit
+}
+
+// apiNoDrift fails t unless reconcile through the API (every account)
+// finds the controllers as wimd recorded them.
+func (c api) apiNoDrift(what string) {
+	c.t.Helper()
+	var rep struct{ Reconcile engine.DriftReport }
+	raw, _ := json.Marshal(c.call("POST", "/openmano/reconcile", nil))
+	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Reconcile.Accounts) == 0 || len(driftOf(rep.Reconcile)) != 0 {
+		c.t.Fatalf("reconcile %s: %s (%v), want no drift", what, raw, err)
+	}
 }
 
 // TestEditVLANOfActiveLink (issue 38), per listing connector and a fake
@@ -53,18 +108,8 @@ func TestEditVLANOfActiveLink(t *testing.T) {
 			t.Parallel()
 			d := setupDrift(t, c)
 			inst, _ := d.api.activeInstance("t0", 1)
-			link := d.links(inst)[0]
 			start := time.Now()
-			ans := d.api.call("PUT", "/openmano/t0/instances/"+inst+"/networks/"+netIn(t, d.api.call, inst, "dcB"),
-				map[string]any{"network": map[string]any{"encapsulation_id": 111}})
-			edit, _ := ans["action_id"].(string)
-			if edit == "" {
-				t.Fatalf("a VLAN change of an ACTIVE link answered no action: %v", ans)
-			}
-			act := d.api.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", inst, edit), 1)
-			if task := act["vim_wim_actions"].([]any)[0].(map[string]any); task["action"] != "EDIT" || task["item_id"] != link["uuid"] {
-				t.Fatalf("the change's task is %v of %v, want the EDIT of link %v", task["action"], task["item_id"], link["uuid"])
-			}
+			edit := d.api.editVLAN(inst, "dcB", 111)
 			// The event stream shows the edit, as --wait follows it.
 			events := d.api.readStream(fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", inst, edit), nil)
 			if last := events[len(events)-1]; !strings.Contains(fmt.Sprint(events), "EDIT") || last.name != "done" ||

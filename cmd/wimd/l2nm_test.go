@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -43,8 +44,22 @@ func l2nmMapping(dc int) map[string]any {
 	return map[string]any{"mapping_type": "l2nm", "ne-id": fmt.Sprintf("pe-%d", dc+1), "interface-id": fmt.Sprintf("GigabitEthernet0/0/0/%d", dc)}
 }
 
+// cvlans are the cvlan-ids a JSON document holds, sorted.
+func cvlans(doc string) []string {
+	var out []string
+	for _, m := range cvlanRE.FindAllStringSubmatch(doc, -1) {
+		out = append(out, m[1])
+	}
+	slices.Sort(out)
+	return out
+}
+
+var cvlanRE = regexp.MustCompile(`"cvlan-id":(\d+)`)
+
 // TestE2EL2NM: two ELINEs over l2nm to ACTIVE (one asking a bandwidth,
-// which the controller holds as each access's cir), deleted, the
+// which the controller holds as each access's cir), one's VLAN changed
+// through the API (an EDIT: the controller then holds both services, that
+// one on the new VLAN, and reconcile finds no drift), deleted, the
 // controller left with nothing.
 func TestE2EL2NM(t *testing.T) {
 	t.Parallel()
@@ -63,6 +78,18 @@ func TestE2EL2NM(t *testing.T) {
 				return fmt.Sprintf("bandwidths %v (Mbit/s), want [0 250]", got)
 			}
 			return ""
+		},
+		edited: func() string {
+			var vlans []string
+			for _, id := range emu.Services() {
+				b, _ := json.Marshal(emu.Service(id))
+				vlans = append(vlans, strings.Join(cvlans(string(b)), ","))
+			}
+			slices.Sort(vlans)
+			if want := []string{"100,121", "110,111"}; !slices.Equal(vlans, want) {
+				return fmt.Sprintf("the services' cvlan-ids %v, want %v", vlans, want)
+			}
+			return ""
 		}})
 	if n := emu.Linted(); n == 0 {
 		t.Fatal("yanglint checked nothing")
@@ -72,9 +99,12 @@ func TestE2EL2NM(t *testing.T) {
 // TestL2NMELAN: through the built wimd, a network of an instance present
 // in three datacenters becomes ONE vpls vpn-service holding the three
 // accesses (one vpn-node per PE) on the l2nm controller, ACTIVE; drift
-// reconcile finds the controller as wimd recorded it, then, once the
-// connector has edited the ELAN's VLANs, the mismatch; the delete leaves
-// nothing. Every body is valid L2NM (l2nmServer).
+// reconcile finds the controller as wimd recorded it. A VLAN change of
+// one network through the API is an EDIT, DONE, after which the
+// controller holds the same one vpls on the new VLAN and reconcile
+// finds no drift; once the connector edits the ELAN behind wimd's back,
+// reconcile reports the mismatch. The delete leaves nothing. Every body
+// is valid L2NM (l2nmServer).
 func TestL2NMELAN(t *testing.T) {
 	t.Parallel()
 	emu, url := l2nmServer(t, l2nmemu.Options{BuildPolls: 1})
@@ -127,43 +157,47 @@ func TestL2NMELAN(t *testing.T) {
 		t.Fatalf("wan_links %v, want one link of service %s", links, ids[0])
 	}
 
-	var rep struct {
-		Reconcile struct {
-			Accounts []struct {
-				Links int
-				Drift []any
-			}
-		}
-	}
-	raw2, _ := json.Marshal(a.call("POST", "/openmano/reconcile?account=acct1", nil))
-	if err := json.Unmarshal(raw2, &rep); err != nil || len(rep.Reconcile.Accounts) != 1 || rep.Reconcile.Accounts[0].Links != 1 || len(rep.Reconcile.Accounts[0].Drift) != 0 {
-		t.Fatalf("reconcile: %s (%v), want one link and no drift", raw2, err)
-	}
+	a.apiNoDrift("after the create")
 
-	// wimd's update path does not reach EditService (no EDIT action yet):
-	// the connector edits the ELAN behind wimd's back, to VLANs 710..712,
-	// and reconcile reads the controller's accesses back as endpoints.
+	// The orchestrator moves dcB's network to VLAN 711: wimd's EDIT
+	// brings the one ELAN in line, its three accesses kept.
+	a.editVLAN(inst, "dcB", 711)
+	eventually.Until(t, 30*time.Second, "one vpls on VLANs 700, 702 and 711", func() (bool, string) {
+		left := emu.Services()
+		if len(left) != 1 {
+			return false, fmt.Sprint(left)
+		}
+		b, _ := json.Marshal(emu.Service(left[0]))
+		return strings.Contains(string(b), `"vpn-type":"ietf-vpn-common:vpls"`) && strings.Join(cvlans(string(b)), ",") == "700,702,711", string(b)
+	})
+	links = a.call("GET", "/openmano/t0/instances/"+inst+"/wan_links", nil)["wan_links"].([]any)
+	if now := emu.Services(); len(links) != 1 || links[0].(map[string]any)["wim_internal_id"] != now[0] {
+		t.Fatalf("after the edit wan_links %v, want one link of service %v", links, now)
+	}
+	a.apiNoDrift("after the edit")
+
+	// The connector edits the ELAN behind wimd's back, to VLANs 720..722:
+	// reconcile reads the controller's accesses back as endpoints and
+	// reports the mismatch with what wimd recorded (the check above can fail).
 	r := connectors.NewRegistry()
 	builtin.Register(r)
 	var points []connectors.ConnectionPoint
 	for i := range dcs {
-		points = append(points, connectors.ConnectionPoint{ServiceEndpointID: fmt.Sprintf("ep-%d", i), Encapsulation: connectors.EncapDot1Q, VLAN: 710 + i, MappingInfo: l2nmMapping(i)})
+		points = append(points, connectors.ConnectionPoint{ServiceEndpointID: fmt.Sprintf("ep-%d", i), Encapsulation: connectors.EncapDot1Q, VLAN: 720 + i, MappingInfo: l2nmMapping(i)})
 	}
 	conn, err := r.New(connectors.Config{Type: l2nm.Type, URL: url, User: "nso", Password: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.EditService(t.Context(), ids[0], nil, connectors.Request{Type: connectors.ServiceELAN, Points: points}); err != nil {
+	now := emu.Services()[0]
+	if _, err := conn.EditService(t.Context(), now, nil, connectors.Request{Type: connectors.ServiceELAN, Points: points}); err != nil {
 		t.Fatalf("EditService: %v", err)
 	}
-	raw2, _ = json.Marshal(a.call("POST", "/openmano/reconcile?account=acct1", nil))
-	for _, want := range []string{`"kind":"mismatch"`, `"ep-0/vlan=710"`, `"ep-2/vlan=712"`, `"ep-0/vlan=700"`} {
+	raw2, _ := json.Marshal(a.call("POST", "/openmano/reconcile?account=acct1", nil))
+	for _, want := range []string{`"kind":"mismatch"`, `"ep-0/vlan=720"`, `"ep-2/vlan=722"`, `"ep-1/vlan=711"`} {
 		if !strings.Contains(string(raw2), want) {
-			t.Fatalf("reconcile after the edit: %s, want it to hold %s", raw2, want)
+			t.Fatalf("reconcile after the edit behind wimd's back: %s, want it to hold %s", raw2, want)
 		}
-	}
-	if b, _ := json.Marshal(emu.Service(ids[0])); !strings.Contains(string(b), `"vpn-type":"ietf-vpn-common:vpls"`) || strings.Count(string(b), `"cvlan-id":71`) != 3 {
-		t.Fatalf("after the edit the vpn-service is %s, want a vpls on VLANs 710..712", b)
 	}
 
 	del := a.call("DELETE", "/openmano/t0/instances/"+inst, nil)

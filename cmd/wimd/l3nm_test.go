@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,10 @@ import (
 // which validates every body with yanglint (RFC 9182): an L3VPN over
 // three datacenters (one vpn-node per PE, static routes on two sites, BGP
 // on the third) reaches ACTIVE once the emulator reports oper-status
-// op-up, reconciles without drift, and is deleted from the controller.
+// op-up, reconciles without drift; one network's VLAN changed through the
+// API is an EDIT, DONE, after which the controller holds the same one
+// vpn-service but for that access's VLAN and reconcile finds no drift;
+// it is then deleted from the controller.
 func TestE2EL3VPNOverL3NM(t *testing.T) {
 	t.Parallel()
 	emu := l3nm.New(l3nm.Options{User: "admin", Password: "s3cret", BuildPolls: 2})
@@ -88,6 +92,23 @@ func TestE2EL3VPNOverL3NM(t *testing.T) {
 			t.Errorf("the access of pe-%s: cvlan-id and bandwidth %q, want %q (all: %v)", dc, got["pe-"+dc], want, got)
 		}
 	}
+	noDrift(t, append(env, "WIMD_BIN="+bins[0]), "--account", "acct1")
+
+	// The orchestrator moves dcB's network to VLAN 211: wimd's EDIT
+	// leaves the controller one vpn-service, the same but for that
+	// access's cvlan-id: sites, routes, BGP and bandwidth intact.
+	before, _ := json.Marshal(svc)
+	want := strings.Replace(string(before), `"cvlan-id":201`, `"cvlan-id":211`, 1)
+	a.editVLAN(id, "dcB", 211)
+	eventually.Until(t, 30*time.Second, "one vpn-service, dcB's access on VLAN 211", func() (bool, string) {
+		ids := emu.ServiceIDs()
+		if len(ids) != 1 {
+			return false, fmt.Sprint(ids)
+		}
+		now, _ := emu.Service(ids[0])
+		b, _ := json.Marshal(now)
+		return string(b) == want, fmt.Sprintf("%s\nwant\n%s", b, want)
+	})
 	noDrift(t, append(env, "WIMD_BIN="+bins[0]), "--account", "acct1")
 	del := a.call("DELETE", "/openmano/t0/instances/"+id, nil)
 	a.waitAction(fmt.Sprintf("/openmano/t0/instances/%s/action/%s", id, del["action_id"]), 1)
