@@ -283,7 +283,7 @@ func runE2E(t *testing.T, c e2eCase) {
 
 	if c.qosRefused != nil {
 		status, raw := a.send("POST", "/openmano/t0/instances", instanceBody(2, c.qosRefused))
-		if status != 400 || !strings.Contains(raw, "instance.networks[0].bandwidth") || !strings.Contains(raw, "cannot honour bandwidth") {
+		if status != 400 || !strings.Contains(raw, "instance.networks[0].bandwidth") || !strings.Contains(raw, "does not honour bandwidth") {
 			t.Fatalf("create asking QoS of a %s WIM = %d %s, want a 400 naming instance.networks[0].bandwidth", c.wimType, status, raw)
 		}
 		if list := a.call("GET", "/openmano/t0/instances", nil)["instances"].([]any); len(list) != 0 {

@@ -569,17 +569,24 @@ func TestReconcileMismatchAndPeriodic(t *testing.T) {
 		!strings.Contains(log, "account_id=") || !strings.Contains(log, "wan_link_id="+l["uuid"].(string)) {
 		t.Errorf("no WARN line for the mismatch with account_id and wan_link_id in the log:\n%s", lastLines(log, 20))
 	}
+	// --fix repairs a mismatch through an EDIT of the link (issue 38).
 	code, rep := d.reconcile(t, "--fix")
 	drift := driftOf(rep)
-	if code != exitDrift || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || drift[0].Fixed {
-		t.Fatalf("wimd reconcile --fix with a mismatch: exit %d, drift %+v; want %d and one unfixed mismatch", code, drift, exitDrift)
+	if code != 0 || len(drift) != 1 || drift[0].Kind != engine.DriftMismatch || !drift[0].Fixed || drift[0].ActionID == "" {
+		t.Fatalf("wimd reconcile --fix with a mismatch: exit %d, drift %+v; want 0 and one mismatch fixed by a queued action", code, drift)
 	}
-	if want, have := []string{"ep-0/vlan=100", "ep-1/vlan=101"}, []string{"ep-0/vlan=120", "ep-1/vlan=121"}; !slices.Equal(drift[0].Want, want) || !slices.Equal(drift[0].Have, have) {
+	want := []string{"ep-0/vlan=100", "ep-1/vlan=101"}
+	if have := []string{"ep-0/vlan=120", "ep-1/vlan=121"}; !slices.Equal(drift[0].Want, want) || !slices.Equal(drift[0].Have, have) {
 		t.Errorf("mismatch endpoints want %v have %v, expected %v and %v", drift[0].Want, drift[0].Have, want, have)
 	}
-	if st := d.links(inst)[0]["status"]; st != "ACTIVE" {
-		t.Errorf("--fix touched the mismatched link: status %v", st)
-	}
+	eventually.Until(t, 30*time.Second, "the EDIT brings the service back to the link's endpoints", func() (bool, string) {
+		svcs, err := d.conn.ListServices(t.Context())
+		if err != nil || len(svcs) != 1 {
+			return false, fmt.Sprintf("%d services, %v", len(svcs), err)
+		}
+		st := d.links(inst)[0]["status"]
+		return slices.Equal(svcs[0].Endpoints, want) && st == "ACTIVE", fmt.Sprintf("endpoints %v, link %v", svcs[0].Endpoints, st)
+	})
 }
 
 // TestReconcileSharedController (issue 30, point 1): accounts share one
