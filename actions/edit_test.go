@@ -1,7 +1,6 @@
 package actions_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/wimro/wimro"
 	"github.com/wimro/wimro/actions"
+	"github.com/wimro/wimro/connectors/connectortest"
 	"github.com/wimro/wimro/connectors/fake"
 	"github.com/wimro/wimro/engine"
 	"github.com/wimro/wimro/persistence"
@@ -123,7 +123,7 @@ func (f *fixture) applied(t *testing.T, a wimro.Action, o wimro.Outcome) wimro.A
 	if a.Extra == nil {
 		a.Extra = map[string]any{}
 	}
-	maps.Copy(a.Extra, roundTrip(t, o.Extra))
+	maps.Copy(a.Extra, connectortest.RoundTrip(t, o.Extra))
 	return a
 }
 
@@ -284,18 +284,4 @@ func TestEditBehindARunningCreate(t *testing.T) {
 	if got := f.vlansOf(t); !slices.Equal(got, []int{100, 401}) {
 		t.Fatalf("after the EDIT the service has VLANs %v, want [100 401]", got)
 	}
-}
-
-// roundTrip is m as the database gives it back (JSON numbers float64).
-func roundTrip(t *testing.T, m map[string]any) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
