@@ -97,7 +97,9 @@ func TestL2SMOneSite(t *testing.T) {
 		nets = append(nets, fmt.Sprintf("%v@%v vlan %v", n["osm_id"], n["datacenter_id"], n["encapsulation_id"]))
 	}
 	sort.Strings(nets)
-	if want := []string{fmt.Sprintf("%s@%s vlan 301", w1, dcA), fmt.Sprintf("%s@%s vlan 302", w2, dcA)}; !slices.Equal(nets, want) {
+	want := []string{fmt.Sprintf("%s@%s vlan 301", w1, dcA), fmt.Sprintf("%s@%s vlan 302", w2, dcA)}
+	sort.Strings(want)
+	if !slices.Equal(nets, want) {
 		t.Errorf("instance networks %v, want the two accesses in dcA %v", nets, want)
 	}
 	if links, _ := inst["wan_links"].([]any); len(links) != 1 {
