@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -178,6 +179,15 @@ func TestDownOneStep(t *testing.T) {
 		to    int64
 		check func(t *testing.T)
 	}{
+		{21, func(t *testing.T) {
+			// Version 22 (link counts by type) is undone: the counts'
+			// table, function and triggers are those of a database that
+			// never had it.
+			fresh, _ := atVersion(t, 21)
+			if got, want := linkCountsShape(t, db), linkCountsShape(t, fresh); got != want {
+				t.Errorf("version 21 after one step down:\n%s\nwant, as migrated up to 21:\n%s", got, want)
+			}
+		}},
 		{20, func(t *testing.T) {
 			// Version 21 (wim types) is undone: an l2nm WIM is refused again.
 			_, err := db.ExecContext(ctx, `INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000021', 'w21', 'l2nm', 'http://x')`)
@@ -530,5 +540,100 @@ func TestLinkCountsFilledOnUpgrade(t *testing.T) {
 	}
 	if counts != "ACTIVE=15,DOWN=10,ERROR=5" {
 		t.Fatalf("link counts after the upgrade and one update: %s, want ACTIVE=15,DOWN=10,ERROR=5", counts)
+	}
+}
+
+// linkCountsShape describes what versions 13 and 22 made for the link
+// counts: the columns of wan_link_status_counts and their checks, the
+// trigger function's source, the count triggers and the functions named
+// wimro_link_*.
+func linkCountsShape(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var shape string
+	err := db.QueryRowContext(t.Context(), `SELECT concat_ws(E'\n',
+		(SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable, ', ' ORDER BY ordinal_position)
+		 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'wan_link_status_counts'),
+		(SELECT string_agg(pg_get_constraintdef(oid), ', ' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'wan_link_status_counts'::regclass),
+		(SELECT prosrc FROM pg_proc WHERE proname = 'wimro_count_link_statuses'),
+		(SELECT string_agg(pg_get_triggerdef(oid), E'\n' ORDER BY tgname) FROM pg_trigger WHERE tgname LIKE 'instance_wim_nets_count_%'),
+		(SELECT string_agg(proname, ', ') FROM pg_proc WHERE proname LIKE 'wimro_link_%'))`).Scan(&shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shape
+}
+
+// linkCounts returns the sums of wan_link_status_counts, by the columns
+// cols (a list of the table's columns), as "a/b=n" lines in order.
+func linkCounts(t *testing.T, db *sql.DB, cols string) string {
+	t.Helper()
+	var counts sql.NullString
+	err := db.QueryRowContext(t.Context(), `SELECT string_agg(k || '=' || n, ',' ORDER BY k)
+		FROM (SELECT concat_ws('/', `+cols+`) AS k, sum(n) AS n FROM wan_link_status_counts GROUP BY `+cols+` HAVING sum(n) <> 0) c`).Scan(&counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counts.String
+}
+
+// Version 22 counts the links that exist when it runs by status and
+// type, a link of no recorded type (written before version 18) as the
+// runner makes it: an ELAN when multipoint, else an ELINE. Its triggers
+// keep the counts exact, a change of type alone included, and its down
+// step leaves counts by status that are exact too.
+func TestLinkCountsByTypeOnUpgradeAndDown(t *testing.T) {
+	t.Parallel()
+	link := func(status, typ string, multipoint bool, n int) string {
+		return fmt.Sprintf(`INSERT INTO instance_wim_nets (uuid, instance_scenario_id, wim_id, wim_account_id, status, service_type, multipoint)
+			SELECT gen_random_uuid(), '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003',
+			       '%s', %s, %t FROM generate_series(1, %d)`, status, typ, multipoint, n)
+	}
+	db, p := atVersion(t, 21,
+		`INSERT INTO nfvo_tenants (uuid, name) VALUES ('00000000-0000-4000-8000-000000000001', 't0')`,
+		`INSERT INTO wims (uuid, name, type, wim_url) VALUES ('00000000-0000-4000-8000-000000000002', 'w', 'fake', 'http://x')`,
+		`INSERT INTO wim_accounts (uuid, name, wim_id) VALUES ('00000000-0000-4000-8000-000000000003', 'a', '00000000-0000-4000-8000-000000000002')`,
+		`INSERT INTO instance_scenarios (uuid, name, tenant_id) VALUES ('00000000-0000-4000-8000-000000000004', 'ns', '00000000-0000-4000-8000-000000000001')`,
+		link("ACTIVE", "NULL", false, 4),
+		link("DOWN", "NULL", true, 2),
+		link("ACTIVE", "'ELINE'", false, 3),
+		link("ERROR", "'ELAN'", true, 1),
+		link("ACTIVE", "'L3VPN'", false, 5),
+		link("DOWN", "'L3VPN'", false, 2))
+	ctx := t.Context()
+	if _, err := p.UpTo(ctx, 22); err != nil {
+		t.Fatal(err)
+	}
+	const filled = "ACTIVE/ELINE=7,ACTIVE/L3VPN=5,DOWN/ELAN=2,DOWN/L3VPN=2,ERROR/ELAN=1"
+	if got := linkCounts(t, db, "status, service_type"); got != filled {
+		t.Fatalf("link counts after the upgrade: %s, want %s", got, filled)
+	}
+	for _, step := range []struct{ name, sql, want string }{
+		{"a scale out: 2 ELINEs of no recorded type become ELANs",
+			`UPDATE instance_wim_nets SET service_type = 'ELAN' WHERE uuid IN (SELECT uuid FROM instance_wim_nets WHERE service_type IS NULL AND NOT multipoint LIMIT 2)`,
+			"ACTIVE/ELAN=2,ACTIVE/ELINE=5,ACTIVE/L3VPN=5,DOWN/ELAN=2,DOWN/L3VPN=2,ERROR/ELAN=1"},
+		{"status and type in one statement",
+			`UPDATE instance_wim_nets SET status = 'ACTIVE', service_type = CASE WHEN service_type = 'L3VPN' THEN 'L3VPN' ELSE 'ELINE' END WHERE status IN ('DOWN', 'ERROR')`,
+			"ACTIVE/ELAN=2,ACTIVE/ELINE=8,ACTIVE/L3VPN=7"},
+		{"an update that changes neither", `UPDATE instance_wim_nets SET modified_at = now()`,
+			"ACTIVE/ELAN=2,ACTIVE/ELINE=8,ACTIVE/L3VPN=7"},
+		{"deleted", `DELETE FROM instance_wim_nets WHERE service_type = 'L3VPN' OR service_type IS NULL`,
+			"ACTIVE/ELAN=2,ACTIVE/ELINE=6"},
+	} {
+		if _, err := db.ExecContext(ctx, step.sql); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got := linkCounts(t, db, "status, service_type"); got != step.want {
+			t.Fatalf("%s: link counts %s, want %s", step.name, got, step.want)
+		}
+	}
+
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, link("DOWN", "'L3VPN'", false, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkCounts(t, db, "status"); got != "ACTIVE=8,DOWN=1" {
+		t.Fatalf("link counts by status after the down step and an insert: %s, want ACTIVE=8,DOWN=1", got)
 	}
 }

@@ -26,6 +26,10 @@ type MonitoredLink struct {
 	// ActionSeq is the seq of the link's latest action (that CREATE):
 	// RecordLinkStatus writes only while no action came after it.
 	ActionSeq int64
+	// ServiceType is the type the link is counted as in the metrics
+	// (ELINE, ELAN, L3VPN; schema 22's wimro_link_service_type: an older
+	// link of no recorded type is an ELAN when multipoint, else an ELINE).
+	ServiceType string
 }
 
 // monitoredStatuses are the link statuses the monitor re-reads: ACTIVE to
@@ -42,7 +46,8 @@ var monitoredStatuses = []string{wimro.LinkActive, wimro.LinkDown, wimro.LinkErr
 // item_type_id index, one probe per link.
 const listMonitoredSQL = `
 	SELECT l.uuid::text, l.wim_account_id::text, l.instance_scenario_id::text, l.status, l.error_msg,
-	       COALESCE(a.wim_internal_id, l.wim_internal_id), a.extra -> 'conn_info', a.seq
+	       COALESCE(a.wim_internal_id, l.wim_internal_id), a.extra -> 'conn_info', a.seq,
+	       wimro_link_service_type(l.service_type, l.multipoint)
 	FROM instance_wim_nets l
 	CROSS JOIN LATERAL (
 		SELECT a.seq, a.action, a.status, a.wim_internal_id, a.extra FROM vim_wim_actions a
@@ -69,7 +74,7 @@ func (s *Store) ListMonitoredLinks(ctx context.Context, accountIDs []string) ([]
 	}
 	links, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MonitoredLink, error) {
 		var l MonitoredLink
-		return l, r.Scan(&l.UUID, &l.AccountID, &l.InstanceID, &l.Status, &l.ErrorMsg, &l.ServiceID, &l.ConnInfo, &l.ActionSeq)
+		return l, r.Scan(&l.UUID, &l.AccountID, &l.InstanceID, &l.Status, &l.ErrorMsg, &l.ServiceID, &l.ConnInfo, &l.ActionSeq, &l.ServiceType)
 	})
 	if err != nil {
 		return nil, mapError(fmt.Errorf("persistence: monitored links: %w", err))
@@ -154,42 +159,66 @@ func (s *Store) RecordLinkStatus(ctx context.Context, l Lease, st LinkStatus) (b
 // folder of wan_link_status_counts at a time.
 const foldLinkCountsName = "wimro:fold-link-status-counts"
 
-// linkCountsSQL returns how many WAN links have each status (statuses
-// with none left out): the sums of wan_link_status_counts, the signed
-// deltas that the links table's statement triggers append (schema 13),
-// exact in the statement's snapshot. It also folds the rows it reads into
-// one per status, so the next read sums a few rows: every part of the
-// statement sees the same snapshot, so the sums are of the rows before the
-// fold, and deltas committed meanwhile are neither read nor deleted. One
-// folder at a time (a transaction-scoped advisory lock taken without
-// waiting): two would each delete what the other already folded and count
-// it once less. A statement that finds the lock taken only reads.
+// linkCountsSQL returns how many WAN links have each status and service
+// type (pairs with none left out): the sums of wan_link_status_counts,
+// the signed deltas that the links table's statement triggers append
+// (schema 13, by type since schema 22), exact in the statement's snapshot.
+// It also folds the rows it reads into one per pair, so the next read sums
+// a few rows: every part of the statement sees the same snapshot, so the
+// sums are of the rows before the fold, and deltas committed meanwhile are
+// neither read nor deleted. One folder at a time (a transaction-scoped
+// advisory lock taken without waiting): two would each delete what the
+// other already folded and count it once less. A statement that finds the
+// lock taken only reads.
 const linkCountsSQL = `
 	WITH lk AS (SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS got),
 	gone AS (
 		DELETE FROM wan_link_status_counts WHERE (SELECT got FROM lk)
-		RETURNING status, n),
+		RETURNING status, service_type, n),
 	folded AS (
-		INSERT INTO wan_link_status_counts (status, n)
-		SELECT status, sum(n) FROM gone GROUP BY status HAVING sum(n) <> 0)
-	SELECT status, sum(n)::bigint FROM wan_link_status_counts GROUP BY status HAVING sum(n) <> 0`
+		INSERT INTO wan_link_status_counts (status, service_type, n)
+		SELECT status, service_type, sum(n) FROM gone GROUP BY status, service_type HAVING sum(n) <> 0)
+	SELECT status, service_type, sum(n)::bigint FROM wan_link_status_counts GROUP BY status, service_type HAVING sum(n) <> 0`
 
-// CountWANLinksByStatus returns how many WAN links have each status, over
-// every account, exactly, from the counts the links table's triggers keep
-// (see linkCountsSQL): the links table itself is not read, however large.
-// It writes (the fold), so it needs a primary.
-func (s *Store) CountWANLinksByStatus(ctx context.Context) (map[string]int, error) {
+// LinkCountKey is what WAN links are counted by: their status and the
+// service type they are made as (ELINE, ELAN, L3VPN; a link written before
+// the type was recorded counts as an ELAN when multipoint, else an ELINE,
+// as the runner makes it).
+type LinkCountKey struct {
+	Status      string
+	ServiceType string
+}
+
+// CountWANLinks returns how many WAN links have each status and service
+// type, over every account, exactly, from the counts the links table's
+// triggers keep (see linkCountsSQL): the links table itself is not read,
+// however large. It writes (the fold), so it needs a primary.
+func (s *Store) CountWANLinks(ctx context.Context) (map[LinkCountKey]int, error) {
 	rows, err := s.query(ctx, "wan_link_status_counts", linkCountsSQL, lockClass, foldLinkCountsName)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
+	out := map[LinkCountKey]int{}
 	var (
-		status string
-		n      int
+		k LinkCountKey
+		n int
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error { out[status] = n; return nil }); err != nil {
-		return nil, mapError(fmt.Errorf("persistence: count WAN links by status: %w", err))
+	if _, err := pgx.ForEachRow(rows, []any{&k.Status, &k.ServiceType, &n}, func() error { out[k] = n; return nil }); err != nil {
+		return nil, mapError(fmt.Errorf("persistence: count WAN links by status and service type: %w", err))
+	}
+	return out, nil
+}
+
+// CountWANLinksByStatus returns how many WAN links have each status,
+// whatever their type (CountWANLinks summed).
+func (s *Store) CountWANLinksByStatus(ctx context.Context) (map[string]int, error) {
+	byType, err := s.CountWANLinks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for k, n := range byType {
+		out[k.Status] += n
 	}
 	return out, nil
 }

@@ -284,7 +284,7 @@
 // the claimer is running, and makes at most one call per link at a time.
 // A change of status moves status_since and is an event of the link's
 // latest instance action, in the same statement, and is counted in
-// wimro_wan_link_transitions_total{from,to}.
+// wimro_wan_link_transitions_total{from,to,service_type}.
 //
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
 // account, its WIM, its port mappings or its actions change; the

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wimro/wimro/persistence"
 )
 
 // checkTimeout bounds one periodic credentials check.
@@ -110,9 +112,10 @@ type StatusCounter interface {
 	CountAccountsByStatus(ctx context.Context) (map[string]int, error)
 }
 
-// statusCollector runs one count query per scrape.
+// statusCollector runs one count query per scrape: count sends each
+// count with its label values, in desc's order.
 type statusCollector struct {
-	count func(ctx context.Context) (map[string]int, error)
+	count func(ctx context.Context, send func(n int, labels ...string)) error
 	what  string
 	desc  *prometheus.Desc
 }
@@ -123,24 +126,47 @@ type statusCollector struct {
 // gauge per account, to keep the series few with thousands of accounts;
 // GET .../wim_accounts names the accounts in ERROR.
 func NewAccountStatusCollector(db StatusCounter) prometheus.Collector {
-	return &statusCollector{count: db.CountAccountsByStatus, what: "account status", desc: prometheus.NewDesc("wimro_accounts_by_status",
-		"WIM accounts by the status of their last credentials check (UNKNOWN, ACTIVE, ERROR).", []string{"status"}, nil)}
+	return &statusCollector{what: "account status", desc: prometheus.NewDesc("wimro_accounts_by_status",
+		"WIM accounts by the status of their last credentials check (UNKNOWN, ACTIVE, ERROR).", []string{"status"}, nil),
+		count: func(ctx context.Context, send func(int, ...string)) error {
+			n, err := db.CountAccountsByStatus(ctx)
+			if err != nil {
+				return err
+			}
+			for st, v := range n {
+				send(v, st)
+			}
+			return nil
+		}}
 }
 
-// LinkStatusCounter counts the WAN links by status (persistence.DB).
+// LinkStatusCounter counts the WAN links by status and service type
+// (persistence.DB).
 type LinkStatusCounter interface {
-	CountWANLinksByStatus(ctx context.Context) (map[string]int, error)
+	CountWANLinks(ctx context.Context) (map[persistence.LinkCountKey]int, error)
 }
 
 // NewLinkStatusCollector returns the collector of
-// wimro_wan_links_by_status{status}: one query per scrape, over every
-// link whichever process drives its account, exact, from the counts the
-// links table's triggers keep (persistence.CountWANLinksByStatus), not a
-// scan of the table; by status, not per link, to keep the series few.
-// GET .../wan_links names the links.
+// wimro_wan_links_by_status{status,service_type}: one query per scrape,
+// over every link whichever process drives its account, exact, from the
+// counts the links table's triggers keep (persistence.CountWANLinks), not
+// a scan of the table; by status and type (at most 7 x 3 series), not per
+// link, to keep the series few. sum by (status) gives the totals of
+// before the type. GET .../wan_links names the links.
 func NewLinkStatusCollector(db LinkStatusCounter) prometheus.Collector {
-	return &statusCollector{count: db.CountWANLinksByStatus, what: "WAN link status", desc: prometheus.NewDesc("wimro_wan_links_by_status",
-		"WAN links by status (BUILD, ACTIVE, DOWN, ERROR, INACTIVE, WIM_ERROR, DELETED), as the actions and monitoring left them.", []string{"status"}, nil)}
+	return &statusCollector{what: "WAN link status", desc: prometheus.NewDesc("wimro_wan_links_by_status",
+		"WAN links by status (BUILD, ACTIVE, DOWN, ERROR, INACTIVE, WIM_ERROR, DELETED), as the actions and monitoring left them, and service type (ELINE, ELAN, L3VPN).",
+		[]string{"status", "service_type"}, nil),
+		count: func(ctx context.Context, send func(int, ...string)) error {
+			n, err := db.CountWANLinks(ctx)
+			if err != nil {
+				return err
+			}
+			for k, v := range n {
+				send(v, k.Status, k.ServiceType)
+			}
+			return nil
+		}}
 }
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
@@ -148,12 +174,10 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := c.count(ctx)
+	err := c.count(ctx, func(n int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), labels...)
+	})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, fmt.Errorf("wimro: %s: %w", c.what, err))
-		return
-	}
-	for st, v := range n {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(v), st)
 	}
 }

@@ -238,7 +238,7 @@ func (s *Supervisor) checkLink(a *account, l persistence.MonitoredLink, timeout 
 	case !wrote || status == l.Status:
 		return // changed meanwhile (an action, the lease): next round reads it again
 	}
-	s.opts.Metrics.linkTransition(l.Status, status)
+	s.opts.Metrics.linkTransition(l.Status, status, l.ServiceType)
 	attrs := []any{slog.String("previous_status", l.Status), slog.String("status", status)}
 	if status == wimro.LinkActive {
 		log.Info("WAN link is ACTIVE again", attrs...)

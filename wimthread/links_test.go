@@ -112,15 +112,16 @@ func TestMonitorFindsLinksDownAndBack(t *testing.T) {
 	if got := b.linkEvents(t, ia, lost.UUID); !strings.HasPrefix(got[len(got)-1], "DOWN: the controller no longer has service") {
 		t.Fatalf("events of the lost link: %q", got)
 	}
-	if n := metricValue(t, reg, "wimro_wan_link_transitions_total", map[string]string{"from": "ACTIVE", "to": "DOWN"}); n != 2 {
+	// The links are ELINEs (two datacenters): counted as such.
+	if n := metricValue(t, reg, "wimro_wan_link_transitions_total", map[string]string{"from": "ACTIVE", "to": "DOWN", "service_type": "ELINE"}); n != 2 {
 		t.Fatalf("ACTIVE -> DOWN counted %v times, want 2", n)
 	}
-	if n := metricValue(t, reg, "wimro_wan_link_transitions_total", map[string]string{"from": "DOWN", "to": "ACTIVE"}); n != 1 {
+	if n := metricValue(t, reg, "wimro_wan_link_transitions_total", map[string]string{"from": "DOWN", "to": "ACTIVE", "service_type": "ELINE"}); n != 1 {
 		t.Fatalf("DOWN -> ACTIVE counted %v times, want 1", n)
 	}
 	for status, want := range map[string]float64{"ACTIVE": 1, "DOWN": 1, "BUILD": 0} {
-		if n := metricValue(t, reg, "wimro_wan_links_by_status", map[string]string{"status": status}); n != want {
-			t.Fatalf("wimro_wan_links_by_status{status=%q} = %v, want %v", status, n, want)
+		if n := metricValue(t, reg, "wimro_wan_links_by_status", map[string]string{"status": status, "service_type": "ELINE"}); n != want {
+			t.Fatalf("wimro_wan_links_by_status{status=%q,service_type=\"ELINE\"} = %v, want %v", status, n, want)
 		}
 	}
 	text := log.String()

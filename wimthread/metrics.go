@@ -37,7 +37,7 @@ var ConnectorBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 1
 // wimro_actions_finished_total{action,status,connector} (actions ended by
 // a run: DONE, FAILED, SUPERSEDED),
 // wimro_connector_call_duration_seconds{connector,operation,outcome},
-// wimro_wan_link_transitions_total{from,to},
+// wimro_wan_link_transitions_total{from,to,service_type},
 // wimro_delete_retries_past_max_total{connector},
 // wimro_account_leases_lost_total{reason}, and how the claimer and the
 // completer batch: wimro_claim_actions, wimro_outcome_batch_actions and
@@ -59,8 +59,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"connector", "operation", "outcome"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wimro_wan_link_transitions_total",
-			Help: "WAN link status changes found by monitoring (the link re-read from its controller), by status before (from) and after (to): ACTIVE, DOWN, ERROR, INACTIVE.",
-		}, []string{"from", "to"}),
+			Help: "WAN link status changes found by monitoring (the link re-read from its controller), by status before (from) and after (to): ACTIVE, DOWN, ERROR, INACTIVE, and the link's service type (ELINE, ELAN, L3VPN).",
+		}, []string{"from", "to", "service_type"}),
 		claimed: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "wimro_claim_actions",
 			Help:    "Actions taken by one claim statement (of every account this process owns); a claim that found nothing due is observed as 0 (bucket le=0).",
@@ -141,9 +141,9 @@ func (m *Metrics) batchWritten(n int, took time.Duration) {
 	}
 }
 
-func (m *Metrics) linkTransition(from, to string) {
+func (m *Metrics) linkTransition(from, to, serviceType string) {
 	if m != nil {
-		m.transitions.WithLabelValues(from, to).Inc()
+		m.transitions.WithLabelValues(from, to, serviceType).Inc()
 	}
 }
 

@@ -220,6 +220,51 @@ wimro_queue_actions{account_id=%q} 3
 	})
 }
 
+// wimro_wan_links_by_status counts by status and service type, from the
+// links table's counts: links of the three types, in several statuses,
+// each a series of its own.
+func TestLinkStatusGaugeByServiceType(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	// No supervisor runs: the engine's 3 links (ELINEs over dcA and dcB)
+	// stay BUILD until set below.
+	v := b.instance(t, "ns", 3, wimro.NetActive)
+	links, err := b.db.ListWANLinks(b.ctx, v.UUID)
+	if err != nil || len(links) != 3 {
+		t.Fatalf("links = %+v, %v", links, err)
+	}
+	l3 := links[0]
+	l3.UUID, l3.ServiceType = "", "L3VPN"
+	for range 2 {
+		l, err := b.db.CreateWANLinks(b.ctx, []wimro.WANLink{l3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, l...)
+	}
+	if err := b.db.SetWANLinkServiceType(b.ctx, links[2].UUID, "ELAN"); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []string{wimro.LinkActive, wimro.LinkDown, wimro.LinkError, wimro.LinkActive, wimro.LinkDown} {
+		if err := b.db.UpdateWANLink(b.ctx, links[i].UUID, wimro.LinkUpdate{Status: &st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `# HELP wimro_wan_links_by_status WAN links by status (BUILD, ACTIVE, DOWN, ERROR, INACTIVE, WIM_ERROR, DELETED), as the actions and monitoring left them, and service type (ELINE, ELAN, L3VPN).
+# TYPE wimro_wan_links_by_status gauge
+wimro_wan_links_by_status{service_type="ELAN",status="ERROR"} 1
+wimro_wan_links_by_status{service_type="ELINE",status="ACTIVE"} 1
+wimro_wan_links_by_status{service_type="ELINE",status="DOWN"} 1
+wimro_wan_links_by_status{service_type="L3VPN",status="ACTIVE"} 1
+wimro_wan_links_by_status{service_type="L3VPN",status="DOWN"} 1
+`
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(wimthread.NewLinkStatusCollector(b.db))
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "wimro_wan_links_by_status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestMetricsMoveAsAnInstanceGoesActive(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "fake", map[string]any{"build_polls": 1})

@@ -86,7 +86,7 @@ func TestMonitorFindsServiceRemoved(t *testing.T) {
 	}
 	poll(t, "the transition in /metrics", func() (bool, string) {
 		_, body := a.send("GET", "/metrics", nil)
-		for _, want := range []string{`wimro_wan_link_transitions_total{from="ACTIVE",to="DOWN"} 1`, `wimro_wan_links_by_status{status="DOWN"} 1`} {
+		for _, want := range []string{`wimro_wan_link_transitions_total{from="ACTIVE",service_type="ELINE",to="DOWN"} 1`, `wimro_wan_links_by_status{service_type="ELINE",status="DOWN"} 1`} {
 			if !strings.Contains(body, want+"\n") {
 				return false, "no " + want
 			}

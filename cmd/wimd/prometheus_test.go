@@ -91,29 +91,33 @@ func TestMetricNamesOfPromQL(t *testing.T) {
 	}
 }
 
-// alertRules reads alerts.yml: each alert's expression by name.
-func alertRules(t *testing.T) map[string]string {
+// alertRules reads alerts.yml: each alert's expression by name, and each
+// recording rule's by the name it records.
+func alertRules(t *testing.T) (alerts, records map[string]string) {
 	t.Helper()
 	var f struct {
 		Groups []struct {
 			Rules []struct {
-				Alert, Expr string
+				Alert, Record, Expr string
 			}
 		}
 	}
 	readYAML(t, alertsFile, &f)
-	rules := map[string]string{}
+	alerts, records = map[string]string{}, map[string]string{}
 	for _, g := range f.Groups {
 		for _, r := range g.Rules {
 			if r.Alert != "" {
-				rules[r.Alert] = r.Expr
+				alerts[r.Alert] = r.Expr
+			}
+			if r.Record != "" {
+				records[r.Record] = r.Expr
 			}
 		}
 	}
-	if len(rules) == 0 {
+	if len(alerts) == 0 {
 		t.Fatalf("%s has no alert", alertsFile)
 	}
-	return rules
+	return alerts, records
 }
 
 func readYAML(t *testing.T, path string, v any) {
@@ -250,17 +254,17 @@ func scrapedNames(text string) map[string]bool {
 	return names
 }
 
-// The alerts (contrib/prometheus) and the dashboard (contrib/grafana) are
-// checked by promtool (the rules, their unit tests, every dashboard
-// expression), each alert has a test case that fires it, and every metric
-// they name is one a live wimd exports: an in-process wimd on its own
+// The alerts and recording rules (contrib/prometheus) and the dashboard
+// (contrib/grafana) are checked by promtool (the rules, their unit tests,
+// every dashboard expression), each alert has a test case that fires it,
+// and every metric they name is one a live wimd exports: an in-process wimd on its own
 // PostgreSQL, with an instance ACTIVE, one link turned DOWN on the
 // controller and one CREATE waiting for its networks.
 func TestPrometheusFiles(t *testing.T) {
 	t.Parallel()
 	tool := promtool(t)
 
-	rules := alertRules(t)
+	rules, records := alertRules(t)
 	runPromtool(t, tool, "check", "rules", alertsFile)
 	runPromtool(t, tool, "test", "rules", alertTestsFile)
 	fired := firedInTests(t)
@@ -299,6 +303,11 @@ func TestPrometheusFiles(t *testing.T) {
 	for alert, expr := range rules {
 		for _, n := range metricNames(expr) {
 			where[n] = append(where[n], "alert "+alert)
+		}
+	}
+	for record, expr := range records {
+		for _, n := range metricNames(expr) {
+			where[n] = append(where[n], "recording rule "+record)
 		}
 	}
 	for _, k := range keys {
