@@ -1,4 +1,4 @@
--- wimro schema, version 18: the IETF L2VPN (RFC 8466) northbound.
+-- wimro schema, version 17: the IETF L2VPN (RFC 8466) northbound.
 --
 -- - l2sm_vpn_services: a vpn-service a client created through the L2SM
 --   routes. Each is an NS instance of its tenant (instance_id; deleting

@@ -1,4 +1,4 @@
--- wimro schema, version 21: a lease per process (issue 31).
+-- wimro schema, version 20: a lease per process (issue 31).
 --
 -- - wim_process_leases: one row per process (owner): the epoch of its
 --   current run, which grows with every start, and when its lease expires
