@@ -59,14 +59,16 @@
 //
 // # Settings (account config, then WIM config)
 //
-//	timeout_ms, ca_file, insecure_skip_verify, bearer_token   see connectors/rest
+//	timeout_ms, ca_file, insecure_skip_verify, bearer_token, auth   see connectors/rest
 //	customer_name   customer-name of the services ("wimro")
 //	default_mtu     service/mtu of the accesses (1500)
 //	eline_vpn_type  vpn-type of an ELINE: vpws (default) or vpws-evpn
 //	elan_vpn_type   vpn-type of an ELAN: vpls (default), mpls-evpn, pbb-evpn or vxlan-evpn
 //	dialect         "rfc9291" (default) or "cnc": create with PUT of the entry
 //
-// Basic auth with the account's user and password, or bearer_token; TLS
+// Basic auth with the account's user and password, or bearer_token, or
+// (auth "crosswork", as Cisco CNC asks) a JWT from Crosswork's single
+// sign-on; TLS
 // trusts ca_file's CAs (connectors/rest).
 //
 // # Idempotency

@@ -82,7 +82,7 @@
 //
 // # Settings (account config, then WIM config)
 //
-//	timeout_ms, ca_file, insecure_skip_verify, bearer_token   see connectors/rest
+//	timeout_ms, ca_file, insecure_skip_verify, bearer_token, auth   see connectors/rest
 //	customer_name   customer-name of the services ("wimro")
 //	default_mtu     service/mtu of the accesses (1500)
 //	local_as        the PEs' AS number, each vpn-node's local-as (none)
