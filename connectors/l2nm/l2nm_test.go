@@ -1,7 +1,6 @@
 package l2nm_test
 
 import (
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -230,26 +229,13 @@ func TestDialectCNC(t *testing.T) {
 		bodies = append(bodies, reqs[len(reqs)-1].Body)
 	}
 	for i := range bodies {
-		if !jsonEqual(t, bodies[i], bodies[0]) {
+		if !connectortest.SameJSON(t, bodies[i], bodies[0]) {
 			t.Errorf("dialect %q sent\n%s\nwant the body of the default dialect\n%s", tests[i].dialect, bodies[i], bodies[0])
 		}
 	}
 	if _, err := l2nm.Factory(connectors.Config{URL: "http://127.0.0.1:1", AccountConfig: map[string]any{"dialect": "nso"}}); err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), `"dialect"`) {
 		t.Errorf("dialect nso: Factory error %v, want Permanent naming \"dialect\"", err)
 	}
-}
-
-// jsonEqual compares two JSON texts as values.
-func jsonEqual(t *testing.T, a, b string) bool {
-	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal([]byte(a), &va); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, a)
-	}
-	if err := json.Unmarshal([]byte(b), &vb); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, b)
-	}
-	return reflect.DeepEqual(va, vb)
 }
 
 func slicesDrop(s []string, v string) []string {

@@ -1,11 +1,9 @@
 package l3nm_test
 
 import (
-	"encoding/json"
 	"encoding/pem"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,19 +27,6 @@ var setup = vpnrctest.Setup{
 	},
 	StoredQoS:      storedQoS,
 	ListsEndpoints: true,
-}
-
-// jsonEqual compares two JSON texts as values.
-func jsonEqual(t *testing.T, a, b string) bool {
-	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal([]byte(a), &va); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, a)
-	}
-	if err := json.Unmarshal([]byte(b), &vb); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, b)
-	}
-	return reflect.DeepEqual(va, vb)
 }
 
 // storedQoS is the bandwidth every access of vpn-service id carries in
@@ -308,7 +293,7 @@ func TestDialectCNC(t *testing.T) {
 	if got := vpnrctest.Calls(e); !slices.Equal(got, want) {
 		t.Fatalf("requests\n got %q\nwant %q", got, want)
 	}
-	if sent := e.Requests()[1].Body; !jsonEqual(t, sent, cncBody) {
+	if sent := e.Requests()[1].Body; !connectortest.SameJSON(t, sent, cncBody) {
 		t.Errorf("the create sent\n%s\nwant\n%s", sent, cncBody)
 	}
 	st, err := c.GetServiceStatus(t.Context(), id, connInfo)
