@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,20 @@ func MustJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// SameJSON reports whether two JSON texts hold the same value (object
+// member order and spacing aside); text that is not JSON fails t.
+func SameJSON(t testing.TB, a, b string) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal([]byte(a), &va); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, a)
+	}
+	if err := json.Unmarshal([]byte(b), &vb); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // Unreachable returns the http URL of a test server that is closed

@@ -92,7 +92,11 @@
 // GET vpn-services/vpn-service=<id>/ with 200 when the service is ACTIVE,
 // 504 before (BUILD, ERROR after build_timeout_s) and 500 "VPN(<id>) not
 // found in database" when unknown (NotFound), and DELETE with 204, known or
-// not. It has no replace. So the dialect declares no edit and no listing
+// not. It has no replace: the PUT of a vpn-service that later releases
+// add (src/nbi/service/ietf_l3vpn, where the plugin moved from
+// src/nbi/service/rest_server/nbi_plugins/ietf_l3vpn; the rest answers
+// as before) takes the sites' bandwidths and nothing else, so it cannot
+// move a point. So the dialect declares no edit and no listing
 // (Capabilities.Narrow; the id follows from the key, ServiceID), and a
 // create looks the vpn-id up and POSTs the tree; on a service that
 // exists TeraFlowSDN refuses the vpn-service (ALREADY_EXISTS) and still
@@ -140,7 +144,8 @@ var Capabilities = connectors.Capabilities{
 	List:      true,
 	ServiceID: vpnrc.ServiceID,
 	// The tfs dialect edits nothing and lists nothing: TeraFlowSDN's NBI
-	// has no replace, and answers GET vpn-services with {}.
+	// has no replace (its later PUT changes bandwidths only), and answers
+	// GET vpn-services with {}.
 	Narrow: func(cfg connectors.Config) connectors.Capabilities {
 		c := connectors.Capabilities{Services: []connectors.ServiceType{connectors.ServiceL3VPN},
 			QoS: []connectors.QoSField{connectors.QoSBandwidth, connectors.QoSLatency}}

@@ -422,9 +422,10 @@ func (c *tfsConnector) GetServiceStatus(ctx context.Context, id string, connInfo
 	return connectors.ServiceStatus{Status: connectors.StatusBuild, Info: info, Message: "TeraFlowSDN has not activated the service yet (504)"}, nil
 }
 
-// EditService is refused: TeraFlowSDN's L3VPN NBI has no PUT, and a
-// second POST of an id fails (ALREADY_EXISTS) while adding endpoints it
-// never removes.
+// EditService is refused: TeraFlowSDN's L3VPN NBI replaces nothing (the
+// PUT of later releases takes the bandwidths only, never the endpoints),
+// and a second POST of an id fails (ALREADY_EXISTS) while adding
+// endpoints it never removes.
 func (c *tfsConnector) EditService(ctx context.Context, _ string, _ map[string]any, _ connectors.Request) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, connectors.Errorf(connectors.KindRetryable, "%s edit: %w", Type, err)

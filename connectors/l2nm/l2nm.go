@@ -14,6 +14,8 @@
 //
 //	GET    vpn-services/vpn-service=<vpn-id>   look-up before a create, status, edit
 //	POST   vpn-services                        create ({"ietf-l2vpn-ntw:vpn-service": [entry]}); 201
+//	                                           (dialect cnc: PUT of the entry, 201, as
+//	                                           CNC's L2VPN API documents no POST)
 //	PUT    vpn-services/vpn-service=<vpn-id>   replace: an edit, or a create that finds another service; 201 or 204
 //	DELETE vpn-services/vpn-service=<vpn-id>   204; 404 (or 409 data-missing) is gone already
 //	GET    vpn-services                        list (reconcile); 204, or 404 data-missing, is empty
@@ -57,13 +59,16 @@
 //
 // # Settings (account config, then WIM config)
 //
-//	timeout_ms, ca_file, insecure_skip_verify, bearer_token   see connectors/rest
+//	timeout_ms, ca_file, insecure_skip_verify, bearer_token, auth   see connectors/rest
 //	customer_name   customer-name of the services ("wimro")
 //	default_mtu     service/mtu of the accesses (1500)
 //	eline_vpn_type  vpn-type of an ELINE: vpws (default) or vpws-evpn
 //	elan_vpn_type   vpn-type of an ELAN: vpls (default), mpls-evpn, pbb-evpn or vxlan-evpn
+//	dialect         "rfc9291" (default) or "cnc": create with PUT of the entry
 //
-// Basic auth with the account's user and password, or bearer_token; TLS
+// Basic auth with the account's user and password, or bearer_token, or
+// (auth "crosswork", as Cisco CNC asks) a JWT from Crosswork's single
+// sign-on; TLS
 // trusts ca_file's CAs (connectors/rest).
 //
 // # Idempotency
@@ -133,10 +138,21 @@ var Capabilities = connectors.Capabilities{
 	ServiceID: vpnrc.ServiceID,
 }
 
+// Dialects (setting dialect).
+const (
+	// DialectRFC9291 creates with POST under the list, as RFC 8040
+	// servers take it (default).
+	DialectRFC9291 = "rfc9291"
+	// DialectCNC creates with PUT on the entry: Cisco Crosswork Network
+	// Controller's L2VPN API documents no POST.
+	DialectCNC = "cnc"
+)
+
 type settings struct {
 	vpnrc.Settings
 	elineType string // module-qualified
 	elanType  string
+	dialect   string
 }
 
 // Factory builds an l2nm connector. It contacts nothing; invalid settings
@@ -171,6 +187,9 @@ func readSettings(cfg connectors.Config) (settings, error) {
 	if s.elanType, err = pick("elan_vpn_type", elanTypes); err != nil {
 		return s, err
 	}
+	if s.dialect, err = vpnrc.Dialect(Type, cfg, DialectRFC9291, DialectCNC); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 
@@ -190,6 +209,7 @@ func (s settings) model() vpnrc.Model {
 		DiscoverRoot: true,
 		Adopt:        true,
 		SingleEntry:  true,
+		CreateByPut:  s.dialect == DialectCNC,
 		Edit:         edit,
 		Info:         connInfo,
 		ListInfo:     listInfo,

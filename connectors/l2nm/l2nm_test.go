@@ -196,6 +196,48 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+// TestDialectCNC: with dialect cnc a create is a PUT on the entry (201),
+// the only create Cisco CNC's L2VPN API documents, with the body POST
+// would carry; the default dialect POSTs under the list.
+func TestDialectCNC(t *testing.T) {
+	t.Parallel()
+	const key = "k-cnc"
+	id := l2nm.IDPrefix + key
+	item := svcs + "/vpn-service=" + id
+	tests := []struct {
+		dialect string
+		want    []string
+	}{
+		{"", []string{"GET " + item + " 404", "POST " + svcs + " 201"}},
+		{"rfc9291", []string{"GET " + item + " 404", "POST " + svcs + " 201"}},
+		{"cnc", []string{"GET " + item + " 404", "PUT " + item + " 201"}},
+	}
+	var bodies []string
+	for _, tt := range tests {
+		var account map[string]any
+		if tt.dialect != "" {
+			account = map[string]any{"dialect": tt.dialect}
+		}
+		c, e := setup(t, emu.Options{}, account)
+		if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: key, Type: connectors.ServiceELINE, Points: points(0)}); err != nil {
+			t.Fatalf("dialect %q: CreateService: %v", tt.dialect, err)
+		}
+		reqs := e.Requests()
+		if got := slicesDrop(calls(reqs), "GET /.well-known/host-meta 404"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("dialect %q: requests\n got %q\nwant %q", tt.dialect, got, tt.want)
+		}
+		bodies = append(bodies, reqs[len(reqs)-1].Body)
+	}
+	for i := range bodies {
+		if !connectortest.SameJSON(t, bodies[i], bodies[0]) {
+			t.Errorf("dialect %q sent\n%s\nwant the body of the default dialect\n%s", tests[i].dialect, bodies[i], bodies[0])
+		}
+	}
+	if _, err := l2nm.Factory(connectors.Config{URL: "http://127.0.0.1:1", AccountConfig: map[string]any{"dialect": "nso"}}); err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), `"dialect"`) {
+		t.Errorf("dialect nso: Factory error %v, want Permanent naming \"dialect\"", err)
+	}
+}
+
 func slicesDrop(s []string, v string) []string {
 	out := s[:0]
 	for _, x := range s {

@@ -8,8 +8,11 @@
 // server accepts; the test emulator checks every one with yanglint. The
 // shapes follow RFC 9182's model itself (one vpn-service with vpn-nodes
 // by ne-id, vpn-network-accesses with ip-connection and
-// routing-protocols); they were not checked against a running NSO, CNC
-// or NSP, nor against their own documentation.
+// routing-protocols). Setting dialect "cnc" follows Cisco Crosswork
+// Network Controller's "IETF L3VPN Service Config API" (7.1.0): a create
+// is a PUT of the entry, the only create it documents, and the body
+// leaves out what Cisco's deviations of the model remove (below); both
+// forms are RFC 9182-valid. Neither was run against a controller.
 //
 // # API
 //
@@ -19,7 +22,8 @@
 //
 //	GET    vpn-services/vpn-service=<vpn-id>   look-up before create; status
 //	POST   vpn-services                        create (201; 409 is replaced)
-//	PUT    vpn-services/vpn-service=<vpn-id>   replace: an adopted create, an edit
+//	PUT    vpn-services/vpn-service=<vpn-id>   replace: an adopted create, an edit;
+//	                                           with dialect cnc the create too (201)
 //	DELETE vpn-services/vpn-service=<vpn-id>   204; 404 is already gone
 //	GET    vpn-services                        listing (reconcile), credentials check
 //
@@ -44,6 +48,16 @@
 // without them and without BGP its prefix via the CE address as
 // cascaded-lan-prefixes) and a bgp-routing one when the site peers (peer-as,
 // neighbor, the address family); service/mtu (setting default_mtu).
+// Setting local_as is each vpn-node's local-as (CNC's L3VPN function pack
+// refuses a PE without a BGP process unless it is given, and renders one
+// with it).
+//
+// Dialect cnc sends the same but for what CNC's model lacks: no ne-id
+// (its vpn-node-id, a reference to NSO's devices, names the PE: the
+// mapping's "ne-id" must be NSO's device name) and an ip-connection of
+// local-address and prefix-length only (no address-allocation-type, no
+// customer address: the CE reaches the controller as the static routes'
+// next-hop).
 //
 // # Port mappings
 //
@@ -61,24 +75,30 @@
 // # Status
 //
 // GET of the vpn-service: its status/oper-status/status (RFC 9181
-// operational state) op-up is ACTIVE, op-down DOWN, none or op-unknown
-// BUILD (the controller has not brought it up yet); 404 is NotFound.
+// operational state) op-up is ACTIVE, op-down DOWN, op-unknown BUILD (the
+// controller has not brought it up yet); none is ACTIVE, the service
+// existing as configured (CNC answers its config API without operational
+// state, which it serves in a separate API); 404 is NotFound.
 //
 // # Settings (account config, then WIM config)
 //
-//	timeout_ms, ca_file, insecure_skip_verify, bearer_token   see connectors/rest
+//	timeout_ms, ca_file, insecure_skip_verify, bearer_token, auth   see connectors/rest
 //	customer_name   customer-name of the services ("wimro")
 //	default_mtu     service/mtu of the accesses (1500)
+//	local_as        the PEs' AS number, each vpn-node's local-as (none)
+//	dialect         "rfc9182" (default) or "cnc" (above)
 //
 // Listing reads each service's endpoints back: an access's ne-id,
-// interface-id and bearer-reference name the port mapping whose keys
-// they are, its cvlan-id the VLAN (drift reconcile compares them with the
+// interface-id and bearer-reference (its vpn-node-id where it has no
+// ne-id) name the port mapping whose keys they are, its cvlan-id the VLAN (drift reconcile compares them with the
 // link's points).
 //
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
 package l3nm
 
 import (
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -106,16 +126,51 @@ func Register(r *connectors.Registry) {
 	r.Register(Type, Factory, Capabilities)
 }
 
-type settings struct{ vpnrc.Settings }
+// Dialects (setting dialect).
+const (
+	// DialectRFC9182 is RFC 9182 as published (default).
+	DialectRFC9182 = "rfc9182"
+	// DialectCNC is the form Cisco Crosswork Network Controller takes:
+	// creation by PUT, and none of the leaves its deviations of the
+	// model remove.
+	DialectCNC = "cnc"
+)
+
+type settings struct {
+	vpnrc.Settings
+	dialect string
+	localAS int64 // 0: none
+}
 
 // Factory builds an l3nm connector. It contacts nothing; invalid settings
 // are Permanent errors naming the setting.
 func Factory(cfg connectors.Config) (connectors.Connector, error) {
-	common, err := vpnrc.ReadSettings(Type, cfg)
+	s, err := readSettings(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return vpnrc.New(settings{common}.model(), cfg)
+	return vpnrc.New(s.model(), cfg)
+}
+
+func readSettings(cfg connectors.Config) (settings, error) {
+	var s settings
+	var err error
+	if s.Settings, err = vpnrc.ReadSettings(Type, cfg); err != nil {
+		return s, err
+	}
+	if s.dialect, err = vpnrc.Dialect(Type, cfg, DialectRFC9182, DialectCNC); err != nil {
+		return s, err
+	}
+	as, err := cfg.IntSetting("local_as", 0)
+	if err != nil {
+		return s, err
+	}
+	// local-as is an inet:as-number, a uint32; 0 is reserved (RFC 7607).
+	if as < 0 || int64(as) > math.MaxUint32 {
+		return s, connectors.Errorf(connectors.KindPermanent, "%s: config \"local_as\" must be an AS number in 1..4294967295 (0: none), got %d", Type, as)
+	}
+	s.localAS = int64(as)
+	return s, nil
 }
 
 func (s settings) model() vpnrc.Model {
@@ -131,8 +186,34 @@ func (s settings) model() vpnrc.Model {
 		Entries:     s.entries,
 		Status:      status,
 		Place:       place,
-		Attachments: vpnrc.NodeAttachments(place),
+		Attachments: attachments,
+		CreateByPut: s.dialect == DialectCNC,
 	}
+}
+
+// attachments reads the accesses of listed entries back; a vpn-node
+// without ne-id (a controller that drops the leaf, as CNC's deviations
+// do) is read by its vpn-node-id, which wimro sets to the same PE name.
+func attachments(entries []vpnrc.Entry) []vpnrc.Attachment {
+	filled := make([]vpnrc.Entry, len(entries))
+	for i, e := range entries {
+		filled[i] = e
+		nodes, _ := e.Body["vpn-nodes"].(map[string]any)
+		list, _ := nodes["vpn-node"].([]any)
+		withNE := make([]any, len(list))
+		for j, item := range list {
+			n, _ := item.(map[string]any)
+			if _, ok := n["ne-id"]; !ok && n != nil {
+				n = maps.Clone(n)
+				n["ne-id"] = n["vpn-node-id"]
+			}
+			withNE[j] = n
+		}
+		body := maps.Clone(e.Body)
+		body["vpn-nodes"] = map[string]any{"vpn-node": withNE}
+		filled[i].Body = body
+	}
+	return vpnrc.NodeAttachments(place)(filled)
 }
 
 // place names where an access attaches: its PE, interface and bearer.
@@ -163,8 +244,19 @@ func (s settings) entries(id string, req connectors.Request, eps []vpnrc.Endpoin
 		afs[i] = map[string]any{"address-family": vc(f)}
 	}
 	vpnNodes := vpnrc.Nodes(eps, func(string) map[string]any {
-		return map[string]any{"active-vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}}}
+		n := map[string]any{"active-vpn-instance-profiles": map[string]any{"vpn-instance-profile": []any{map[string]any{"profile-id": id}}}}
+		if s.localAS != 0 {
+			n["local-as"] = s.localAS
+		}
+		return n
 	}, func(i int, ep vpnrc.Endpoint) map[string]any { return s.access(id, i, ep, req.QoS) })
+	if s.dialect == DialectCNC {
+		// CNC's vpn-node-id names the PE (a reference to NSO's devices)
+		// and its model has no ne-id.
+		for _, n := range vpnNodes {
+			delete(n.(map[string]any), "ne-id")
+		}
+	}
 	body := map[string]any{
 		"vpn-id":               id,
 		"customer-name":        s.Customer,
@@ -193,11 +285,15 @@ func (s settings) access(id string, i int, ep vpnrc.Endpoint, q connectors.QoS) 
 		conn["bearer-reference"] = b
 	}
 	ip := map[string]any{
-		"local-address":           l3.PEAddress.Addr().String(),
-		"prefix-length":           l3.PEAddress.Bits(),
-		"address-allocation-type": module + ":static-address",
+		"local-address": l3.PEAddress.Addr().String(),
+		"prefix-length": l3.PEAddress.Bits(),
 	}
-	if l3.CEAddress.IsValid() {
+	// CNC's model keeps local-address and prefix-length only: the CE
+	// address still reaches it as the static routes' next-hop.
+	if s.dialect != DialectCNC {
+		ip["address-allocation-type"] = module + ":static-address"
+	}
+	if l3.CEAddress.IsValid() && s.dialect != DialectCNC {
 		ip["primary-address"] = "ce"
 		ip["address"] = []any{map[string]any{"address-id": "ce", "customer-address": l3.CEAddress.String()}}
 	}
@@ -253,7 +349,9 @@ func status(_ string, svc map[string]any) connectors.ServiceStatus {
 	case "op-down":
 		return connectors.ServiceStatus{Status: connectors.StatusDown, Message: "the controller reports the vpn-service's oper-status op-down"}
 	case "":
-		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports no oper-status for the vpn-service yet"}
+		// No operational state (CNC keeps it in a separate operational
+		// API): the service is read by its existence, as configured.
+		return connectors.ServiceStatus{Status: connectors.StatusActive, Info: map[string]any{"oper-status": "not reported"}}
 	default:
 		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports the vpn-service's oper-status " + s}
 	}

@@ -117,7 +117,7 @@ func TestCreateRequests(t *testing.T) {
 	}
 }
 
-// TestStatus maps L3NM's oper-status.
+// TestStatus maps L3NM's oper-status; none reported is ACTIVE (exists).
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	c, e := newConnector(t)
@@ -136,6 +136,15 @@ func TestStatus(t *testing.T) {
 	e.SetOperStatus(id, "op-down")
 	if st, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil || st.Status != connectors.StatusDown || !strings.Contains(st.Message, "op-down") {
 		t.Fatalf("status after op-down = %+v, %v; want DOWN naming op-down", st, err)
+	}
+	// A controller that reports no oper-status: the vpn-service exists.
+	_, url := cncServer(t)
+	c = setup.Build(t, setup.Config(url))
+	if id, connInfo, err = c.CreateService(t.Context(), connectors.Request{Key: "k2", Type: connectors.ServiceL3VPN, Points: setup.Points(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.GetServiceStatus(t.Context(), id, connInfo); err != nil || st.Status != connectors.StatusActive {
+		t.Fatalf("status without oper-status = %+v, %v; want ACTIVE", st, err)
 	}
 }
 
@@ -182,5 +191,175 @@ func TestCAFile(t *testing.T) {
 	c := setup.Build(t, connectors.Config{URL: srv.URL, AccountConfig: map[string]any{"ca_file": file}})
 	if err := c.CheckCredentials(t.Context()); err != nil {
 		t.Fatalf("CheckCredentials with ca_file: %v", err)
+	}
+}
+
+// cncBody is the vpn-service a create of Points(0) sends with dialect
+// cnc and local_as 65010: created by PUT, vpn-nodes named by vpn-node-id
+// alone, ip-connection with the PE address and prefix length only.
+const cncBody = `{"ietf-l3vpn-ntw:vpn-service": [{
+  "vpn-id": "wimro-k1",
+  "customer-name": "wimro",
+  "vpn-type": "ietf-vpn-common:l3vpn",
+  "vpn-service-topology": "ietf-vpn-common:any-to-any",
+  "status": {"admin-status": {"status": "ietf-vpn-common:admin-up"}},
+  "vpn-instance-profiles": {"vpn-instance-profile": [{
+    "profile-id": "wimro-k1",
+    "rd-auto": {"auto": [null]},
+    "address-family": [{"address-family": "ietf-vpn-common:ipv4"}]
+  }]},
+  "vpn-nodes": {"vpn-node": [
+    {
+      "vpn-node-id": "dc-a-pe",
+      "local-as": 65010,
+      "status": {"admin-status": {"status": "ietf-vpn-common:admin-up"}},
+      "active-vpn-instance-profiles": {"vpn-instance-profile": [{"profile-id": "wimro-k1"}]},
+      "vpn-network-accesses": {"vpn-network-access": [{
+        "id": "wimro-k1-0",
+        "description": "wimro endpoint ep-dc-a",
+        "vpn-network-access-type": "ietf-vpn-common:point-to-point",
+        "vpn-instance-profile": "wimro-k1",
+        "status": {"admin-status": {"status": "ietf-vpn-common:admin-up"}},
+        "interface-id": "ge-0/0/1",
+        "connection": {
+          "encapsulation": {"type": "ietf-vpn-common:dot1q", "dot1q": {"tag-type": "ietf-vpn-common:c-vlan", "cvlan-id": 100}},
+          "bearer-reference": "dc-a-pe:ge-0/0/1"
+        },
+        "ip-connection": {"ipv4": {"local-address": "192.0.2.1", "prefix-length": 30}},
+        "routing-protocols": {"routing-protocol": [{
+          "id": "static",
+          "type": "ietf-vpn-common:static-routing",
+          "static": {"cascaded-lan-prefixes": {"ipv4-lan-prefixes": [{"lan": "10.0.0.0/24", "next-hop": "192.0.2.2"}]}}
+        }]},
+        "service": {"mtu": 1500}
+      }]}
+    },
+    {
+      "vpn-node-id": "dc-b-pe",
+      "local-as": 65010,
+      "status": {"admin-status": {"status": "ietf-vpn-common:admin-up"}},
+      "active-vpn-instance-profiles": {"vpn-instance-profile": [{"profile-id": "wimro-k1"}]},
+      "vpn-network-accesses": {"vpn-network-access": [{
+        "id": "wimro-k1-1",
+        "description": "wimro endpoint ep-dc-b",
+        "vpn-network-access-type": "ietf-vpn-common:point-to-point",
+        "vpn-instance-profile": "wimro-k1",
+        "status": {"admin-status": {"status": "ietf-vpn-common:admin-up"}},
+        "interface-id": "ge-0/0/1",
+        "connection": {
+          "encapsulation": {"type": "ietf-vpn-common:dot1q", "dot1q": {"tag-type": "ietf-vpn-common:c-vlan", "cvlan-id": 100}},
+          "bearer-reference": "dc-b-pe:ge-0/0/1"
+        },
+        "ip-connection": {"ipv4": {"local-address": "192.0.2.5", "prefix-length": 30}},
+        "routing-protocols": {"routing-protocol": [{
+          "id": "static",
+          "type": "ietf-vpn-common:static-routing",
+          "static": {"cascaded-lan-prefixes": {"ipv4-lan-prefixes": [{"lan": "10.1.0.0/24", "next-hop": "192.0.2.6"}]}}
+        }]},
+        "service": {"mtu": 1500}
+      }]}
+    }
+  ]}
+}]}`
+
+// cncServer is an emulator that, as Cisco CNC's config API, reports no
+// operational state.
+func cncServer(t *testing.T) (*emu.Emulator, string) {
+	t.Helper()
+	s := setup
+	s.NewServer = func(user, password string) vpnrctest.Server {
+		return emu.New(emu.Options{User: user, Password: password, NoOperStatus: true})
+	}
+	e, srv := s.Serve(t, vpnrctest.User, vpnrctest.Password)
+	return e.(*emu.Emulator), srv.URL
+}
+
+// TestDialectCNC: dialect cnc creates with PUT on the entry (CNC's config
+// API documents no POST) a body without the leaves CNC's model lacks,
+// still valid for RFC 9182 (the emulator checks it with yanglint); a
+// service without oper-status is ACTIVE by its existence; listing reads
+// the endpoints back by vpn-node-id.
+func TestDialectCNC(t *testing.T) {
+	t.Parallel()
+	e, url := cncServer(t)
+	cfg := setup.Config(url)
+	cfg.AccountConfig = map[string]any{"dialect": "cnc", "local_as": 65010}
+	c := setup.Build(t, cfg)
+	id, connInfo, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceL3VPN, Points: setup.Points(0)})
+	if err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	want := []string{"GET /vpn-services/vpn-service=wimro-k1 404", "PUT /vpn-services/vpn-service=wimro-k1 201", "GET /vpn-services 200"}
+	if got := vpnrctest.Calls(e); !slices.Equal(got, want) {
+		t.Fatalf("requests\n got %q\nwant %q", got, want)
+	}
+	if sent := e.Requests()[1].Body; !connectortest.SameJSON(t, sent, cncBody) {
+		t.Errorf("the create sent\n%s\nwant\n%s", sent, cncBody)
+	}
+	st, err := c.GetServiceStatus(t.Context(), id, connInfo)
+	if err != nil || st.Status != connectors.StatusActive {
+		t.Errorf("status without oper-status = %+v, %v; want ACTIVE (the vpn-service exists)", st, err)
+	}
+	list, err := c.ListServices(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("ListServices = %v, %v", list, err)
+	}
+	if got, want := list[0].Endpoints, []string{connectors.EndpointName("ep-dc-a", 100), connectors.EndpointName("ep-dc-b", 100)}; !slices.Equal(got, want) {
+		t.Errorf("listed endpoints %q, want %q (read by vpn-node-id)", got, want)
+	}
+}
+
+// TestSettings: local_as is each vpn-node's local-as (TestDialectCNC
+// has it in dialect cnc); the default dialect POSTs and keeps ne-id and
+// the static address leaves; bad values are refused naming the setting.
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	e, srv := setup.Serve(t, vpnrctest.User, vpnrctest.Password)
+	cfg := setup.Config(srv.URL)
+	cfg.AccountConfig = map[string]any{"local_as": 65010}
+	c := setup.Build(t, cfg)
+	if _, _, err := c.CreateService(t.Context(), connectors.Request{Key: "k1", Type: connectors.ServiceL3VPN, Points: setup.Points(0)}); err != nil {
+		t.Fatalf("CreateService: %v", err)
+	}
+	if got := vpnrctest.Calls(e)[1]; got != "POST /vpn-services 201" {
+		t.Errorf("the default dialect created with %q, want POST /vpn-services 201", got)
+	}
+	svc, _ := e.(*emu.Emulator).Service("wimro-k1")
+	node := svc["vpn-nodes"].(map[string]any)["vpn-node"].([]any)[0].(map[string]any)
+	access := node["vpn-network-accesses"].(map[string]any)["vpn-network-access"].([]any)[0].(map[string]any)
+	ipv4 := access["ip-connection"].(map[string]any)["ipv4"].(map[string]any)
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"local-as", node["local-as"], 65010.0},
+		{"ne-id", node["ne-id"], "dc-a-pe"},
+		{"address-allocation-type", ipv4["address-allocation-type"], "ietf-l3vpn-ntw:static-address"},
+		{"customer-address", ipv4["address"].([]any)[0].(map[string]any)["customer-address"], "192.0.2.2"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	tests := []struct {
+		name    string
+		account map[string]any
+		want    string // "" accepted
+	}{
+		{"dialect", map[string]any{"dialect": "nso"}, `"dialect"`},
+		{"local_as negative", map[string]any{"local_as": -1}, `"local_as"`},
+		{"local_as over uint32", map[string]any{"local_as": 4294967296}, `"local_as"`},
+		{"local_as text", map[string]any{"local_as": "AS65000"}, `"local_as"`},
+		{"rfc9182", map[string]any{"dialect": "rfc9182", "local_as": 4294967295}, ""},
+	}
+	for _, tt := range tests {
+		_, err := l3nm.Factory(connectors.Config{URL: "http://127.0.0.1:1", AccountConfig: tt.account})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: Factory: %v", tt.name, err)
+		case tt.want != "" && (err == nil || connectors.KindOf(err) != connectors.KindPermanent || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: Factory error %v, want Permanent naming %s", tt.name, err, tt.want)
+		}
 	}
 }

@@ -21,6 +21,8 @@
 //	ca_file               PEM file of CA certificates to trust
 //	insecure_skip_verify  do not verify the controller's TLS certificate (false)
 //	bearer_token          bearer token, sent when the account has no user
+//	auth                  "crosswork": a JWT from Cisco Crosswork's single sign-on,
+//	                      bought with the account's user and password (sso.go)
 //
 // The password and the token never appear in an error or a log line.
 package rest
@@ -71,6 +73,9 @@ type Client struct {
 	password string
 	token    string
 	agent    string
+	// sso, when set (setting auth "crosswork"), gets the bearer token
+	// from Crosswork's single sign-on.
+	sso *sso
 }
 
 // New builds the client for cfg, named name in its errors. It contacts
@@ -101,6 +106,16 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := cfg.StringSetting("auth", "")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case auth != "" && auth != AuthCrosswork:
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"auth\" must be %q or absent, got %q", name, AuthCrosswork, auth)
+	case auth == AuthCrosswork && cfg.User == "":
+		return nil, connectors.Errorf(connectors.KindPermanent, "%s: config \"auth\" %q needs the account's user and password", name, AuthCrosswork)
+	}
 	policy := cfg.Addresses
 	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
 		// A literal address is refused now, not at the first request.
@@ -129,7 +144,7 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 		}
 		tr.TLSClientConfig = tlsCfg
 	}
-	return &Client{
+	c := &Client{
 		name:     name,
 		base:     base,
 		http:     &http.Client{Transport: tr, CheckRedirect: checkRedirect(policy)},
@@ -139,7 +154,11 @@ func New(name string, cfg connectors.Config) (*Client, error) {
 		password: cfg.Password,
 		agent:    cmp.Or(cfg.UserAgent, connectors.DefaultUserAgent),
 		token:    token,
-	}, nil
+	}
+	if auth == AuthCrosswork {
+		c.sso = newSSO(base)
+	}
+	return c, nil
 }
 
 // MaxCAFile is the largest ca_file read: a bundle of every public CA is
@@ -226,12 +245,35 @@ type Reply struct {
 func (r Reply) OK() bool { return r.Status >= 200 && r.Status <= 299 }
 
 // Do sends req with the per-request timeout and the account's credentials
-// (basic auth when the account has a user, else the bearer token, if any).
+// (with auth "crosswork" the JWT of Crosswork's single sign-on, sent once
+// more with a fresh one when refused; else basic auth when the account has
+// a user, else the bearer token, if any).
 // Every reply, whatever its status, is returned for the caller to judge;
 // the error is for a request that got no complete reply, classified by
 // connectors.KindOf (Retryable for timeouts, refused or reset
 // connections and a cancelled ctx). op names the operation in messages.
 func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) {
+	if c.sso == nil {
+		return c.send(ctx, op, req, "")
+	}
+	jwt, err := c.sso.token(ctx, c, op, "")
+	if err != nil {
+		return Reply{}, err
+	}
+	r, err := c.send(ctx, op, req, jwt)
+	if err == nil && (r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden) {
+		// Refused before anything was done: safe to send again, once,
+		// with a fresh token.
+		if jwt, err = c.sso.token(ctx, c, op, jwt); err != nil {
+			return Reply{}, err
+		}
+		r, err = c.send(ctx, op, req, jwt)
+	}
+	return r, err
+}
+
+// send is Do with bearer, when not empty, as the credentials.
+func (c *Client) send(ctx context.Context, op string, req Request, bearer string) (Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return Reply{}, connectors.Errorf(connectors.KindRetryable, "%s %s: %w", c.name, op, err)
 	}
@@ -271,6 +313,8 @@ func (c *Client) Do(ctx context.Context, op string, req Request) (Reply, error) 
 	hr.Header.Set("Accept", accept)
 	hr.Header.Set("User-Agent", c.agent)
 	switch {
+	case bearer != "":
+		hr.Header.Set("Authorization", "Bearer "+bearer)
 	case c.user != "":
 		hr.SetBasicAuth(c.user, c.password)
 	case c.token != "":
@@ -405,15 +449,26 @@ func (c *Client) Snippet(b []byte) string { return Snippet([]byte(c.mask(string(
 
 // mask replaces the client's secrets in s.
 func (c *Client) mask(s string) string {
+	var tickets []string
+	if c.sso != nil {
+		tickets = c.sso.secrets()
+	}
+	return c.maskWith(s, tickets...)
+}
+
+// maskWith replaces the password, the bearer token and more secrets in s.
+func (c *Client) maskWith(s string, more ...string) string {
 	var secrets []string
 	if c.password != "" {
-		secrets = append(secrets, c.password, base64.StdEncoding.EncodeToString([]byte(c.user+":"+c.password)))
+		secrets = append(secrets, c.password, base64.StdEncoding.EncodeToString([]byte(c.user+":"+c.password)), url.QueryEscape(c.password))
 	}
 	if c.token != "" {
 		secrets = append(secrets, c.token)
 	}
-	for _, x := range secrets {
-		s = strings.ReplaceAll(s, x, "********")
+	for _, x := range append(secrets, more...) {
+		if x != "" {
+			s = strings.ReplaceAll(s, x, "********")
+		}
 	}
 	return s
 }

@@ -229,6 +229,8 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"ca not pem", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"ca_file": notPEM}}, "ca_file"},
 		{"insecure not bool", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"insecure_skip_verify": "maybe"}}, "insecure_skip_verify"},
 		{"token not string", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"bearer_token": 5}}, "bearer_token"},
+		{"auth unknown", connectors.Config{URL: "https://x", User: "u", AccountConfig: map[string]any{"auth": "oauth"}}, `"auth"`},
+		{"crosswork auth without a user", connectors.Config{URL: "https://x", AccountConfig: map[string]any{"auth": "crosswork"}}, `"auth"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

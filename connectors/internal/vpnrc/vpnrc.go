@@ -120,6 +120,11 @@ type Model struct {
 	// list): create, edit and delete list nothing, as nothing else of
 	// the vpn-id can be left to prune.
 	SingleEntry bool
+	// CreateByPut creates an entry with PUT on the entry itself (201)
+	// instead of POST under its list: RFC 8040 allows both, and Cisco
+	// CNC's config APIs document only GET, PUT, PATCH and DELETE of the
+	// entry.
+	CreateByPut bool
 	// Edit returns the type and QoS an edit keeps, read from the
 	// vpn-service as the controller holds it (for models that carry
 	// more than one type); nil: the first declared type and the QoS
@@ -291,14 +296,15 @@ func (c *Connector) read(ctx context.Context, op string, e Entry) (map[string]an
 }
 
 // write creates e (POST under its list; a 409 means it is there after
-// all and is replaced) or, when it exists, replaces it (PUT).
+// all and is replaced) or, when it exists or the Model creates by PUT,
+// writes it with PUT on the entry.
 func (c *Connector) write(ctx context.Context, e Entry, exists bool) error {
 	doc := map[string]any{c.qualified(e.Member): []any{e.Body}}
 	base, err := c.base(ctx, "write "+e.String())
 	if err != nil {
 		return err
 	}
-	if !exists {
+	if !exists && !c.m.CreateByPut {
 		op := "create " + e.String()
 		r, err := c.rc.JSON(ctx, op, http.MethodPost, base+e.List, rest.MediaYANGJSON, doc)
 		switch {
@@ -311,6 +317,9 @@ func (c *Connector) write(ctx context.Context, e Entry, exists bool) error {
 		}
 	}
 	op := "replace " + e.String()
+	if !exists {
+		op = "create " + e.String()
+	}
 	r, err := c.rc.JSON(ctx, op, http.MethodPut, base+e.Path(), rest.MediaYANGJSON, doc)
 	if err != nil {
 		return err
@@ -844,6 +853,19 @@ func ReadSettings(typ string, cfg connectors.Config) (Settings, error) {
 		return s, connectors.Errorf(connectors.KindPermanent, "%s: config \"default_mtu\" must be in 1..65535, got %d", typ, s.MTU)
 	}
 	return s, nil
+}
+
+// Dialect reads setting "dialect" of WIM type typ: one of allowed, the
+// first by default; anything else is a Permanent error naming them.
+func Dialect(typ string, cfg connectors.Config, allowed ...string) (string, error) {
+	d, err := cfg.StringSetting("dialect", allowed[0])
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(allowed, d) {
+		return "", connectors.Errorf(connectors.KindPermanent, "%s: config \"dialect\" must be one of %s, got %q", typ, strings.Join(allowed, ", "), d)
+	}
+	return d, nil
 }
 
 // Common is the module of the identities the VPN network models share

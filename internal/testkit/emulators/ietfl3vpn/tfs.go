@@ -19,7 +19,8 @@ import (
 // This file is the tfs mode: TeraFlowSDN's own L3VPN northbound (its NBI
 // plugin ietf_l3vpn: L3VPN_Services.py, L3VPN_Service.py, Handlers.py,
 // YangValidator.py in src/nbi/service/rest_server/nbi_plugins/ietf_l3vpn of
-// ETSI TeraFlowSDN), which is no RESTCONF datastore:
+// ETSI TeraFlowSDN, and src/nbi/service/ietf_l3vpn in later releases, which
+// answer the same and add the PUT below), which is no RESTCONF datastore:
 //
 //	POST   …/vpn-services                    the whole l3vpn-svc tree (vpn-services and
 //	                                         sites) in one body; 201 [] or 500 [{"error": …}]
@@ -27,6 +28,9 @@ import (
 //	GET    …/vpn-services/vpn-service=<id>/  200 {"service-id": id} when ACTIVE, 504 before,
 //	                                         500 {"error": "VPN(<id>) not found in database"}
 //	DELETE …/vpn-services/vpn-service=<id>/  204, known or not
+//	PUT    …/vpn-services/vpn-service=<id>/  releases whose NBI is src/nbi/service/ietf_l3vpn:
+//	                                         the tree again, of which it takes the bandwidths
+//	                                         only; 204; no credentials asked
 //
 // Everything else is Flask's 404 (or 405) page. A body is validated with
 // yanglint against ietf-l3vpn-svc as TFS's YangValidator does (a refusal is
@@ -157,11 +161,13 @@ func (e *TFS) route(r *http.Request, body []byte, injected int) (int, any) {
 	if injected != 0 {
 		return injected, map[string]any{"error": "injected failure"}
 	}
-	if e.opts.User != "" && emulator.CheckBasicAuth(r, e.opts.User, e.opts.Password) != nil {
+	rel, isNBI := strings.CutPrefix(r.URL.EscapedPath(), Root+"/vpn-services")
+	// L3VPN_Service.put has no login_required: it checks no credentials.
+	isPut := isNBI && r.Method == http.MethodPut && strings.HasPrefix(rel, "/vpn-service=")
+	if e.opts.User != "" && !isPut && emulator.CheckBasicAuth(r, e.opts.User, e.opts.Password) != nil {
 		return http.StatusUnauthorized, "Unauthorized Access"
 	}
-	rel, ok := strings.CutPrefix(r.URL.EscapedPath(), Root+"/vpn-services")
-	if !ok {
+	if !isNBI {
 		return http.StatusNotFound, flask404
 	}
 	if rel == "" || rel == "/" {
@@ -181,6 +187,8 @@ func (e *TFS) route(r *http.Request, body []byte, injected int) (int, any) {
 	switch r.Method {
 	case http.MethodGet:
 		return e.status(id)
+	case http.MethodPut:
+		return e.put(r, body)
 	case http.MethodDelete:
 		e.mu.Lock()
 		delete(e.services, id)
@@ -212,19 +220,9 @@ func (e *TFS) status(id string) (int, any) {
 // process_vpn_service and process_site; 201 with no errors, else 500
 // with the list of them (what was made stays made).
 func (e *TFS) post(r *http.Request, body []byte) (int, any) {
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") && !strings.HasPrefix(r.Header.Get("Content-Type"), rcstore.MediaType) {
-		return http.StatusUnsupportedMediaType, `{"message": "JSON payload is required"}`
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return http.StatusBadRequest, `{"message": "Failed to decode JSON object"}`
-	}
-	tree, ok := doc[Module+":l3vpn-svc"].(map[string]any)
-	if !ok {
-		return http.StatusInternalServerError, []any{"unexpected request: " + string(body)}
-	}
-	if err := e.lint.Check("POST vpn-services", emulator.LintConfig, doc, nil); err != nil {
-		return http.StatusInternalServerError, flask500
+	tree, status, reply := e.tree(r, body, "POST vpn-services")
+	if tree == nil {
+		return status, reply
 	}
 	// _process_l3vpn indexes both lists without a default (a KeyError).
 	if dig(tree, "vpn-services", "vpn-service") == nil || dig(tree, "sites", "site") == nil {
@@ -258,6 +256,63 @@ func (e *TFS) post(r *http.Request, body []byte) (int, any) {
 		return http.StatusInternalServerError, errs
 	}
 	return http.StatusCreated, []any{}
+}
+
+// tree reads the l3vpn-svc tree of a POST or PUT as TeraFlowSDN does:
+// JSON (415, 400), the l3vpn-svc member (500 with the request), valid for
+// ietf-l3vpn-svc (Flask's 500); nil with the answer otherwise.
+func (e *TFS) tree(r *http.Request, body []byte, what string) (map[string]any, int, any) {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") && !strings.HasPrefix(r.Header.Get("Content-Type"), rcstore.MediaType) {
+		return nil, http.StatusUnsupportedMediaType, `{"message": "JSON payload is required"}`
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, http.StatusBadRequest, `{"message": "Failed to decode JSON object"}`
+	}
+	tree, ok := doc[Module+":l3vpn-svc"].(map[string]any)
+	if !ok {
+		return nil, http.StatusInternalServerError, []any{"unexpected request: " + string(body)}
+	}
+	if err := e.lint.Check(what, emulator.LintConfig, doc, nil); err != nil {
+		return nil, http.StatusInternalServerError, flask500
+	}
+	return tree, 0, nil
+}
+
+// put is L3VPN_Service.put of the releases whose NBI is
+// src/nbi/service/ietf_l3vpn: every site's accesses set their service's
+// capacity (the larger of svc-input-bandwidth and svc-output-bandwidth)
+// and nothing else: endpoints, VLANs, routes and latency stay as the POST
+// made them. 204, or Flask's 500 for what Handlers.py's update_vpn raises
+// on (a site not provider-managed, an access not multipoint, an unknown
+// vpn-id, a missing leaf). The path's id is not compared with the body's.
+func (e *TFS) put(r *http.Request, body []byte) (int, any) {
+	tree, status, reply := e.tree(r, body, "PUT vpn-service")
+	if tree == nil {
+		return status, reply
+	}
+	if dig(tree, "sites", "site") == nil {
+		return http.StatusInternalServerError, flask500
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, site := range list(tree, "sites", "site") {
+		if str(site, "management", "type") != q+"provider-managed" {
+			return http.StatusInternalServerError, flask500
+		}
+		for _, a := range list(site, "site-network-accesses", "site-network-access") {
+			in, errIn := strconv.Atoi(str(a, "service", "svc-input-bandwidth"))
+			out, errOut := strconv.Atoi(str(a, "service", "svc-output-bandwidth"))
+			s := e.services[str(a, "vpn-attachment", "vpn-id")]
+			if a["site-network-access-type"] != q+"multipoint" || errIn != nil || errOut != nil || s == nil {
+				return http.StatusInternalServerError, flask500
+			}
+			for i := range s.endpoints {
+				s.endpoints[i].BandwidthBps = max(in, out)
+			}
+		}
+	}
+	return http.StatusNoContent, nil
 }
 
 // attach is update_service_endpoint: the access becomes an endpoint of

@@ -2,6 +2,7 @@ package ietfl3vpn_test
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestTFS(t *testing.T) {
 		}, 1, 0},
 		{"only TeraFlowSDN's routes", []step{
 			{"GET", "/sites", "", 404, "Not Found"},
-			{"PUT", svc, tfsTree(tfsQoS, tfsQoS), 405, "Method Not Allowed"},
+			{"PUT", "/vpn-services", tfsTree(tfsQoS, tfsQoS), 405, "Method Not Allowed"},
 			{"POST", "/vpn-services", `{"ietf-l3vpn-svc:l3vpn-svc": {}}`, 500, "Internal Server Error"},
 			{"POST", "/vpn-services", `{"x": 1}`, 500, "unexpected request"},
 		}, 0, 0},
@@ -94,6 +95,49 @@ func TestTFS(t *testing.T) {
 				t.Fatalf("v1 has endpoints %+v, want %d", got, tt.endpoints)
 			}
 		})
+	}
+}
+
+// TestTFSPut: the PUT of later releases takes the bandwidths of the tree
+// and nothing else, without credentials; what update_vpn raises on is
+// Flask's 500.
+func TestTFSPut(t *testing.T) {
+	t.Parallel()
+	const svc = "/vpn-services/vpn-service=v1/"
+	e := emu.NewTFS(emu.TFSOptions{User: "u", Password: "p"})
+	t.Cleanup(e.Close)
+	auth := []string{"Authorization", "Basic dTpw"} // u:p
+	if got := do(t, e, http.MethodPost, "/vpn-services", tfsTree(tfsQoS, tfsQoS), auth...); got.status != http.StatusCreated {
+		t.Fatalf("POST = %d %s", got.status, got.body)
+	}
+	before := e.Endpoints("v1")
+	moved := strings.NewReplacer(`"2000000"`, `"5000000"`, `"vlan100"`, `"vlan200"`, `"latency-boundary": 10`, `"latency-boundary": 20`).Replace(tfsTree(tfsQoS, tfsQoS))
+	if got := do(t, e, http.MethodPut, svc, moved); got.status != http.StatusNoContent {
+		t.Fatalf("PUT without credentials = %d %s, want 204", got.status, got.body)
+	}
+	after := e.Endpoints("v1")
+	if len(after) != 2 {
+		t.Fatalf("endpoints after the PUT: %+v", after)
+	}
+	for i, ep := range after {
+		want := before[i]
+		want.BandwidthBps = 5000000
+		if !reflect.DeepEqual(ep, want) {
+			t.Errorf("endpoint %d after the PUT %+v, want %+v (the bandwidth only)", i, ep, want)
+		}
+	}
+	refused := []struct{ name, body string }{
+		{"unknown vpn-id", strings.ReplaceAll(moved, `"vpn-id": "v1"`, `"vpn-id": "v9"`)},
+		{"co-managed site", strings.Replace(moved, "ietf-l3vpn-svc:provider-managed", "ietf-l3vpn-svc:co-managed", 1)},
+		{"no sites", `{"ietf-l3vpn-svc:l3vpn-svc": {"vpn-services": {"vpn-service": [{"vpn-id": "v1"}]}}}`},
+	}
+	for _, r := range refused {
+		if got := do(t, e, http.MethodPut, svc, r.body); got.status != http.StatusInternalServerError || !strings.Contains(got.body, "Internal Server Error") {
+			t.Errorf("PUT %s = %d %s, want Flask's 500", r.name, got.status, got.body)
+		}
+	}
+	if n := len(e.LintFailures()); n != 0 {
+		t.Fatalf("yanglint refused %d bodies: %q", n, e.LintFailures())
 	}
 }
 

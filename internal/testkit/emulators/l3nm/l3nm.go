@@ -13,6 +13,7 @@
 // status/oper-status/status, ietf-vpn-common:op-unknown for the first
 // BuildPolls answers that include it, then op-up (or what SetOperStatus
 // set); every answer with its state is checked with yanglint as data.
+// Options.NoOperStatus leaves it out.
 package l3nm
 
 import (
@@ -39,6 +40,10 @@ type Options struct {
 	// BuildPolls is how many GET answers show a new vpn-service op-unknown
 	// before op-up.
 	BuildPolls int
+	// NoOperStatus leaves oper-status out of every answer, as a server
+	// that keeps operational state elsewhere does (Cisco CNC's config API:
+	// its operational data is a separate API).
+	NoOperStatus bool
 }
 
 // Emulator is the L3NM server; close it with Close.
@@ -54,6 +59,10 @@ type Emulator struct {
 // New returns an empty emulator.
 func New(opts Options) *Emulator {
 	e := &Emulator{opts: opts, reads: map[string]int{}, oper: map[string]string{}}
+	state := e.state
+	if opts.NoOperStatus {
+		state = nil
+	}
 	e.Store = rcstore.New(rcstore.Options{
 		Module: Module, Top: "l3vpn-ntw",
 		Keys: map[string][]string{
@@ -62,7 +71,7 @@ func New(opts Options) *Emulator {
 			"address": {"address-id"},
 		},
 		Modules: Modules, LintFlags: []string{"-i"},
-		State: e.state,
+		State: state,
 		User:  opts.User, Password: opts.Password, Token: opts.Token,
 	})
 	return e
