@@ -27,6 +27,7 @@ var setup = vpnrctest.Setup{
 	},
 	StoredQoS:      storedQoS,
 	ListsEndpoints: true,
+	ListsL3:        true,
 }
 
 // storedQoS is the bandwidth every access of vpn-service id carries in

@@ -103,7 +103,9 @@ type Model struct {
 	// mapping's Keys; Attachments reads the places and VLANs (0:
 	// untagged) a service's entries attach to. With both set,
 	// ListServices reads each service's Endpoints back through the port
-	// mappings; without them Endpoints stay nil.
+	// mappings; without them Endpoints stay nil. Where Attachments also
+	// reads each access's L3 site back (Attachment.L3), the service's L3
+	// is listed too.
 	Place       func(fields map[string]string) string
 	Attachments func(entries []Entry) []Attachment
 
@@ -135,6 +137,10 @@ type Model struct {
 type Attachment struct {
 	Place string
 	VLAN  int
+	// L3 is the access's L3 site as the controller holds it (its
+	// Prefix zero: the routes carry it); nil when the model has none or
+	// the Model does not read it back.
+	L3 *connectors.L3Site
 }
 
 // Connector is the shared connector of a Model.
@@ -725,17 +731,19 @@ func (c *Connector) ListServices(ctx context.Context) ([]connectors.Service, err
 		if c.m.ListInfo != nil {
 			maps.Copy(info, c.m.ListInfo(s))
 		}
-		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: c.endpointsOf(found[id])})
+		eps, l3 := c.endpointsOf(found[id])
+		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: eps, L3: l3})
 	}
 	return out, nil
 }
 
 // endpointsOf reads a service's entries back as endpoints through the
-// port mappings (Model.Place, Model.Attachments); nil when the model
-// cannot tell, or an access matches no mapping, or two.
-func (c *Connector) endpointsOf(entries []Entry) []string {
+// port mappings (Model.Place, Model.Attachments), with the L3 site of
+// each where the Model reads them; nil when the model cannot tell, or an
+// access matches no mapping, or two.
+func (c *Connector) endpointsOf(entries []Entry) ([]string, map[string]connectors.L3Form) {
 	if c.m.Place == nil || c.m.Attachments == nil {
-		return nil
+		return nil, nil
 	}
 	places := map[string]string{}
 	for _, m := range c.cfg.PortMappings {
@@ -752,18 +760,26 @@ func (c *Connector) endpointsOf(entries []Entry) []string {
 	}
 	atts := c.m.Attachments(entries)
 	if len(atts) == 0 {
-		return nil
+		return nil, nil
 	}
 	out := make([]string, 0, len(atts))
+	var l3 map[string]connectors.L3Form
 	for _, a := range atts {
 		id := places[a.Place]
 		if id == "" {
-			return nil
+			return nil, nil
 		}
-		out = append(out, connectors.EndpointName(id, a.VLAN))
+		name := connectors.EndpointName(id, a.VLAN)
+		out = append(out, name)
+		if a.L3 != nil {
+			if l3 == nil {
+				l3 = map[string]connectors.L3Form{}
+			}
+			l3[name] = connectors.L3FormOf(a.L3)
+		}
 	}
 	slices.Sort(out)
-	return out
+	return out, l3
 }
 
 // ClearAll deletes wimro's services and their entries; other tenants'
@@ -895,6 +911,12 @@ func Nodes(eps []Endpoint, node func(ne string) map[string]any, access func(i in
 // entries of a network model (vpn-nodes by ne-id) back: each one's place
 // (place of its ne-id, interface-id and bearer-reference) and cvlan-id.
 func NodeAttachments(place func(fields map[string]string) string) func(entries []Entry) []Attachment {
+	return NodeL3Attachments(place, nil)
+}
+
+// NodeL3Attachments is NodeAttachments with each access's L3 site read
+// back by l3 from the access as listed.
+func NodeL3Attachments(place func(fields map[string]string) string, l3 func(access map[string]any) *connectors.L3Site) func(entries []Entry) []Attachment {
 	return func(entries []Entry) []Attachment {
 		var out []Attachment
 		for _, e := range entries {
@@ -922,15 +944,37 @@ func NodeAttachments(place func(fields map[string]string) string) func(entries [
 			if json.Unmarshal(b, &svc) != nil {
 				return nil
 			}
-			for _, n := range svc.Nodes.Node {
-				for _, a := range n.Accesses.Access {
+			nodes, _ := e.Body["vpn-nodes"].(map[string]any)
+			raw, _ := nodes["vpn-node"].([]any)
+			for i, n := range svc.Nodes.Node {
+				for j, a := range n.Accesses.Access {
 					p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
-					out = append(out, Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN})
+					att := Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN}
+					if l3 != nil {
+						att.L3 = l3(rawAccess(raw, i, j))
+					}
+					out = append(out, att)
 				}
 			}
 		}
 		return out
 	}
+}
+
+// rawAccess is access j of vpn-node i of a listed vpn-service, as
+// decoded JSON (nil when absent).
+func rawAccess(nodes []any, i, j int) map[string]any {
+	if i >= len(nodes) {
+		return nil
+	}
+	n, _ := nodes[i].(map[string]any)
+	accesses, _ := n["vpn-network-accesses"].(map[string]any)
+	list, _ := accesses["vpn-network-access"].([]any)
+	if j >= len(list) {
+		return nil
+	}
+	a, _ := list[j].(map[string]any)
+	return a
 }
 
 // jsonValue returns v as encoding/json decodes it, to compare with a
