@@ -32,9 +32,9 @@ func TestReconcileL3Sites(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		dc     string                    // the site changed on the controller
+		dc     string                     // the site changed on the controller
 		change func(s *connectors.L3Site) // nil: none
-		want   []string                  // the mismatch's L3 lines; nil: no drift
+		want   []string                   // the mismatch's L3 lines; nil: no drift
 	}{
 		{name: "in line", dc: "dcA"},
 		{name: "routes in another order, a prefix with host bits", dc: "dcA", change: func(s *connectors.L3Site) {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wimro/wimro/internal/testkit/emulators/l3nm"
+	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/internal/testkit/pgtest"
+	"github.com/wimro/wimro/internal/testkit/wimdtest"
+)
+
+// l3nmVPN is a built wimd serving an ACTIVE L3VPN over the L3NM
+// emulator: three datacenters, dcA and dcB routing their prefix via the
+// CE, dcC peering by BGP.
+type l3nmVPN struct {
+	a       api
+	emu     *l3nm.Emulator
+	env     []string // wimd's, with WIMD_BIN
+	id      string   // the instance
+	created map[string]any
+	link    string
+	vpn     string // the vpn-id
+}
+
+func startL3NMVPN(t *testing.T, env ...string) l3nmVPN {
+	t.Helper()
+	emu := l3nm.New(l3nm.Options{User: "admin", Password: "s3cret", BuildPolls: 2})
+	t.Cleanup(emu.Close)
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	bins := wimdtest.Build(t, "wimd")
+	env = append([]string{"WIMRO_DATABASE_URL=" + pgtest.URL(t), "WIMRO_SECRET_KEY=" + testSecretKey, "WIMRO_DATA_DIR=" + t.TempDir()}, env...)
+	addr := wimdtest.Start(t, bins[0], env, "serve", "--listen", "127.0.0.1:0", "--status-refresh", "100ms")
+	a := api{t: t, addr: addr}
+	a.call("POST", "/openmano/tenants", map[string]any{"tenant": map[string]any{"name": "t0"}})
+	var maps, nets []any
+	vld := uuid.NewString()
+	for i, dc := range []string{"dcA", "dcB", "dcC"} {
+		dpid := fmt.Sprintf("00:00:00:00:00:00:00:0%d", i+1)
+		a.call("POST", "/openmano/datacenters", map[string]any{"datacenter": map[string]any{"name": dc, "vim_url": "http://" + dc,
+			"config": map[string]any{"external_connections": []any{map[string]any{"vim_external_port": map[string]any{"switch": dpid, "port": "1"}}}}}})
+		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
+		maps = append(maps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
+			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc,
+			"wan_service_mapping_info": map[string]any{"mapping_type": "l3nm", "ne-id": "pe-" + dc, "interface-id": "ge-0/0/1"}}}})
+		site := map[string]any{"prefix": fmt.Sprintf("10.%d.0.0/24", i), "pe_address": fmt.Sprintf("192.0.2.%d/30", 4*i+1), "ce_address": fmt.Sprintf("192.0.2.%d", 4*i+2)}
+		if dc == "dcC" {
+			site["bgp"] = map[string]any{"peer_as": 65002, "peer_address": fmt.Sprintf("192.0.2.%d", 4*i+2)}
+		}
+		nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 200 + i, "l3": site})
+	}
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "l3nm", "wim_url": srv.URL,
+		"config": map[string]any{"wim_port_mapping": maps}}})
+	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"name": "acct1", "user": "admin", "password": "s3cret"}})
+	id, created := a.activeInstanceOf("t0", 1, map[string]any{"instance": map[string]any{"name": "ns-l3", "networks": nets}})
+	link := a.call("GET", "/openmano/t0/instances/"+id+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
+	if link["service_type"] != "L3VPN" {
+		t.Fatalf("WAN link %v, want an L3VPN", link)
+	}
+	v := l3nmVPN{a: a, emu: emu, env: append(env, "WIMD_BIN="+bins[0]), id: id, created: created, link: link["uuid"].(string)}
+	v.vpn = "wimro-" + v.link
+	if _, ok := emu.Service(v.vpn); !ok {
+		t.Fatalf("the controller has no vpn-service %s: %v", v.vpn, emu.ServiceIDs())
+	}
+	return v
+}
+
+// linkOf is the L3VPN's WAN link as the API gives it.
+func (v l3nmVPN) linkOf() map[string]any {
+	return v.a.call("GET", "/openmano/t0/instances/"+v.id+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
+}
+
+// access is the vpn-network-access of ne-id ne in vpn-service svc (as
+// the emulator stores it).
+func access(t *testing.T, svc map[string]any, ne string) map[string]any {
+	t.Helper()
+	for _, n := range svc["vpn-nodes"].(map[string]any)["vpn-node"].([]any) {
+		if n.(map[string]any)["ne-id"] == ne {
+			return n.(map[string]any)["vpn-network-accesses"].(map[string]any)["vpn-network-access"].([]any)[0].(map[string]any)
+		}
+	}
+	t.Fatalf("vpn-service %v has no vpn-node %s", svc, ne)
+	return nil
+}
+
+// protocol is the routing-protocol id of an access.
+func protocol(t *testing.T, acc map[string]any, id string) map[string]any {
+	t.Helper()
+	for _, p := range acc["routing-protocols"].(map[string]any)["routing-protocol"].([]any) {
+		if p.(map[string]any)["id"] == id {
+			return p.(map[string]any)
+		}
+	}
+	t.Fatalf("access %v has no routing-protocol %s", acc["id"], id)
+	return nil
+}
+
+// runReconcile runs the built wimd reconcile with args and returns its
+// exit status and output.
+func runReconcile(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	var bin string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "WIMD_BIN="); ok {
+			bin = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"reconcile"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), string(out)
+	case err != nil:
+		t.Fatalf("wimd reconcile: %v\n%s", err, out)
+	}
+	return 0, string(out)
+}
+
+// TestE2EL3VPNDriftOverL3NM (issue 34): an L3VPN over l3nm whose sites
+// are changed in the controller's store behind wimd's back (dcA's prefix
+// routed via its CE, dcC's BGP peer AS) is a mismatch: wimd reconcile
+// exits 3 naming each site and field; --fix's EDIT puts wimd's version
+// back on the controller, and reconcile then finds no drift.
+func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
+	t.Parallel()
+	v := startL3NMVPN(t)
+	noDrift(t, v.env, "--account", "acct1")
+	svc, _ := v.emu.Service(v.vpn)
+	want, _ := json.Marshal(svc)
+
+	static := protocol(t, access(t, svc, "pe-dcA"), "static")["static"].(map[string]any)
+	static["cascaded-lan-prefixes"].(map[string]any)["ipv4-lan-prefixes"].([]any)[0].(map[string]any)["lan"] = "10.7.0.0/24"
+	protocol(t, access(t, svc, "pe-dcC"), "bgp")["bgp"].(map[string]any)["peer-as"] = 65009
+	if err := v.emu.Put("/vpn-services/vpn-service="+v.vpn, svc); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out := runReconcile(t, v.env, "--account", "acct1")
+	for _, line := range []string{
+		"site ep-dcA/vlan=200: routes: want [10.0.0.0/24 via 192.0.2.2], the controller has [10.7.0.0/24 via 192.0.2.2]",
+		"site ep-dcC/vlan=202: bgp: want AS65002 192.0.2.10, the controller has AS65009 192.0.2.10",
+		"0 orphan(s), 0 missing, 1 mismatched",
+	} {
+		if code != exitDrift || !strings.Contains(out, line) {
+			t.Fatalf("wimd reconcile after the sites changed: exit %d, want %d naming %q\n%s", code, exitDrift, line, out)
+		}
+	}
+	if code, out := runReconcile(t, v.env, "--account", "acct1", "--fix"); code != 0 || !strings.Contains(out, "mismatch") {
+		t.Fatalf("wimd reconcile --fix: exit %d, want 0 and the mismatch fixed\n%s", code, out)
+	}
+	eventually.Until(t, 30*time.Second, "the controller holds wimd's vpn-service again", func() (bool, string) {
+		now, _ := v.emu.Service(v.vpn)
+		b, _ := json.Marshal(now)
+		return string(b) == string(want), fmt.Sprintf("%s\nwant\n%s", b, want)
+	})
+	poll(t, "the link ACTIVE after the EDIT", func() (bool, string) {
+		l := v.linkOf()
+		return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
+	})
+	noDrift(t, v.env, "--account", "acct1")
+	if f := v.emu.LintFailures(); len(f) > 0 {
+		t.Fatalf("yanglint refused %q", f)
+	}
+}
+
+// TestE2EL3VPNDownOverL3NM (issue 34): the links monitor reads an L3VPN's
+// oper-status on l3nm: op-down on the controller makes the link DOWN in
+// the API, naming it, and a change on the create's event stream; op-up
+// again makes it ACTIVE.
+func TestE2EL3VPNDownOverL3NM(t *testing.T) {
+	t.Parallel()
+	v := startL3NMVPN(t, "WIMRO_MONITOR_INTERVAL=300ms")
+	linkOf := v.linkOf
+	v.emu.SetOperStatus(v.vpn, "op-down")
+	poll(t, "the link DOWN", func() (bool, string) {
+		l := linkOf()
+		msg, _ := l["error_msg"].(string)
+		return l["status"] == "DOWN" && strings.Contains(msg, "op-down"), fmt.Sprintf("%v %q", l["status"], msg)
+	})
+	v.emu.SetOperStatus(v.vpn, "op-up")
+	poll(t, "the link ACTIVE again", func() (bool, string) {
+		l := linkOf()
+		return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
+	})
+	events := v.a.readStream(fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", v.id, v.created["uuid"]), nil)
+	var seen []any
+	for _, e := range events {
+		if e.name == "change" && e.data["wan_link_id"] == v.link {
+			seen = append(seen, e.data["link_status"])
+		}
+	}
+	if s := fmt.Sprint(seen); !strings.HasSuffix(s, "ACTIVE DOWN ACTIVE]") || events[len(events)-1].name != "done" {
+		t.Fatalf("the create's events for the link: %v, want ... ACTIVE DOWN ACTIVE then done: %v", seen, events)
+	}
+}
