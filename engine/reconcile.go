@@ -44,8 +44,9 @@ import (
 //     site of an end (Service.L3: PE or CE address, routes, BGP peer)
 //     differs from the one its network gives. --fix queues a forced EDIT
 //     of the link, which brings the service in line. Sites are compared
-//     only where the connector reads them back (fake, l3nm); the others
-//     list none, and their sites are never drift.
+//     only where the connector reads them back (fake, l3nm, ietfl3vpn
+//     but its tfs dialect); the others list none, and their sites are
+//     never drift.
 //
 // A link with a SCHEDULED or BUILD action is never drift (a CREATE or
 // DELETE in flight is work, not drift), and neither is a service whose
