@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,18 +15,18 @@ import (
 
 	"github.com/google/uuid"
 
+	l3svc "github.com/wimro/wimro/internal/testkit/emulators/ietfl3vpn"
 	"github.com/wimro/wimro/internal/testkit/emulators/l3nm"
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/internal/testkit/wimdtest"
 )
 
-// l3nmVPN is a built wimd serving an ACTIVE L3VPN over the L3NM
+// l3VPN is a built wimd serving an ACTIVE L3VPN over a controller's
 // emulator: three datacenters, dcA and dcB routing their prefix via the
 // CE, dcC peering by BGP.
-type l3nmVPN struct {
+type l3VPN struct {
 	a       api
-	emu     *l3nm.Emulator
 	env     []string // wimd's, with WIMD_BIN
 	id      string   // the instance
 	created map[string]any
@@ -33,10 +34,11 @@ type l3nmVPN struct {
 	vpn     string // the vpn-id
 }
 
-func startL3NMVPN(t *testing.T, env ...string) l3nmVPN {
+// startL3VPN serves emu (user admin, password s3cret) and makes the
+// L3VPN on it with a WIM of type typ whose datacenter dc maps to
+// mapping(dc).
+func startL3VPN(t *testing.T, emu http.Handler, typ string, mapping func(dc string) map[string]any, env ...string) l3VPN {
 	t.Helper()
-	emu := l3nm.New(l3nm.Options{User: "admin", Password: "s3cret", BuildPolls: 2})
-	t.Cleanup(emu.Close)
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	bins := wimdtest.Build(t, "wimd")
@@ -53,14 +55,14 @@ func startL3NMVPN(t *testing.T, env ...string) l3nmVPN {
 		a.call("POST", "/openmano/t0/datacenters/"+dc, nil)
 		maps = append(maps, map[string]any{"datacenter_name": dc, "pop_wan_mappings": []any{map[string]any{
 			"pop_switch_dpid": dpid, "pop_switch_port": "1", "wan_service_endpoint_id": "ep-" + dc,
-			"wan_service_mapping_info": map[string]any{"mapping_type": "l3nm", "ne-id": "pe-" + dc, "interface-id": "ge-0/0/1"}}}})
+			"wan_service_mapping_info": mapping(dc)}}})
 		site := map[string]any{"prefix": fmt.Sprintf("10.%d.0.0/24", i), "pe_address": fmt.Sprintf("192.0.2.%d/30", 4*i+1), "ce_address": fmt.Sprintf("192.0.2.%d", 4*i+2)}
 		if dc == "dcC" {
 			site["bgp"] = map[string]any{"peer_as": 65002, "peer_address": fmt.Sprintf("192.0.2.%d", 4*i+2)}
 		}
 		nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 200 + i, "l3": site})
 	}
-	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": "l3nm", "wim_url": srv.URL,
+	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": typ, "wim_url": srv.URL,
 		"config": map[string]any{"wim_port_mapping": maps}}})
 	a.call("POST", "/openmano/t0/wims/wan1", map[string]any{"wim_account": map[string]any{"name": "acct1", "user": "admin", "password": "s3cret"}})
 	id, created := a.activeInstanceOf("t0", 1, map[string]any{"instance": map[string]any{"name": "ns-l3", "networks": nets}})
@@ -68,16 +70,27 @@ func startL3NMVPN(t *testing.T, env ...string) l3nmVPN {
 	if link["service_type"] != "L3VPN" {
 		t.Fatalf("WAN link %v, want an L3VPN", link)
 	}
-	v := l3nmVPN{a: a, emu: emu, env: append(env, "WIMD_BIN="+bins[0]), id: id, created: created, link: link["uuid"].(string)}
+	v := l3VPN{a: a, env: append(env, "WIMD_BIN="+bins[0]), id: id, created: created, link: link["uuid"].(string)}
 	v.vpn = "wimro-" + v.link
-	if _, ok := emu.Service(v.vpn); !ok {
-		t.Fatalf("the controller has no vpn-service %s: %v", v.vpn, emu.ServiceIDs())
-	}
 	return v
 }
 
+// startL3NMVPN is startL3VPN over the L3NM emulator.
+func startL3NMVPN(t *testing.T, env ...string) (l3VPN, *l3nm.Emulator) {
+	t.Helper()
+	emu := l3nm.New(l3nm.Options{User: "admin", Password: "s3cret", BuildPolls: 2})
+	t.Cleanup(emu.Close)
+	v := startL3VPN(t, emu, "l3nm", func(dc string) map[string]any {
+		return map[string]any{"mapping_type": "l3nm", "ne-id": "pe-" + dc, "interface-id": "ge-0/0/1"}
+	}, env...)
+	if _, ok := emu.Service(v.vpn); !ok {
+		t.Fatalf("the controller has no vpn-service %s: %v", v.vpn, emu.ServiceIDs())
+	}
+	return v, emu
+}
+
 // linkOf is the L3VPN's WAN link as the API gives it.
-func (v l3nmVPN) linkOf() map[string]any {
+func (v l3VPN) linkOf() map[string]any {
 	return v.a.call("GET", "/openmano/t0/instances/"+v.id+"/wan_links", nil)["wan_links"].([]any)[0].(map[string]any)
 }
 
@@ -138,15 +151,15 @@ func runReconcile(t *testing.T, env []string, args ...string) (int, string) {
 // back on the controller, and reconcile then finds no drift.
 func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
 	t.Parallel()
-	v := startL3NMVPN(t)
+	v, emu := startL3NMVPN(t)
 	noDrift(t, v.env, "--account", "acct1")
-	svc, _ := v.emu.Service(v.vpn)
+	svc, _ := emu.Service(v.vpn)
 	want, _ := json.Marshal(svc)
 
 	static := protocol(t, access(t, svc, "pe-dcA"), "static")["static"].(map[string]any)
 	static["cascaded-lan-prefixes"].(map[string]any)["ipv4-lan-prefixes"].([]any)[0].(map[string]any)["lan"] = "10.7.0.0/24"
 	protocol(t, access(t, svc, "pe-dcC"), "bgp")["bgp"].(map[string]any)["peer-as"] = 65009
-	if err := v.emu.Put("/vpn-services/vpn-service="+v.vpn, svc); err != nil {
+	if err := emu.Put("/vpn-services/vpn-service="+v.vpn, svc); err != nil {
 		t.Fatal(err)
 	}
 
@@ -164,7 +177,7 @@ func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
 		t.Fatalf("wimd reconcile --fix: exit %d, want 0 and the mismatch fixed\n%s", code, out)
 	}
 	eventually.Until(t, 30*time.Second, "the controller holds wimd's vpn-service again", func() (bool, string) {
-		now, _ := v.emu.Service(v.vpn)
+		now, _ := emu.Service(v.vpn)
 		b, _ := json.Marshal(now)
 		return string(b) == string(want), fmt.Sprintf("%s\nwant\n%s", b, want)
 	})
@@ -173,7 +186,7 @@ func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
 		return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
 	})
 	noDrift(t, v.env, "--account", "acct1")
-	if f := v.emu.LintFailures(); len(f) > 0 {
+	if f := emu.LintFailures(); len(f) > 0 {
 		t.Fatalf("yanglint refused %q", f)
 	}
 }
@@ -184,17 +197,24 @@ func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
 // again makes it ACTIVE.
 func TestE2EL3VPNDownOverL3NM(t *testing.T) {
 	t.Parallel()
-	v := startL3NMVPN(t, "WIMRO_MONITOR_INTERVAL=300ms")
-	linkOf := v.linkOf
-	v.emu.SetOperStatus(v.vpn, "op-down")
+	v, emu := startL3NMVPN(t, "WIMRO_MONITOR_INTERVAL=300ms")
+	emu.SetOperStatus(v.vpn, "op-down")
+	v.downThenUp(t, "op-down", func() { emu.SetOperStatus(v.vpn, "op-up") })
+}
+
+// downThenUp waits for the link DOWN with an error_msg holding why, runs
+// up, waits for it ACTIVE again, and requires the create's event stream
+// to have carried both changes.
+func (v l3VPN) downThenUp(t *testing.T, why string, up func()) {
+	t.Helper()
 	poll(t, "the link DOWN", func() (bool, string) {
-		l := linkOf()
+		l := v.linkOf()
 		msg, _ := l["error_msg"].(string)
-		return l["status"] == "DOWN" && strings.Contains(msg, "op-down"), fmt.Sprintf("%v %q", l["status"], msg)
+		return l["status"] == "DOWN" && strings.Contains(msg, why), fmt.Sprintf("%v %q", l["status"], msg)
 	})
-	v.emu.SetOperStatus(v.vpn, "op-up")
+	up()
 	poll(t, "the link ACTIVE again", func() (bool, string) {
-		l := linkOf()
+		l := v.linkOf()
 		return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
 	})
 	events := v.a.readStream(fmt.Sprintf("/openmano/t0/instances/%s/action/%s/events", v.id, v.created["uuid"]), nil)
@@ -207,4 +227,32 @@ func TestE2EL3VPNDownOverL3NM(t *testing.T) {
 	if s := fmt.Sprint(seen); !strings.HasSuffix(s, "ACTIVE DOWN ACTIVE]") || events[len(events)-1].name != "done" {
 		t.Fatalf("the create's events for the link: %v, want ... ACTIVE DOWN ACTIVE then done: %v", seen, events)
 	}
+}
+
+// TestE2EL3VPNDownOverIETFL3VPN (issue 34): L3SM has no operational
+// state, so ietfl3vpn's status is existence: a site of the L3VPN removed
+// on the controller behind wimd's back makes the link DOWN, naming the
+// site; the site back makes it ACTIVE again.
+func TestE2EL3VPNDownOverIETFL3VPN(t *testing.T) {
+	t.Parallel()
+	emu := l3svc.New(l3svc.Options{User: "admin", Password: "s3cret"})
+	t.Cleanup(emu.Close)
+	v := startL3VPN(t, emu, "ietfl3vpn", func(dc string) map[string]any {
+		return map[string]any{"mapping_type": "ietfl3vpn", "device-id": "pe-" + dc, "location-id": dc, "bearer-reference": "pe-" + dc + ":ge-0/0/1.{vlan}"}
+	}, "WIMRO_MONITOR_INTERVAL=300ms")
+	noDrift(t, v.env, "--account", "acct1")
+	site := v.vpn + "-1"
+	saved, ok := emu.Get("/sites/site=" + site)
+	if !ok {
+		t.Fatalf("the controller has no site %s: %v", site, emu.Tree())
+	}
+	if err := emu.Put("/sites/site="+site, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.downThenUp(t, "site "+site+" is missing", func() {
+		if err := emu.Put("/sites/site="+site, saved); err != nil {
+			t.Fatal(err)
+		}
+	})
+	noDrift(t, v.env, "--account", "acct1")
 }
