@@ -23,10 +23,11 @@ import (
 )
 
 // l3VPN is a built wimd serving an ACTIVE L3VPN over a controller's
-// emulator: three datacenters, dcA and dcB routing their prefix via the
-// CE, dcC peering by BGP.
+// emulator: three datacenters on VLANs 200, 201 and 202, dcA and dcB
+// routing their prefix via the CE, dcC peering by BGP, 100 Mbit/s.
 type l3VPN struct {
 	a       api
+	url     string   // the emulator's
 	env     []string // wimd's, with WIMD_BIN
 	id      string   // the instance
 	created map[string]any
@@ -60,7 +61,7 @@ func startL3VPN(t *testing.T, emu http.Handler, typ string, mapping func(dc stri
 		if dc == "dcC" {
 			site["bgp"] = map[string]any{"peer_as": 65002, "peer_address": fmt.Sprintf("192.0.2.%d", 4*i+2)}
 		}
-		nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 200 + i, "l3": site})
+		nets = append(nets, map[string]any{"sce_net_id": vld, "datacenter": dc, "status": "ACTIVE", "encapsulation_type": "vlan", "encapsulation_id": 200 + i, "l3": site, "bandwidth": 100})
 	}
 	a.call("POST", "/openmano/wims", map[string]any{"wim": map[string]any{"name": "wan1", "type": typ, "wim_url": srv.URL,
 		"config": map[string]any{"wim_port_mapping": maps}}})
@@ -70,7 +71,7 @@ func startL3VPN(t *testing.T, emu http.Handler, typ string, mapping func(dc stri
 	if link["service_type"] != "L3VPN" {
 		t.Fatalf("WAN link %v, want an L3VPN", link)
 	}
-	v := l3VPN{a: a, env: append(env, "WIMD_BIN="+bins[0]), id: id, created: created, link: link["uuid"].(string)}
+	v := l3VPN{a: a, url: srv.URL, env: append(env, "WIMD_BIN="+bins[0]), id: id, created: created, link: link["uuid"].(string)}
 	v.vpn = "wimro-" + v.link
 	return v
 }

@@ -53,13 +53,8 @@ type listedAccess struct {
 	} `json:"ip-connection"`
 	Protocols struct {
 		List []struct {
-			Static struct {
-				LANs map[string][]struct {
-					LAN     string `json:"lan"`
-					NextHop string `json:"next-hop"`
-				} `json:"cascaded-lan-prefixes"`
-			} `json:"static"`
-			BGP *struct {
+			Static vpnrc.Static `json:"static"`
+			BGP    *struct {
 				AS uint32 `json:"autonomous-system"`
 			} `json:"bgp"`
 		} `json:"routing-protocol"`
@@ -165,15 +160,7 @@ func l3Of(a listedAccess) *connectors.L3Site {
 		site.CEAddress, _ = netip.ParseAddr(ip.Addresses.Customer)
 	}
 	for _, p := range a.Protocols.List {
-		for _, lans := range p.Static.LANs {
-			for _, l := range lans {
-				prefix, err1 := netip.ParsePrefix(l.LAN)
-				via, err2 := netip.ParseAddr(l.NextHop)
-				if err1 == nil && err2 == nil {
-					site.StaticRoutes = append(site.StaticRoutes, connectors.StaticRoute{Prefix: prefix, NextHop: via})
-				}
-			}
-		}
+		site.StaticRoutes = append(site.StaticRoutes, p.Static.Routes()...)
 		if p.BGP != nil {
 			site.BGP = &connectors.BGPPeer{PeerAS: p.BGP.AS, PeerAddress: site.CEAddress}
 		}

@@ -276,18 +276,12 @@ func siteOf(access map[string]any) *connectors.L3Site {
 			Customer string `json:"customer-address"`
 		} `json:"address"`
 	}
-	type lan struct {
-		LAN     string `json:"lan"`
-		NextHop string `json:"next-hop"`
-	}
 	var a struct {
 		IP        map[string]addresses `json:"ip-connection"`
 		Protocols struct {
 			List []struct {
-				Static struct {
-					LANs map[string][]lan `json:"cascaded-lan-prefixes"`
-				} `json:"static"`
-				BGP *struct {
+				Static vpnrc.Static `json:"static"`
+				BGP    *struct {
 					PeerAS   uint32   `json:"peer-as"`
 					Neighbor []string `json:"neighbor"`
 				} `json:"bgp"`
@@ -314,15 +308,7 @@ func siteOf(access map[string]any) *connectors.L3Site {
 		}
 	}
 	for _, p := range a.Protocols.List {
-		for _, lans := range p.Static.LANs {
-			for _, l := range lans {
-				prefix, err1 := netip.ParsePrefix(l.LAN)
-				via, err2 := netip.ParseAddr(l.NextHop)
-				if err1 == nil && err2 == nil {
-					site.StaticRoutes = append(site.StaticRoutes, connectors.StaticRoute{Prefix: prefix, NextHop: via})
-				}
-			}
-		}
+		site.StaticRoutes = append(site.StaticRoutes, p.Static.Routes()...)
 		if p.BGP != nil {
 			site.BGP = &connectors.BGPPeer{PeerAS: p.BGP.PeerAS}
 			if len(p.BGP.Neighbor) > 0 {

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -831,6 +832,35 @@ func StaticLANs(l3 *connectors.L3Site) []any {
 		lans = append(lans, map[string]any{"lan": l3.Prefix.String(), "next-hop": l3.CEAddress.String()})
 	}
 	return lans
+}
+
+// LAN is a cascaded-lan-prefixes entry as a controller lists it (one
+// shape in both models: StaticLANs).
+type LAN struct {
+	LAN     string `json:"lan"`
+	NextHop string `json:"next-hop"`
+}
+
+// Static is a static routing-protocol's container as listed.
+type Static struct {
+	LANs map[string][]LAN `json:"cascaded-lan-prefixes"` // by "<family>-lan-prefixes"
+}
+
+// Routes reads the listed cascaded-lan-prefixes back as static routes.
+// An entry that does not parse is left out: the site then differs from
+// the one asked, as it does on the controller.
+func (s Static) Routes() []connectors.StaticRoute {
+	var out []connectors.StaticRoute
+	for _, lans := range s.LANs {
+		for _, l := range lans {
+			prefix, err1 := netip.ParsePrefix(l.LAN)
+			via, err2 := netip.ParseAddr(l.NextHop)
+			if err1 == nil && err2 == nil {
+				out = append(out, connectors.StaticRoute{Prefix: prefix, NextHop: via})
+			}
+		}
+	}
+	return out
 }
 
 // Settings are the settings both models read.
