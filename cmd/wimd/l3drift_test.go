@@ -17,6 +17,7 @@ import (
 
 	l3svc "github.com/wimro/wimro/internal/testkit/emulators/ietfl3vpn"
 	"github.com/wimro/wimro/internal/testkit/emulators/l3nm"
+	"github.com/wimro/wimro/internal/testkit/emulators/rcstore"
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/internal/testkit/pgtest"
 	"github.com/wimro/wimro/internal/testkit/wimdtest"
@@ -108,16 +109,38 @@ func access(t *testing.T, svc map[string]any, ne string) map[string]any {
 	return nil
 }
 
-// protocol is the routing-protocol id of an access.
-func protocol(t *testing.T, acc map[string]any, id string) map[string]any {
+// protocol is the container (static, bgp) of the routing-protocol of an
+// access that has one.
+func protocol(t *testing.T, acc map[string]any, container string) map[string]any {
 	t.Helper()
 	for _, p := range acc["routing-protocols"].(map[string]any)["routing-protocol"].([]any) {
-		if p.(map[string]any)["id"] == id {
-			return p.(map[string]any)
+		if c, ok := p.(map[string]any)[container].(map[string]any); ok {
+			return c
 		}
 	}
-	t.Fatalf("access %v has no routing-protocol %s", acc["id"], id)
+	t.Fatalf("access %v has no %s routing-protocol", acc, container)
 	return nil
+}
+
+// firstLAN is the first cascaded-lan-prefixes entry of a static
+// routing-protocol.
+func firstLAN(static map[string]any) map[string]any {
+	return static["cascaded-lan-prefixes"].(map[string]any)["ipv4-lan-prefixes"].([]any)[0].(map[string]any)
+}
+
+// l3svcAccess is the access of the site of vpn on device in the L3SM
+// emulator's tree, and the site's id.
+func l3svcAccess(t *testing.T, tree map[string]any, vpn, device string) (map[string]any, string) {
+	t.Helper()
+	for _, s := range tree["sites"].(map[string]any)["site"].([]any) {
+		site := s.(map[string]any)
+		acc := site["site-network-accesses"].(map[string]any)["site-network-access"].([]any)[0].(map[string]any)
+		if acc["device-reference"] == device && acc["vpn-attachment"].(map[string]any)["vpn-id"] == vpn {
+			return acc, site["site-id"].(string)
+		}
+	}
+	t.Fatalf("no site of %s on %s: %v", vpn, device, tree)
+	return nil, ""
 }
 
 // runReconcile runs the built wimd reconcile with args and returns its
@@ -145,50 +168,91 @@ func runReconcile(t *testing.T, env []string, args ...string) (int, string) {
 	return 0, string(out)
 }
 
-// TestE2EL3VPNDriftOverL3NM (issue 34): an L3VPN over l3nm whose sites
-// are changed in the controller's store behind wimd's back (dcA's prefix
-// routed via its CE, dcC's BGP peer AS) is a mismatch: wimd reconcile
-// exits 3 naming each site and field; --fix's EDIT puts wimd's version
-// back on the controller, and reconcile then finds no drift.
-func TestE2EL3VPNDriftOverL3NM(t *testing.T) {
+// TestE2EL3VPNDrift (issue 34): an L3VPN over l3nm, and over ietfl3vpn,
+// whose sites are changed in the controller's store behind wimd's back
+// (dcA's prefix routed via its CE, dcC's BGP peer AS) is a mismatch:
+// wimd reconcile exits 3 naming each site and field; --fix's EDIT puts
+// wimd's version back on the controller, and reconcile then finds no
+// drift.
+func TestE2EL3VPNDrift(t *testing.T) {
 	t.Parallel()
-	v, emu := startL3NMVPN(t)
-	noDrift(t, v.env, "--account", "acct1")
-	svc, _ := emu.Service(v.vpn)
-	want, _ := json.Marshal(svc)
-
-	static := protocol(t, access(t, svc, "pe-dcA"), "static")["static"].(map[string]any)
-	static["cascaded-lan-prefixes"].(map[string]any)["ipv4-lan-prefixes"].([]any)[0].(map[string]any)["lan"] = "10.7.0.0/24"
-	protocol(t, access(t, svc, "pe-dcC"), "bgp")["bgp"].(map[string]any)["peer-as"] = 65009
-	if err := emu.Put("/vpn-services/vpn-service="+v.vpn, svc); err != nil {
-		t.Fatal(err)
-	}
-
-	code, out := runReconcile(t, v.env, "--account", "acct1")
-	for _, line := range []string{
-		"site ep-dcA/vlan=200: routes: want [10.0.0.0/24 via 192.0.2.2], the controller has [10.7.0.0/24 via 192.0.2.2]",
-		"site ep-dcC/vlan=202: bgp: want AS65002 192.0.2.10, the controller has AS65009 192.0.2.10",
-		"0 orphan(s), 0 missing, 1 mismatched",
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) (l3VPN, *rcstore.Store)
+		// drift changes dcA's routed prefix to 10.7.0.0/24 and dcC's
+		// BGP peer AS to 65009 in the store.
+		drift func(t *testing.T, s *rcstore.Store, vpn string)
+	}{
+		{"l3nm", func(t *testing.T) (l3VPN, *rcstore.Store) {
+			v, emu := startL3NMVPN(t)
+			return v, emu.Store
+		}, func(t *testing.T, s *rcstore.Store, vpn string) {
+			path := "/vpn-services/vpn-service=" + vpn
+			raw, _ := s.Get(path)
+			svc := raw.(map[string]any)
+			firstLAN(protocol(t, access(t, svc, "pe-dcA"), "static"))["lan"] = "10.7.0.0/24"
+			protocol(t, access(t, svc, "pe-dcC"), "bgp")["peer-as"] = 65009
+			if err := s.Put(path, svc); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"ietfl3vpn", func(t *testing.T) (l3VPN, *rcstore.Store) {
+			emu := l3svc.New(l3svc.Options{User: "admin", Password: "s3cret"})
+			t.Cleanup(emu.Close)
+			return startL3VPN(t, emu, "ietfl3vpn", l3svcMapping), emu.Store
+		}, func(t *testing.T, s *rcstore.Store, vpn string) {
+			tree := s.Tree()
+			for _, c := range []struct {
+				device string
+				change func(acc map[string]any)
+			}{
+				{"pe-dcA", func(acc map[string]any) { firstLAN(protocol(t, acc, "static"))["lan"] = "10.7.0.0/24" }},
+				{"pe-dcC", func(acc map[string]any) { protocol(t, acc, "bgp")["autonomous-system"] = 65009 }},
+			} {
+				acc, site := l3svcAccess(t, tree, vpn, c.device)
+				c.change(acc)
+				raw, _ := s.Get("/sites/site=" + site)
+				stored := raw.(map[string]any)
+				stored["site-network-accesses"] = map[string]any{"site-network-access": []any{acc}}
+				if err := s.Put("/sites/site="+site, stored); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 	} {
-		if code != exitDrift || !strings.Contains(out, line) {
-			t.Fatalf("wimd reconcile after the sites changed: exit %d, want %d naming %q\n%s", code, exitDrift, line, out)
-		}
-	}
-	if code, out := runReconcile(t, v.env, "--account", "acct1", "--fix"); code != 0 || !strings.Contains(out, "mismatch") {
-		t.Fatalf("wimd reconcile --fix: exit %d, want 0 and the mismatch fixed\n%s", code, out)
-	}
-	eventually.Until(t, 30*time.Second, "the controller holds wimd's vpn-service again", func() (bool, string) {
-		now, _ := emu.Service(v.vpn)
-		b, _ := json.Marshal(now)
-		return string(b) == string(want), fmt.Sprintf("%s\nwant\n%s", b, want)
-	})
-	poll(t, "the link ACTIVE after the EDIT", func() (bool, string) {
-		l := v.linkOf()
-		return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
-	})
-	noDrift(t, v.env, "--account", "acct1")
-	if f := emu.LintFailures(); len(f) > 0 {
-		t.Fatalf("yanglint refused %q", f)
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v, store := tc.start(t)
+			noDrift(t, v.env, "--account", "acct1")
+			want, _ := json.Marshal(store.Tree())
+			tc.drift(t, store, v.vpn)
+
+			code, out := runReconcile(t, v.env, "--account", "acct1")
+			for _, line := range []string{
+				"site ep-dcA/vlan=200: routes: want [10.0.0.0/24 via 192.0.2.2], the controller has [10.7.0.0/24 via 192.0.2.2]",
+				"site ep-dcC/vlan=202: bgp: want AS65002 192.0.2.10, the controller has AS65009 192.0.2.10",
+				"0 orphan(s), 0 missing, 1 mismatched",
+			} {
+				if code != exitDrift || !strings.Contains(out, line) {
+					t.Fatalf("wimd reconcile after the sites changed: exit %d, want %d naming %q\n%s", code, exitDrift, line, out)
+				}
+			}
+			if code, out := runReconcile(t, v.env, "--account", "acct1", "--fix"); code != 0 || !strings.Contains(out, "mismatch") {
+				t.Fatalf("wimd reconcile --fix: exit %d, want 0 and the mismatch fixed\n%s", code, out)
+			}
+			eventually.Until(t, 30*time.Second, "the controller holds wimd's version again", func() (bool, string) {
+				b, _ := json.Marshal(store.Tree())
+				return string(b) == string(want), fmt.Sprintf("%s\nwant\n%s", b, want)
+			})
+			poll(t, "the link ACTIVE after the EDIT", func() (bool, string) {
+				l := v.linkOf()
+				return l["status"] == "ACTIVE", fmt.Sprintf("%v %v", l["status"], l["error_msg"])
+			})
+			noDrift(t, v.env, "--account", "acct1")
+			if f := store.LintFailures(); len(f) > 0 {
+				t.Fatalf("yanglint refused %q", f)
+			}
+		})
 	}
 }
 
@@ -238,9 +302,7 @@ func TestE2EL3VPNDownOverIETFL3VPN(t *testing.T) {
 	t.Parallel()
 	emu := l3svc.New(l3svc.Options{User: "admin", Password: "s3cret"})
 	t.Cleanup(emu.Close)
-	v := startL3VPN(t, emu, "ietfl3vpn", func(dc string) map[string]any {
-		return map[string]any{"mapping_type": "ietfl3vpn", "device-id": "pe-" + dc, "location-id": dc, "bearer-reference": "pe-" + dc + ":ge-0/0/1.{vlan}"}
-	}, "WIMRO_MONITOR_INTERVAL=300ms")
+	v := startL3VPN(t, emu, "ietfl3vpn", l3svcMapping, "WIMRO_MONITOR_INTERVAL=300ms")
 	noDrift(t, v.env, "--account", "acct1")
 	site := v.vpn + "-1"
 	saved, ok := emu.Get("/sites/site=" + site)
@@ -256,4 +318,10 @@ func TestE2EL3VPNDownOverIETFL3VPN(t *testing.T) {
 		}
 	})
 	noDrift(t, v.env, "--account", "acct1")
+}
+
+// l3svcMapping is the ietfl3vpn port mapping of datacenter dc: its PE,
+// location and bearer (a sub-interface per VLAN).
+func l3svcMapping(dc string) map[string]any {
+	return map[string]any{"mapping_type": "ietfl3vpn", "device-id": "pe-" + dc, "location-id": dc, "bearer-reference": "pe-" + dc + ":ge-0/0/1.{vlan}"}
 }
