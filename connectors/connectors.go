@@ -27,8 +27,11 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Encapsulation is how traffic of a connection point is tagged on the WAN
@@ -110,6 +113,12 @@ type Service struct {
 	// back to a port mapping). Drift reconcile compares them with the
 	// points of the service's WAN link.
 	Endpoints []string
+	// L3 are the L3VPN sites of the service's ends as the controller
+	// holds them, each under its Endpoints name, in L3FormOf's canonical
+	// form (L3FormsOf writes them for the points of a create); nil when
+	// the service has none or the connector cannot read them back (drift
+	// reconcile then compares no site).
+	L3 map[string]L3Form
 }
 
 // EndpointsOf names the ends of a service made of points the way
@@ -132,6 +141,114 @@ func EndpointName(serviceEndpointID string, vlan int) string {
 		return serviceEndpointID
 	}
 	return serviceEndpointID + "/vlan=" + strconv.Itoa(vlan)
+}
+
+// L3Form is one end's L3 site in the words every L3VPN model carries it
+// in, canonical: two sites that a controller would hold alike have
+// equal forms whatever the model, the spelling of an address or the
+// order of the routes. The site's prefix has no leaf of its own in the
+// models: it is carried as a route (see Routes), or, with BGP, not at
+// all.
+type L3Form struct {
+	// PEAddress is the PE's address with the access link's length
+	// ("192.0.2.1/30"); "" when the controller holds none.
+	PEAddress string `json:"pe_address"`
+	// CEAddress is the site's ce_address or, without one, its BGP peer:
+	// L3SM has one customer-address for both.
+	CEAddress string `json:"ce_address,omitempty"`
+	// Routes are the static routes the PE installs, "<prefix> via
+	// <next hop>", prefixes masked, sorted, each once: the site's
+	// static_routes or, when it gives none and does not peer, its prefix
+	// via the CE address.
+	Routes []string `json:"routes,omitempty"`
+	// BGP is the peering, "AS<peer_as> <peer_address>"; "" without.
+	BGP string `json:"bgp,omitempty"`
+	// CEUnheld says, of a site read back, that the controller's model
+	// keeps no CE address (Cisco CNC's L3NM drops it): its CEAddress is
+	// empty for that reason alone, and L3Diff does not compare it.
+	CEUnheld bool `json:"-"`
+}
+
+// L3FormOf is s in L3Form's canonical words; a connector reading a site
+// back fills the L3Site it can (its Prefix stays zero: the routes carry
+// it) and calls this too, so both sides of a comparison meet here.
+func L3FormOf(s *L3Site) L3Form {
+	var f L3Form
+	if s.PEAddress.IsValid() {
+		f.PEAddress = s.PEAddress.String()
+	}
+	ce := s.CEAddress
+	if !ce.IsValid() && s.BGP != nil {
+		ce = s.BGP.PeerAddress
+	}
+	if ce.IsValid() {
+		f.CEAddress = ce.String()
+	}
+	route := func(p netip.Prefix, via netip.Addr) string { return p.Masked().String() + " via " + via.String() }
+	for _, r := range s.StaticRoutes {
+		f.Routes = append(f.Routes, route(r.Prefix, r.NextHop))
+	}
+	if len(s.StaticRoutes) == 0 && s.BGP == nil && s.Prefix.IsValid() && s.CEAddress.IsValid() {
+		f.Routes = append(f.Routes, route(s.Prefix, s.CEAddress))
+	}
+	slices.Sort(f.Routes)
+	f.Routes = slices.Compact(f.Routes)
+	if s.BGP != nil {
+		f.BGP = "AS" + strconv.FormatUint(uint64(s.BGP.PeerAS), 10) + " " + s.BGP.PeerAddress.String()
+	}
+	return f
+}
+
+// L3FormsOf names the L3 sites of a service's points the way Service.L3
+// does: by EndpointName, in L3FormOf's form; nil when no point has one
+// (a layer-2 service).
+func L3FormsOf(points []ConnectionPoint) map[string]L3Form {
+	var out map[string]L3Form
+	for _, p := range points {
+		if p.L3 == nil {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]L3Form, len(points))
+		}
+		out[EndpointName(p.ServiceEndpointID, p.VLAN)] = L3FormOf(p.L3)
+	}
+	return out
+}
+
+// L3Diff says how the sites a controller holds (have, Service.L3) differ
+// from the ones wanted, one line per end and field ("site ep-b/vlan=201:
+// routes: want [...], the controller has [...]"), sorted; nil when they
+// agree. Only ends both sides name are compared: an end on one side only
+// is an endpoint difference (Service.Endpoints), not a site's.
+func L3Diff(want, have map[string]L3Form) []string {
+	var out []string
+	for _, ep := range slices.Sorted(maps.Keys(want)) {
+		h, ok := have[ep]
+		if !ok {
+			continue
+		}
+		w := want[ep]
+		field := func(name, w, h string) {
+			if w != h {
+				out = append(out, fmt.Sprintf("site %s: %s: want %s, the controller has %s", ep, name, orNone(w), orNone(h)))
+			}
+		}
+		field("pe_address", w.PEAddress, h.PEAddress)
+		if !h.CEUnheld {
+			field("ce_address", w.CEAddress, h.CEAddress)
+		}
+		field("routes", "["+strings.Join(w.Routes, ", ")+"]", "["+strings.Join(h.Routes, ", ")+"]")
+		field("bgp", w.BGP, h.BGP)
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // Connector talks to one WIM account's controller. Every method takes ctx

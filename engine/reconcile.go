@@ -40,11 +40,13 @@ import (
 //     "reconcile" and marks it BUILD; the workers make it as they make any
 //     link.
 //   - mismatch: the service exists but its endpoints (Service.Endpoints)
-//     differ from the link's connection points. Reported only: the fix is
-//     to delete and re-create the instance's links (a DELETE and a CREATE
-//     through the instance). A CREATE re-queued on the same key would have
-//     the connector bring the service in line or fail the link, depending
-//     on the connector; reconcile does not take that gamble unasked.
+//     differ from the link's connection points, or, for an L3VPN, the L3
+//     site of an end (Service.L3: PE or CE address, routes, BGP peer)
+//     differs from the one its network gives. --fix queues a forced EDIT
+//     of the link, which brings the service in line. Sites are compared
+//     only where the connector reads them back (fake, l3nm, ietfl3vpn
+//     but its tfs dialect); the others list none, and their sites are
+//     never drift.
 //
 // A link with a SCHEDULED or BUILD action is never drift (a CREATE or
 // DELETE in flight is work, not drift), and neither is a service whose
@@ -87,6 +89,9 @@ type Drift struct {
 	// (mismatch).
 	Want []string `json:"want_endpoints,omitempty"`
 	Have []string `json:"have_endpoints,omitempty"`
+	// L3 says, one line per end and field, how the L3 sites of the
+	// service differ from the link's (mismatch; connectors.L3Diff).
+	L3 []string `json:"l3_differences,omitempty"`
 	// Abandoned is the audit record of an abandoned service (abandoned).
 	Abandoned *wimro.ActionOverride `json:"abandoned,omitempty"`
 	// Detail says what differs and what fixes it.
@@ -172,6 +177,9 @@ type DriftLink struct {
 	// connectors.EndpointsOf names them; nil when they cannot be computed
 	// (the endpoints are then not compared).
 	Endpoints []string
+	// L3 are the L3 sites of the link's ends as connectors.L3FormsOf
+	// names them; nil for a layer-2 link or when they cannot be computed.
+	L3 map[string]connectors.L3Form
 }
 
 // checkedStatuses are the link statuses whose service should exist on
@@ -244,12 +252,25 @@ func CompareDrift(links []DriftLink, busy map[string]bool, services []connectors
 			missing = append(missing, d)
 			continue
 		}
-		if l.Endpoints == nil || s.Endpoints == nil || slices.Equal(sorted(l.Endpoints), sorted(s.Endpoints)) {
+		endpoints := l.Endpoints != nil && s.Endpoints != nil && !slices.Equal(sorted(l.Endpoints), sorted(s.Endpoints))
+		var sites []string
+		if l.L3 != nil && s.L3 != nil {
+			sites = connectors.L3Diff(l.L3, s.L3)
+		}
+		if !endpoints && len(sites) == 0 {
 			continue
 		}
-		d.Kind, d.ServiceID, d.Want, d.Have = DriftMismatch, s.ID, l.Endpoints, s.Endpoints
-		d.Detail = fmt.Sprintf("the service's endpoints differ from the link's: want %s, the controller has %s; --fix queues an EDIT of the link, which brings the service in line",
-			strings.Join(l.Endpoints, " "), strings.Join(s.Endpoints, " "))
+		d.Kind, d.ServiceID, d.L3 = DriftMismatch, s.ID, sites
+		var what []string
+		if endpoints {
+			d.Want, d.Have = l.Endpoints, s.Endpoints
+			what = append(what, fmt.Sprintf("the service's endpoints differ from the link's: want %s, the controller has %s",
+				strings.Join(l.Endpoints, " "), strings.Join(s.Endpoints, " ")))
+		}
+		if len(sites) > 0 {
+			what = append(what, "the service's L3 sites differ from the link's: "+strings.Join(sites, "; "))
+		}
+		d.Detail = strings.Join(what, "; ") + "; --fix queues an EDIT of the link, which brings the service in line"
 		mismatched = append(mismatched, d)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ServiceID < out[j].ServiceID })
@@ -368,7 +389,7 @@ func (e *Engine) reconcileAccount(ctx context.Context, a wimro.WIMAccount, o Rec
 	ad.Services = len(services)
 	links := make([]DriftLink, len(st.Links))
 	for i, l := range st.Links {
-		links[i] = DriftLink{Link: l, Endpoints: endpointsOf(a.UUID, l, st, mappings)}
+		links[i] = driftLink(a.UUID, l, st, mappings)
 	}
 	drift, checked := CompareDrift(links, st.Busy, services)
 	ad.Links = checked
@@ -479,11 +500,13 @@ func (e *Engine) recheckDrift(ctx context.Context, accountID string, drift []Dri
 	return out, nil
 }
 
-// endpointsOf computes a link's endpoints as the CREATE would ask for
-// them; nil when they cannot be computed (they are then not compared).
-func endpointsOf(accountID string, l wimro.WANLink, st persistence.DriftState, mappings []wimro.PortMapping) []string {
+// driftLink computes a link's endpoints and L3 sites as the CREATE
+// would ask for them; nil when they cannot be computed (they are then
+// not compared).
+func driftLink(accountID string, l wimro.WANLink, st persistence.DriftState, mappings []wimro.PortMapping) DriftLink {
+	out := DriftLink{Link: l}
 	if l.InstanceID == nil || l.SceNetID == nil {
-		return nil
+		return out
 	}
 	var nets []wimro.InstanceNet
 	for _, n := range st.Nets {
@@ -493,9 +516,10 @@ func endpointsOf(accountID string, l wimro.WANLink, st persistence.DriftState, m
 	}
 	points, err := actions.ConnectionPoints(accountID, nets, st.Datacenters, mappings)
 	if err != nil || len(points) == 0 {
-		return nil
+		return out
 	}
-	return connectors.EndpointsOf(points)
+	out.Endpoints, out.L3 = connectors.EndpointsOf(points), connectors.L3FormsOf(points)
+	return out
 }
 
 // fixDrift deletes the orphans through the connector and re-queues the

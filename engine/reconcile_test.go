@@ -51,6 +51,16 @@ func TestCompareDrift(t *testing.T) {
 		{name: "endpoints unknown on either side are not compared", links: []engine.DriftLink{
 			link("l1", wimro.LinkActive, sid("s1")), link("l2", wimro.LinkActive, sid("s2"), "a", "b")},
 			services: []connectors.Service{svc("s1", "l1", "a", "c"), svc("s2", "l2")}, checked: 2},
+		{name: "L3 sites a connector does not read back are not compared", links: []engine.DriftLink{
+			{Link: wimro.WANLink{UUID: "l1", Status: wimro.LinkActive, WIMInternalID: sid("s1"), Created: true}, Endpoints: []string{"a", "b"},
+				L3: map[string]connectors.L3Form{"a": {PEAddress: "192.0.2.1/30"}, "b": {PEAddress: "192.0.2.5/30"}}}},
+			services: []connectors.Service{svc("s1", "l1", "a", "b")}, checked: 1},
+		{name: "an L3 site that differs is a mismatch", links: []engine.DriftLink{
+			{Link: wimro.WANLink{UUID: "l1", Status: wimro.LinkActive, WIMInternalID: sid("s1"), Created: true}, Endpoints: []string{"a", "b"},
+				L3: map[string]connectors.L3Form{"a": {PEAddress: "192.0.2.1/30"}, "b": {PEAddress: "192.0.2.5/30"}}}},
+			services: []connectors.Service{{ID: "s1", Key: "l1", Endpoints: []string{"a", "b"},
+				L3: map[string]connectors.L3Form{"a": {PEAddress: "192.0.2.1/30"}, "b": {PEAddress: "192.0.2.5/29"}}}},
+			want: []want{{engine.DriftMismatch, "l1"}}, checked: 1},
 		{name: "orphans first, then missing, then mismatched", links: []engine.DriftLink{
 			link("l1", wimro.LinkActive, sid("s1"), "a", "b"), link("l2", wimro.LinkActive, sid("s2"))},
 			services: []connectors.Service{svc("s1", "l1", "x", "y"), svc("s9", "k9")},

@@ -15,9 +15,9 @@ func reconcileCommands() []spec {
 	return []spec{
 		{name: "reconcile", summary: "Compare the WIM accounts' controllers with wimro's database: orphan services (wimro's key,\n" +
 			"and no WAN link or unfinished action of any account knows it), missing links (made, but gone\n" +
-			"from the controller), mismatched endpoints and abandoned services (their DELETE abandoned by\n" +
-			"an operator: known leftovers). --fix deletes the orphans and re-queues the missing links as\n" +
-			"CREATE actions; mismatches are only reported (delete and re-create the instance); abandoned\n" +
+			"from the controller), mismatches (endpoints, or an L3VPN's sites, differ) and abandoned\n" +
+			"services (their DELETE abandoned by an operator: known leftovers). --fix deletes the orphans\n" +
+			"and re-queues the missing links as CREATEs and the mismatched ones as EDITs; abandoned\n" +
 			"services are deleted only with --fix --delete-abandoned. Services without wimro's key are\n" +
 			"never touched. The exit status is 0 whenever the server answered: read the report\n" +
 			"(-o json: reconcile.accounts[].drift[]) to tell drift.", max: 0, setup: setupReconcile},

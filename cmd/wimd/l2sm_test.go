@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,19 +229,8 @@ func l2smSetup(t *testing.T, extraEnv ...string) (api, *onosemu.Emulator, []stri
 // no drift.
 func noDrift(t *testing.T, env []string, args ...string) {
 	t.Helper()
-	var bin string
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "WIMD_BIN="); ok {
-			bin = v
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"reconcile"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "0 orphan(s), 0 missing, 0 mismatched") {
-		t.Errorf("wimd reconcile: %v, want no drift\n%s", err, out)
+	if code, out := runReconcile(t, env, args...); code != 0 || !strings.Contains(out, "0 orphan(s), 0 missing, 0 mismatched") {
+		t.Errorf("wimd reconcile: exit %d, want 0 and no drift\n%s", code, out)
 	}
 }
 

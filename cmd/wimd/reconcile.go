@@ -24,8 +24,7 @@ import (
 )
 
 // exitDrift is wimd reconcile's exit status when drift remains: found
-// and not fixed (no --fix, a fix that failed, or a mismatch, which --fix
-// only reports). 1 stays "error" and 2 "usage", so a script tells the
+// and not fixed (no --fix, or a fix that failed). 1 stays "error" and 2 "usage", so a script tells the
 // three apart.
 const exitDrift = 3
 
@@ -70,9 +69,10 @@ func (a *App) reconcile(ctx context.Context, args []string) error {
 	fs := a.newFlagSet("reconcile", "Usage: wimd reconcile [--account X] [--fix] [-o text|json] [flags]\n\n"+
 		"Compares each WIM account's WAN links with what its controller lists and reports\n"+
 		"orphans (services with wimro's key that belong to no link), missing links (ACTIVE,\n"+
-		"INACTIVE, DOWN or ERROR in the database, absent on the controller) and mismatched\n"+
-		"endpoints. --fix deletes the orphans and re-queues the missing links as CREATE\n"+
-		"actions (a running wimd makes them); mismatches are only reported. A service is\n"+
+		"INACTIVE, DOWN or ERROR in the database, absent on the controller) and mismatches\n"+
+		"(endpoints, or an L3VPN's sites, differ). --fix deletes the orphans, re-queues the\n"+
+		"missing links as CREATE actions and the mismatched ones as EDITs (a running wimd\n"+
+		"makes them). A service is\n"+
 		"an orphan only when no WAN link or unfinished action of ANY account knows its key\n"+
 		"(accounts may share a controller). Services whose DELETE an operator abandoned\n"+
 		"(openmano instance-action-abandon) are listed as \"abandoned\", known leftovers:\n"+

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -118,6 +119,14 @@ type Harness struct {
 	// points the service was given (drift reconcile relies on it). Without
 	// it, listed Endpoints must be nil or right.
 	ListsEndpoints bool
+
+	// ListsL3 says ListServices fills Service.L3 for an L3VPN: the suite
+	// then requires the sites, after a create and after an edit, in
+	// static routes, BGP and IPv6, to be the ones the points gave
+	// (connectors.L3FormsOf; drift reconcile compares them). Without it,
+	// listed L3 must be nil or right: a connector that cannot read the
+	// sites back must not make drift up.
+	ListsL3 bool
 
 	// Inventory, if set, is what the controller that c reaches holds
 	// (ID and Key of each of wimro's services), read from its emulator:
@@ -283,6 +292,18 @@ func (s *suite) checkEndpoints(t *testing.T, svc connectors.Service, points []co
 	}
 	if want := connectors.EndpointsOf(points); !slices.Equal(svc.Endpoints, want) {
 		t.Errorf("listed service %s has endpoints %q, want %q", svc.ID, svc.Endpoints, want)
+	}
+}
+
+// checkL3 holds a listed service's L3 sites to the points it was given
+// (ListsL3).
+func (s *suite) checkL3(t *testing.T, svc connectors.Service, points []connectors.ConnectionPoint) {
+	t.Helper()
+	if svc.L3 == nil && !s.h.ListsL3 {
+		return
+	}
+	if want := connectors.L3FormsOf(points); !reflect.DeepEqual(svc.L3, want) {
+		t.Errorf("listed service %s has the L3 sites %+v, want %+v (%q)", svc.ID, svc.L3, want, connectors.L3Diff(want, svc.L3))
 	}
 }
 

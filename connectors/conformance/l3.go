@@ -60,6 +60,7 @@ func (s *suite) l3Multipoint(t *testing.T) {
 		t.Fatalf("ListServices does not list the L3VPN %s", id)
 	}
 	s.checkEndpoints(t, svc, points)
+	s.checkL3(t, svc, points)
 	if s.h.Capabilities.Edit {
 		fewer := s.h.L3Points(1)[:2]
 		newInfo, err := c.EditService(t.Context(), id, connInfo, connectors.Request{Type: connectors.ServiceL3VPN, Points: fewer})
@@ -72,6 +73,7 @@ func (s *suite) l3Multipoint(t *testing.T) {
 		s.waitActive(t, c, id, connInfo)
 		svc, _ := find(s.list(t, c), id)
 		s.checkEndpoints(t, svc, fewer)
+		s.checkL3(t, svc, fewer)
 	}
 	if err := c.DeleteService(t.Context(), id, connInfo); err != nil {
 		t.Fatalf("DeleteService(L3VPN): %v", err)
@@ -110,7 +112,7 @@ func (s *suite) l3Routing(t *testing.T) {
 			l3.CEAddress = netip.AddrFrom16(link)
 		}},
 	}
-	made := 0
+	made := map[string][]connectors.ConnectionPoint{} // by service id
 	for i, tt := range tests {
 		points := clonePoints(s.h.L3Points(2 + i))
 		for j := range points {
@@ -129,10 +131,17 @@ func (s *suite) l3Routing(t *testing.T) {
 			t.Fatalf("%s: CreateService(L3VPN): %v", tt.name, err)
 		}
 		s.waitActive(t, c, id, connInfo)
-		made++
+		made[id] = points
 	}
-	if services := s.list(t, c); len(services) != made {
-		t.Fatalf("ListServices has %d services, want %d: %+v", len(services), made, services)
+	services := s.list(t, c)
+	if len(services) != len(made) {
+		t.Fatalf("ListServices has %d services, want %d: %+v", len(services), len(made), services)
+	}
+	// Each site comes back as it was sent, whatever its routing.
+	for _, svc := range services {
+		if points, ok := made[svc.ID]; ok {
+			s.checkL3(t, svc, points)
+		}
 	}
 }
 

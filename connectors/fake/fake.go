@@ -14,7 +14,8 @@
 // Controller to inspect).
 //
 // It makes ELINE, ELAN and L3VPN services (an L3VPN's points keep their
-// L3 site, listed under "l3" in the status info), edits and lists them,
+// L3 site, listed under "l3" in the status info and read back whole in
+// Service.L3, so drift reconcile compares them), edits and lists them,
 // and honours every QoS field (Capabilities): the controller keeps
 // the QoS with the service (Controller.QoS, and "bandwidth" and "latency"
 // in its status info). Its latency_ms setting below is unrelated: a delay
@@ -429,7 +430,7 @@ func (c *Controller) listLocked() []connectors.Service {
 	out := make([]connectors.Service, 0, len(c.services))
 	for _, id := range slices.Sorted(maps.Keys(c.services)) {
 		s := c.services[id]
-		out = append(out, connectors.Service{ID: s.id, Key: s.key, Info: s.info(), Endpoints: connectors.EndpointsOf(s.points)})
+		out = append(out, connectors.Service{ID: s.id, Key: s.key, Info: s.info(), Endpoints: connectors.EndpointsOf(s.points), L3: connectors.L3FormsOf(s.points)})
 	}
 	return out
 }
@@ -809,7 +810,7 @@ func ReadStateFile(path string) ([]connectors.Service, error) {
 	out := make([]connectors.Service, len(saved))
 	for i, s := range saved {
 		sv := service{id: s.ID, key: s.Key, typ: s.Type, points: s.Points, qos: s.QoS}
-		out[i] = connectors.Service{ID: s.ID, Key: s.Key, Info: sv.info(), Endpoints: connectors.EndpointsOf(s.Points)}
+		out[i] = connectors.Service{ID: s.ID, Key: s.Key, Info: sv.info(), Endpoints: connectors.EndpointsOf(s.Points), L3: connectors.L3FormsOf(s.Points)}
 	}
 	return out, nil
 }

@@ -58,6 +58,7 @@ func harness(accountConfig map[string]any) conformance.Harness {
 		New:            func(t *testing.T) connectors.Connector { return build(t, newConfig(t, accountConfig)) },
 		Points:         points,
 		ListsEndpoints: true,
+		ListsL3:        true,
 		ELANPoints: func(i int) []connectors.ConnectionPoint {
 			third := points(i)[0]
 			third.VLAN += 50

@@ -75,10 +75,13 @@
 //	dialect                 "rfc8299" (default) or "tfs" (below)
 //	build_timeout_s         tfs: how long a service may answer 504 before it is ERROR (900)
 //
-// Listing gives no Endpoints: a site's bearer-reference holds the VLAN
-// its mapping's template put there, which does not lead back to the
-// mapping without parsing it; drift reconcile then compares services,
-// not their ends.
+// Listing reads each service's endpoints back: a site's access names its
+// device, the device its location, and its bearer-reference is the one
+// its mapping's template made of the point's VLAN ("{vlan}" read back as
+// digits), which together name the one port mapping and the VLAN; and
+// each access's L3 site (provider-address and prefix-length, the
+// customer-address as CE and BGP peer, static routes, BGP AS). Drift
+// reconcile compares both with the link's points.
 //
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
 //
@@ -97,7 +100,9 @@
 // src/nbi/service/rest_server/nbi_plugins/ietf_l3vpn; the rest answers
 // as before) takes the sites' bandwidths and nothing else, so it cannot
 // move a point. So the dialect declares no edit and no listing
-// (Capabilities.Narrow; the id follows from the key, ServiceID), and a
+// (Capabilities.Narrow; the id follows from the key, ServiceID; its GET
+// of a service gives the service-id only, so the sites cannot be read
+// back and drift reconcile never compares them), and a
 // create looks the vpn-id up and POSTs the tree; on a service that
 // exists TeraFlowSDN refuses the vpn-service (ALREADY_EXISTS) and still
 // updates the endpoints and QoS of the sites, which is how a repeated
@@ -188,7 +193,9 @@ func Factory(cfg connectors.Config) (connectors.Connector, error) {
 	case DialectTFS:
 		return newTFS(s, cfg)
 	case DialectRFC8299:
-		vc, err := vpnrc.New(s.model(), cfg)
+		m := s.model()
+		m.Place, m.Attachments = place, attachments(cfg.PortMappings)
+		vc, err := vpnrc.New(m, cfg)
 		if err != nil {
 			return nil, err
 		}

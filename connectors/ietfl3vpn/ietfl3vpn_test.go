@@ -21,7 +21,9 @@ var setup = vpnrctest.Setup{
 	Mapping: func(site string) map[string]any {
 		return map[string]any{"device-id": site + "-pe", "location-id": site, "bearer-reference": site + "-pe:ge-0/0/1.{vlan}"}
 	},
-	StoredQoS: storedQoS,
+	StoredQoS:      storedQoS,
+	ListsEndpoints: true,
+	ListsL3:        true,
 }
 
 // storedQoS is the bandwidth and latency every site of vpn-service id

@@ -90,15 +90,21 @@
 //
 // Listing reads each service's endpoints back: an access's ne-id,
 // interface-id and bearer-reference (its vpn-node-id where it has no
-// ne-id) name the port mapping whose keys they are, its cvlan-id the VLAN (drift reconcile compares them with the
-// link's points).
+// ne-id) name the port mapping whose keys they are, its cvlan-id the
+// VLAN; and each access's L3 site: the PE
+// address (local-address, prefix-length), the CE address (the primary
+// customer-address), the static routes (cascaded-lan-prefixes) and the
+// BGP peer (peer-as, neighbor). Drift reconcile compares both with the
+// link's points (connectors.Service.L3).
 //
 // Create, edit, delete, listing and idempotency follow connectors/internal/vpnrc.
 package l3nm
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -188,6 +194,7 @@ func (s settings) model() vpnrc.Model {
 		Place:       place,
 		Attachments: attachments,
 		CreateByPut: s.dialect == DialectCNC,
+		NoCEAddress: s.dialect == DialectCNC,
 	}
 }
 
@@ -213,7 +220,7 @@ func attachments(entries []vpnrc.Entry) []vpnrc.Attachment {
 		body["vpn-nodes"] = map[string]any{"vpn-node": withNE}
 		filled[i].Body = body
 	}
-	return vpnrc.NodeAttachments(place)(filled)
+	return vpnrc.NodeL3Attachments(place, siteOf)(filled)
 }
 
 // place names where an access attaches: its PE, interface and bearer.
@@ -355,4 +362,59 @@ func status(_ string, svc map[string]any) connectors.ServiceStatus {
 	default:
 		return connectors.ServiceStatus{Status: connectors.StatusBuild, Message: "the controller reports the vpn-service's oper-status " + s}
 	}
+}
+
+// siteOf reads an access's L3 site back as listed (what access and
+// routing write); its Prefix stays zero: the routes carry it.
+func siteOf(access map[string]any) *connectors.L3Site {
+	type addresses struct {
+		Local   string `json:"local-address"`
+		Length  int    `json:"prefix-length"`
+		Primary string `json:"primary-address"`
+		Address []struct {
+			ID       string `json:"address-id"`
+			Customer string `json:"customer-address"`
+		} `json:"address"`
+	}
+	var a struct {
+		IP        map[string]addresses `json:"ip-connection"`
+		Protocols struct {
+			List []struct {
+				Static vpnrc.Static `json:"static"`
+				BGP    *struct {
+					PeerAS   uint32   `json:"peer-as"`
+					Neighbor []string `json:"neighbor"`
+				} `json:"bgp"`
+			} `json:"routing-protocol"`
+		} `json:"routing-protocols"`
+	}
+	site := &connectors.L3Site{}
+	b, _ := json.Marshal(access)
+	if json.Unmarshal(b, &a) != nil {
+		return site // what cannot be read differs from what was asked
+	}
+	for _, f := range []string{"ipv4", "ipv6"} {
+		ip, ok := a.IP[f]
+		if !ok {
+			continue
+		}
+		if pe, err := netip.ParseAddr(ip.Local); err == nil {
+			site.PEAddress = netip.PrefixFrom(pe, ip.Length)
+		}
+		for _, addr := range ip.Address {
+			if ce, err := netip.ParseAddr(addr.Customer); err == nil && (addr.ID == ip.Primary || !site.CEAddress.IsValid()) {
+				site.CEAddress = ce
+			}
+		}
+	}
+	for _, p := range a.Protocols.List {
+		site.StaticRoutes = append(site.StaticRoutes, p.Static.Routes()...)
+		if p.BGP != nil {
+			site.BGP = &connectors.BGPPeer{PeerAS: p.BGP.PeerAS}
+			if len(p.BGP.Neighbor) > 0 {
+				site.BGP.PeerAddress, _ = netip.ParseAddr(p.BGP.Neighbor[0])
+			}
+		}
+	}
+	return site
 }

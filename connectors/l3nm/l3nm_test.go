@@ -27,6 +27,7 @@ var setup = vpnrctest.Setup{
 	},
 	StoredQoS:      storedQoS,
 	ListsEndpoints: true,
+	ListsL3:        true,
 }
 
 // storedQoS is the bandwidth every access of vpn-service id carries in
@@ -306,6 +307,11 @@ func TestDialectCNC(t *testing.T) {
 	}
 	if got, want := list[0].Endpoints, []string{connectors.EndpointName("ep-dc-a", 100), connectors.EndpointName("ep-dc-b", 100)}; !slices.Equal(got, want) {
 		t.Errorf("listed endpoints %q, want %q (read by vpn-node-id)", got, want)
+	}
+	// CNC keeps no CE address: the sites read back must not differ from
+	// the ones sent for that alone (drift reconcile compares them).
+	if diff := connectors.L3Diff(connectors.L3FormsOf(setup.Points(0)), list[0].L3); diff != nil || len(list[0].L3) != 2 {
+		t.Errorf("listed L3 sites %v differ from the ones sent: %q", list[0].L3, diff)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -103,7 +104,9 @@ type Model struct {
 	// mapping's Keys; Attachments reads the places and VLANs (0:
 	// untagged) a service's entries attach to. With both set,
 	// ListServices reads each service's Endpoints back through the port
-	// mappings; without them Endpoints stay nil.
+	// mappings; without them Endpoints stay nil. Where Attachments also
+	// reads each access's L3 site back (Attachment.L3), the service's L3
+	// is listed too.
 	Place       func(fields map[string]string) string
 	Attachments func(entries []Entry) []Attachment
 
@@ -125,6 +128,10 @@ type Model struct {
 	// CNC's config APIs document only GET, PUT, PATCH and DELETE of the
 	// entry.
 	CreateByPut bool
+	// NoCEAddress says the controller's model keeps no CE address (it is
+	// not sent): the L3 sites listed say so (connectors.L3Form.CEUnheld),
+	// so that drift reconcile does not find it missing.
+	NoCEAddress bool
 	// Edit returns the type and QoS an edit keeps, read from the
 	// vpn-service as the controller holds it (for models that carry
 	// more than one type); nil: the first declared type and the QoS
@@ -140,6 +147,10 @@ type Model struct {
 type Attachment struct {
 	Place string
 	VLAN  int
+	// L3 is the access's L3 site as the controller holds it (its
+	// Prefix zero: the routes carry it); nil when the model has none or
+	// the Model does not read it back.
+	L3 *connectors.L3Site
 }
 
 // Connector is the shared connector of a Model.
@@ -734,17 +745,19 @@ func (c *Connector) ListServices(ctx context.Context) ([]connectors.Service, err
 		if c.m.ListInfo != nil {
 			maps.Copy(info, c.m.ListInfo(s))
 		}
-		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: c.endpointsOf(found[id])})
+		eps, l3 := c.endpointsOf(found[id])
+		out = append(out, connectors.Service{ID: id, Key: strings.TrimPrefix(id, IDPrefix), Info: info, Endpoints: eps, L3: l3})
 	}
 	return out, nil
 }
 
 // endpointsOf reads a service's entries back as endpoints through the
-// port mappings (Model.Place, Model.Attachments); nil when the model
-// cannot tell, or an access matches no mapping, or two.
-func (c *Connector) endpointsOf(entries []Entry) []string {
+// port mappings (Model.Place, Model.Attachments), with the L3 site of
+// each where the Model reads them; nil when the model cannot tell, or an
+// access matches no mapping, or two.
+func (c *Connector) endpointsOf(entries []Entry) ([]string, map[string]connectors.L3Form) {
 	if c.m.Place == nil || c.m.Attachments == nil {
-		return nil
+		return nil, nil
 	}
 	places := map[string]string{}
 	for _, m := range c.cfg.PortMappings {
@@ -761,18 +774,28 @@ func (c *Connector) endpointsOf(entries []Entry) []string {
 	}
 	atts := c.m.Attachments(entries)
 	if len(atts) == 0 {
-		return nil
+		return nil, nil
 	}
 	out := make([]string, 0, len(atts))
+	var l3 map[string]connectors.L3Form
 	for _, a := range atts {
 		id := places[a.Place]
 		if id == "" {
-			return nil
+			return nil, nil
 		}
-		out = append(out, connectors.EndpointName(id, a.VLAN))
+		name := connectors.EndpointName(id, a.VLAN)
+		out = append(out, name)
+		if a.L3 != nil {
+			if l3 == nil {
+				l3 = map[string]connectors.L3Form{}
+			}
+			f := connectors.L3FormOf(a.L3)
+			f.CEUnheld = c.m.NoCEAddress
+			l3[name] = f
+		}
 	}
 	slices.Sort(out)
-	return out
+	return out, l3
 }
 
 // ClearAll deletes wimro's services and their entries; other tenants'
@@ -824,6 +847,35 @@ func StaticLANs(l3 *connectors.L3Site) []any {
 		lans = append(lans, map[string]any{"lan": l3.Prefix.String(), "next-hop": l3.CEAddress.String()})
 	}
 	return lans
+}
+
+// LAN is a cascaded-lan-prefixes entry as a controller lists it (one
+// shape in both models: StaticLANs).
+type LAN struct {
+	LAN     string `json:"lan"`
+	NextHop string `json:"next-hop"`
+}
+
+// Static is a static routing-protocol's container as listed.
+type Static struct {
+	LANs map[string][]LAN `json:"cascaded-lan-prefixes"` // by "<family>-lan-prefixes"
+}
+
+// Routes reads the listed cascaded-lan-prefixes back as static routes.
+// An entry that does not parse is left out: the site then differs from
+// the one asked, as it does on the controller.
+func (s Static) Routes() []connectors.StaticRoute {
+	var out []connectors.StaticRoute
+	for _, lans := range s.LANs {
+		for _, l := range lans {
+			prefix, err1 := netip.ParsePrefix(l.LAN)
+			via, err2 := netip.ParseAddr(l.NextHop)
+			if err1 == nil && err2 == nil {
+				out = append(out, connectors.StaticRoute{Prefix: prefix, NextHop: via})
+			}
+		}
+	}
+	return out
 }
 
 // Settings are the settings both models read.
@@ -917,6 +969,12 @@ func Nodes(eps []Endpoint, node func(ne string) map[string]any, access func(i in
 // entries of a network model (vpn-nodes by ne-id) back: each one's place
 // (place of its ne-id, interface-id and bearer-reference) and cvlan-id.
 func NodeAttachments(place func(fields map[string]string) string) func(entries []Entry) []Attachment {
+	return NodeL3Attachments(place, nil)
+}
+
+// NodeL3Attachments is NodeAttachments with each access's L3 site read
+// back by l3 from the access as listed.
+func NodeL3Attachments(place func(fields map[string]string) string, l3 func(access map[string]any) *connectors.L3Site) func(entries []Entry) []Attachment {
 	return func(entries []Entry) []Attachment {
 		var out []Attachment
 		for _, e := range entries {
@@ -944,15 +1002,37 @@ func NodeAttachments(place func(fields map[string]string) string) func(entries [
 			if json.Unmarshal(b, &svc) != nil {
 				return nil
 			}
-			for _, n := range svc.Nodes.Node {
-				for _, a := range n.Accesses.Access {
+			nodes, _ := e.Body["vpn-nodes"].(map[string]any)
+			raw, _ := nodes["vpn-node"].([]any)
+			for i, n := range svc.Nodes.Node {
+				for j, a := range n.Accesses.Access {
 					p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
-					out = append(out, Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN})
+					att := Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN}
+					if l3 != nil {
+						att.L3 = l3(rawAccess(raw, i, j))
+					}
+					out = append(out, att)
 				}
 			}
 		}
 		return out
 	}
+}
+
+// rawAccess is access j of vpn-node i of a listed vpn-service, as
+// decoded JSON (nil when absent).
+func rawAccess(nodes []any, i, j int) map[string]any {
+	if i >= len(nodes) {
+		return nil
+	}
+	n, _ := nodes[i].(map[string]any)
+	accesses, _ := n["vpn-network-accesses"].(map[string]any)
+	list, _ := accesses["vpn-network-access"].([]any)
+	if j >= len(list) {
+		return nil
+	}
+	a, _ := list[j].(map[string]any)
+	return a
 }
 
 // jsonValue returns v as encoding/json decodes it, to compare with a

@@ -65,6 +65,9 @@ type Setup struct {
 	// ListsEndpoints says ListServices reads endpoints back
 	// (conformance.Harness.ListsEndpoints).
 	ListsEndpoints bool
+	// ListsL3 says ListServices reads the L3 sites back
+	// (conformance.Harness.ListsL3).
+	ListsL3 bool
 }
 
 // Sites are the datacenters of the tests.
@@ -142,6 +145,7 @@ func (s Setup) Harness() conformance.Harness {
 		L3Points:       s.L3Points,
 		Capabilities:   connectortest.Capabilities(s.Type, s.Register, connectors.Config{}),
 		ListsEndpoints: s.ListsEndpoints,
+		ListsL3:        s.ListsL3,
 		MaxStatusPolls: 5,
 		Unreachable: func(t *testing.T) connectors.Connector {
 			return s.Build(t, s.Config(connectortest.Unreachable(t)))
