@@ -90,14 +90,14 @@ func shardValues(accounts map[string]bool) (map[string][]byte, error) {
 type stored struct {
 	perAccount assignments
 	shards     assignments
-	// shardKeys lists, for each member, the shards it has a value of.
-	shardKeys map[string][]string
+	// values holds, for each member, its shards' values as stored.
+	values map[string]map[string][]byte
 }
 
 // parseStored reads a listing (with values) of the assignment keys.
 // Keys that are neither layout's are ignored.
 func (k keys) parseStored(pairs api.KVPairs) stored {
-	s := stored{perAccount: assignments{}, shards: assignments{}, shardKeys: map[string][]string{}}
+	s := stored{perAccount: assignments{}, shards: assignments{}, values: map[string]map[string][]byte{}}
 	for _, p := range pairs {
 		rest, found := strings.CutPrefix(p.Key, k.assignments())
 		if !found {
@@ -119,7 +119,10 @@ func (k keys) parseStored(pairs api.KVPairs) stored {
 			s.shards.add(member, "")
 			continue
 		}
-		s.shardKeys[member] = append(s.shardKeys[member], name)
+		if s.values[member] == nil {
+			s.values[member] = map[string][]byte{}
+		}
+		s.values[member][name] = p.Value
 		for _, a := range strings.Split(string(p.Value), "\n") {
 			if a != "" {
 				s.shards.add(member, a)

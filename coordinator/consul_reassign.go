@@ -27,6 +27,8 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 	if !view.haveMembers || !view.haveAccts || len(view.members) == 0 {
 		return 0, 0, nil
 	}
+	start := time.Now()
+	began := start
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	pairs, _, err := c.api.KV().List(c.keys.assignments(), (&api.QueryOptions{RequireConsistent: true}).WithContext(cctx))
 	cancel()
@@ -34,6 +36,7 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 		return 0, 0, fmt.Errorf("list assignments: %w", err)
 	}
 	st := c.keys.parseStored(pairs)
+	read := time.Since(began)
 	sharded := c.layout == layoutShards && len(view.perAccount) == 0
 	current, leftover := st.perAccount, len(st.shards) > 0
 	if sharded {
@@ -42,9 +45,11 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 	wanted := owners(view.memberIDs(), view.accounts)
 	var held map[string]persistence.HeldLease
 	var holdersErr error
+	began = time.Now()
 	if needsHolders(wanted, current) {
 		held, holdersErr = c.cfg.DB.HeldLeases(ctx)
 	}
+	leases := time.Since(began)
 	holders := make(map[string]string, len(held))
 	for a, l := range held {
 		holders[a] = l.Owner
@@ -53,6 +58,7 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 	// revocations, the markers that confirm members) is written anyway.
 	p := makePlan(wanted, current, holders, holdersErr == nil, view.departed)
 	var w written
+	began = time.Now()
 	if !p.empty() || leftover {
 		write := c.writePerAccount
 		if sharded {
@@ -77,7 +83,8 @@ func (c *Consul) reassign(ctx context.Context, sessionID string, view *clusterVi
 	c.logger.Info("accounts reassigned", slog.Int("members", len(view.members)), slog.Int("accounts", len(view.accounts)),
 		slog.Int("assigned", len(p.assign)), slog.Int("revoked", p.revoked), slog.Int("moved", p.moved),
 		slog.Int("pending", p.pending), slog.Int("members_gone", len(p.drop)), slog.Bool("sharded", sharded),
-		slog.Int("keys_written", w.keys), slog.Int("bytes_written", w.bytes), slog.Int("transactions", w.txns))
+		slog.Int("keys_written", w.keys), slog.Int("bytes_written", w.bytes), slog.Int("transactions", w.txns),
+		slog.Duration("read", read), slog.Duration("leases_read", leases), slog.Duration("write", time.Since(began)), slog.Duration("took", time.Since(start)))
 	return p.pending, expiry, nil
 }
 
@@ -151,50 +158,41 @@ func (c *Consul) writeShards(ctx context.Context, sessionID string, p plan, curr
 			&api.KVTxnOp{Verb: api.KVDeleteTree, Key: c.keys.shardsFolder(m)})
 	}
 	// Each live member's accounts once revoked (kept), then once given
-	// (final); each step's values are compared with the step before.
-	kept, final := map[string]map[string]bool{}, map[string]map[string]bool{}
+	// (gained added); each step's values are compared with the step
+	// before: the stored values, then the kept ones.
+	kept := map[string]map[string]bool{}
 	for m, a := range current {
-		if slices.Contains(p.drop, m) {
-			continue
+		if !slices.Contains(p.drop, m) {
+			kept[m] = maps.Clone(a.accounts)
 		}
-		kept[m] = maps.Clone(a.accounts)
 	}
 	for _, r := range p.revoke {
 		delete(kept[r.member], r.account)
 	}
-	for m, a := range kept {
-		final[m] = maps.Clone(a)
-	}
+	gained := map[string][]string{}
 	for _, a := range p.assign {
-		if final[a.member] == nil {
-			final[a.member] = map[string]bool{}
+		gained[a.member] = append(gained[a.member], a.account)
+		if kept[a.member] == nil {
+			kept[a.member] = map[string]bool{}
 		}
-		final[a.member][a.account] = true
 	}
-	for _, m := range sortedKeys(final) {
-		have := map[string][]byte{}
-		if sa := st.shards[m]; sa != nil {
-			// What the stored values hold, and any stored shard key
-			// (an empty value included) that must go.
-			var err error
-			if have, err = shardValues(sa.accounts); err != nil {
-				return written{}, err
-			}
-			for _, s := range st.shardKeys[m] {
-				if _, ok := have[s]; !ok {
-					have[s] = nil
-				}
-			}
-		}
+	for _, m := range sortedKeys(kept) {
 		mid, err := shardValues(kept[m])
 		if err != nil {
 			return written{}, err
 		}
-		end, err := shardValues(final[m])
+		revokes = append(revokes, c.shardOps(m, st.values[m], mid)...)
+		if len(gained[m]) == 0 {
+			continue
+		}
+		final := kept[m] // no longer needed as it was
+		for _, a := range gained[m] {
+			final[a] = true
+		}
+		end, err := shardValues(final)
 		if err != nil {
 			return written{}, err
 		}
-		revokes = append(revokes, c.shardOps(m, have, mid)...)
 		assigns = append(assigns, c.shardOps(m, mid, end)...)
 	}
 	marker := []byte(c.cfg.InstanceID)
@@ -219,7 +217,7 @@ func (c *Consul) shardOps(member string, before, after map[string][]byte) []*api
 		}
 	}
 	for _, s := range sortedKeys(after) {
-		if old, ok := before[s]; !ok || old == nil || !bytes.Equal(old, after[s]) {
+		if old, ok := before[s]; !ok || !bytes.Equal(old, after[s]) {
 			ops = append(ops, &api.KVTxnOp{Verb: api.KVSet, Key: c.keys.shard(member, s), Value: after[s]})
 		}
 	}

@@ -232,7 +232,14 @@ func BenchmarkClusterRebalance(b *testing.B) {
 						"the leader wrote %d keys, %d bytes of values, in %d transactions and %d passes",
 						path.name, n, moved[path.name], took[path.name].Round(time.Millisecond), (took[path.name] - serving[path.name]).Round(time.Millisecond),
 						first[path.name].Round(time.Millisecond), w.keys, w.bytes, w.txns, w.passes)
-					b.Logf("%s path, from w3's start:\n%s", path.name, rebalanceTrace(start, map[string]*process{"leader " + leader: c.members[leader], "w3": p}))
+					named := map[string]*process{}
+					for id, m := range c.members {
+						if id == leader {
+							id += " (leader)"
+						}
+						named[id] = m
+					}
+					b.Logf("%s path, from w3's start:\n%s", path.name, rebalanceTrace(start, named))
 				}
 				b.ReportMetric(first["new"].Seconds(), "s-first-account-new")
 				b.ReportMetric(serving["new"].Seconds(), "s-serving-new")
@@ -318,7 +325,8 @@ func logLineTime(line string) time.Time {
 // processes logged: what bounds it.
 func rebalanceTrace(start time.Time, procs map[string]*process) string {
 	steps := []string{`msg="secret key loaded"`, `msg="wimd serving"`, `msg="joined the cluster"`, `msg="cluster membership changed"`,
-		`msg="accounts reassigned"`, `msg="moves waiting`, `msg="account assignment applied"`}
+		`msg="accounts reassigned"`, `msg="moves waiting`, `msg="account assignment applied"`, `msg="account leases cannot be kept`,
+		`msg="account leases kept again`, `msg="leadership`, `msg="consul session could not`, `msg="consul session is gone`, `msg="membership key lost`}
 	type event struct {
 		at   time.Duration
 		line string
