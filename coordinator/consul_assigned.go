@@ -115,12 +115,10 @@ func (c *Consul) watchOwnFolder(ctx context.Context, out chan<- ownSet) {
 		if sent && set.marker == last.marker && slices.Equal(set.accounts, last.accounts) {
 			continue
 		}
-		select {
-		case out <- set:
-			last, sent = set, true
-		case <-ctx.Done():
+		if !send(ctx, out, set) {
 			return
 		}
+		last, sent = set, true
 	}
 }
 

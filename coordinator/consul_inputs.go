@@ -57,12 +57,10 @@ func (c *Consul) watchMembers(ctx context.Context, out chan<- memberList) {
 		if sent && slices.Equal(list.live, last.live) && slices.Equal(list.left, last.left) && slices.Equal(list.perAccount, last.perAccount) {
 			continue
 		}
-		select {
-		case out <- list:
-			last, sent = list, true
-		case <-ctx.Done():
+		if !send(ctx, out, list) {
 			return
 		}
+		last, sent = list, true
 	}
 }
 

@@ -14,14 +14,21 @@ import (
 	"github.com/wimro/wimro/internal/testkit/eventually"
 )
 
-// layoutOf reads the assignment keys under the harness's prefix.
-func (h *harness) layoutOf() stored {
+// assignmentPairs lists the assignment keys under the harness's prefix.
+func (h *harness) assignmentPairs() (keys, api.KVPairs) {
 	h.t.Helper()
 	k := keys{prefix: h.prefix}
 	pairs, _, err := h.agent.Client().KV().List(k.assignments(), nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return k, pairs
+}
+
+// layoutOf reads the assignment keys under the harness's prefix.
+func (h *harness) layoutOf() stored {
+	h.t.Helper()
+	k, pairs := h.assignmentPairs()
 	return k.parseStored(pairs)
 }
 
@@ -31,11 +38,7 @@ func (h *harness) layoutOf() stored {
 // It returns how many values there are.
 func (h *harness) checkShards() int {
 	h.t.Helper()
-	k := keys{prefix: h.prefix}
-	pairs, _, err := h.agent.Client().KV().List(k.assignments(), nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	k, pairs := h.assignmentPairs()
 	st := k.parseStored(pairs)
 	if len(st.perAccount) != 0 {
 		h.t.Fatalf("per-account folders left: %v", sortedKeys(st.perAccount))
