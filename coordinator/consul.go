@@ -143,9 +143,13 @@ func (c ConsulConfig) withDefaults() ConsulConfig {
 // Consul is the cluster policy: processes split the accounts through
 // Consul (see doc.go for the keys, the timings and the failure cases).
 type Consul struct {
-	cfg      ConsulConfig
-	api      *api.Client
-	keys     keys
+	cfg  ConsulConfig
+	api  *api.Client
+	keys keys
+	// layout is the assignment layout this process reads and, leading,
+	// writes when every member reads it: layoutShards (tests set
+	// layoutPerAccount to play a process of before the sharded layout).
+	layout   int
 	logger   *slog.Logger
 	timeout  time.Duration // per Consul call that does not block
 	sessions *sessions
@@ -211,7 +215,7 @@ func NewConsul(cfg ConsulConfig) (*Consul, error) {
 	timeout := max(cfg.SessionTTL/3, time.Second)
 	healthy := newFlag(true)
 	c := &Consul{
-		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, logger: logger, timeout: timeout,
+		cfg: cfg, api: client, keys: keys{prefix: cfg.Prefix}, layout: layoutShards, logger: logger, timeout: timeout,
 		chores:  chores{list: cfg.Chores, logger: logger},
 		healthy: healthy, member: newFlag(false), failed: make(chan error, 1), released: make(chan struct{}, 1),
 	}
@@ -403,7 +407,7 @@ func (c *Consul) deleteHeld(ctx context.Context, key, sessionID string) error {
 // seen it (a crash deletes the key with the session instead).
 func (c *Consul) leave(ctx context.Context, key, sessionID string) error {
 	now := time.Now().UTC()
-	value, err := json.Marshal(memberRecord{Member: c.self(), LeftAt: &now})
+	value, err := json.Marshal(memberRecord{Member: c.self(), Layout: c.layout, LeftAt: &now})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -76,12 +77,56 @@ func (c *Consul) followAssignments(ctx context.Context) {
 	}
 }
 
-// watchOwnFolder sends this process's folder each time it changes.
+// watchOwnFolder sends this process's assignment each time it changes:
+// its per-account folder while that folder's marker is there, else its
+// shards (doc.go, "Consul keys"). A process of the per-account layout
+// reads that folder alone.
 func (c *Consul) watchOwnFolder(ctx context.Context, out chan<- ownSet) {
+	perAccount, shards := make(chan ownSet), make(chan ownSet)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.watchPerAccountFolder(ctx, perAccount) }()
+	if c.layout == layoutShards {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.watchShards(ctx, shards) }()
+	}
+	var folder, sharded, last ownSet
+	haveFolder, haveShards := false, c.layout != layoutShards
+	sent := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case folder = <-perAccount:
+			haveFolder = true
+		case sharded = <-shards:
+			haveShards = true
+		}
+		if !haveFolder || !haveShards {
+			continue // the first answer of both, before choosing
+		}
+		set := sharded
+		if folder.marker || c.layout != layoutShards {
+			set = folder
+		}
+		if sent && set.marker == last.marker && slices.Equal(set.accounts, last.accounts) {
+			continue
+		}
+		if !send(ctx, out, set) {
+			return
+		}
+		last, sent = set, true
+	}
+}
+
+// watchPerAccountFolder sends this process's per-account folder each time
+// it is read.
+func (c *Consul) watchPerAccountFolder(ctx context.Context, out chan<- ownSet) {
 	prefix := c.keys.folder(c.cfg.InstanceID)
 	w := newWatch()
-	var last ownSet
-	sent := false
 	for {
 		list, ok := blockingRead(ctx, w, c.logger, "watch own assignments", func(q *api.QueryOptions) ([]string, *api.QueryMeta, error) {
 			return c.api.KV().Keys(prefix, "", q)
@@ -94,14 +139,40 @@ func (c *Consul) watchOwnFolder(ctx context.Context, out chan<- ownSet) {
 			set = ownSet{marker: own.marker, accounts: sortedSet(own.accounts)}
 		}
 		set.index = w.index
-		if sent && set.marker == last.marker && slices.Equal(set.accounts, last.accounts) {
-			continue
-		}
-		select {
-		case out <- set:
-			last, sent = set, true
-		case <-ctx.Done():
+		if !send(ctx, out, set) {
 			return
 		}
+	}
+}
+
+// watchShards sends this process's shards each time they are read.
+func (c *Consul) watchShards(ctx context.Context, out chan<- ownSet) {
+	prefix := c.keys.shardsFolder(c.cfg.InstanceID)
+	w := newWatch()
+	for {
+		pairs, ok := blockingRead(ctx, w, c.logger, "watch own assignment shards", func(q *api.QueryOptions) (api.KVPairs, *api.QueryMeta, error) {
+			return c.api.KV().List(prefix, q)
+		})
+		if !ok {
+			return
+		}
+		var set ownSet
+		if own := c.keys.parseStored(pairs).shards[c.cfg.InstanceID]; own != nil {
+			set = ownSet{marker: own.marker, accounts: sortedSet(own.accounts)}
+		}
+		set.index = w.index
+		if !send(ctx, out, set) {
+			return
+		}
+	}
+}
+
+// send delivers v on out unless ctx ends first.
+func send[T any](ctx context.Context, out chan<- T, v T) bool {
+	select {
+	case out <- v:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

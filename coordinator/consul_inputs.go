@@ -17,6 +17,9 @@ import (
 // deletes the key with the session).
 type memberRecord struct {
 	Member
+	// Layout is the assignment layout the member reads (layoutShards);
+	// absent in the records of processes of before that layout.
+	Layout int        `json:"assignment_layout,omitempty"`
 	LeftAt *time.Time `json:"left_at,omitempty"`
 }
 
@@ -26,6 +29,10 @@ type memberRecord struct {
 type memberList struct {
 	live []Member
 	left []leftKey
+	// perAccount lists the live members that read the per-account
+	// layout alone (sorted): while there is one, the leader writes that
+	// layout.
+	perAccount []string
 }
 
 // leftKey is a membership key released by a clean leave.
@@ -47,15 +54,13 @@ func (c *Consul) watchMembers(ctx context.Context, out chan<- memberList) {
 			return
 		}
 		list := c.parseMembers(pairs)
-		if sent && slices.Equal(list.live, last.live) && slices.Equal(list.left, last.left) {
+		if sent && slices.Equal(list.live, last.live) && slices.Equal(list.left, last.left) && slices.Equal(list.perAccount, last.perAccount) {
 			continue
 		}
-		select {
-		case out <- list:
-			last, sent = list, true
-		case <-ctx.Done():
+		if !send(ctx, out, list) {
 			return
 		}
+		last, sent = list, true
 	}
 }
 
@@ -81,7 +86,11 @@ func (c *Consul) parseMembers(pairs api.KVPairs) memberList {
 		m := rec.Member
 		m.ID = id // the key is the truth
 		out.live = append(out.live, m)
+		if rec.Layout != layoutShards {
+			out.perAccount = append(out.perAccount, id)
+		}
 	}
+	sort.Strings(out.perAccount)
 	sort.Slice(out.live, func(i, j int) bool { return out.live[i].ID < out.live[j].ID })
 	sort.Slice(out.left, func(i, j int) bool { return out.left[i].id < out.left[j].id })
 	return out

@@ -115,6 +115,7 @@ func (c *Consul) forgetLeft(ctx context.Context, left []leftKey) {
 // accounts, each once read, and when members left.
 type clusterView struct {
 	members     []Member
+	perAccount  []string // live members that read the per-account layout alone
 	accounts    []string
 	haveMembers bool
 	haveAccts   bool
@@ -158,7 +159,8 @@ func (v *clusterView) memberIDs() []string {
 func (v *clusterView) setMembers(list memberList, logger *slog.Logger) (changed, leavesOnly bool) {
 	old := v.memberIDs()
 	first := !v.haveMembers
-	v.members, v.haveMembers = list.live, true
+	layoutChanged := !slices.Equal(v.perAccount, list.perAccount)
+	v.members, v.haveMembers, v.perAccount = list.live, true, list.perAccount
 	now := v.memberIDs()
 	clean := map[string]bool{}
 	for _, l := range list.left {
@@ -174,7 +176,7 @@ func (v *clusterView) setMembers(list memberList, logger *slog.Logger) (changed,
 		return true, false
 	}
 	if slices.Equal(old, now) {
-		return false, false
+		return layoutChanged, false
 	}
 	joined, left := diff(old, now)
 	at := time.Now()

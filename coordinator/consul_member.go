@@ -43,7 +43,7 @@ func (c *Consul) holdMembership(ctx context.Context, sess *session) {
 	ctx, cancel := withStop(ctx, sess.done)
 	defer cancel()
 	key := c.keys.member(c.cfg.InstanceID)
-	value, err := json.Marshal(c.self())
+	value, err := json.Marshal(memberRecord{Member: c.self(), Layout: c.layout})
 	if err != nil {
 		panic(err) // plain strings and a time
 	}

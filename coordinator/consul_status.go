@@ -22,14 +22,15 @@ func (c *Consul) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("coordinator: read members: %w", err)
 	}
-	list, _, err := c.api.KV().Keys(c.keys.assignments(), "", q)
+	members := c.parseMembers(pairs).live
+	pairs, _, err = c.api.KV().List(c.keys.assignments(), q)
 	if err != nil {
 		return Status{}, fmt.Errorf("coordinator: read assignments: %w", err)
 	}
 	st := Status{
 		Coordinator: "consul",
 		InstanceID:  c.cfg.InstanceID,
-		Members:     c.parseMembers(pairs).live,
+		Members:     members,
 		Assignments: map[string][]string{},
 	}
 	health, err := c.health(q)
@@ -52,7 +53,8 @@ func (c *Consul) Status(ctx context.Context) (Status, error) {
 	if st.Members == nil {
 		st.Members = []Member{}
 	}
-	for m, a := range c.keys.parseAssignments(list) {
+	// Each member's assignment as it applies it, in either layout.
+	for m, a := range c.keys.parseStored(pairs).applied() {
 		st.Assignments[m] = sortedSet(a.accounts)
 	}
 	return st, nil

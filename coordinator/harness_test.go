@@ -62,6 +62,9 @@ type leasingRunner struct {
 	owner string
 	hold  bool
 	t     testing.TB
+
+	leasesMu sync.Mutex
+	leases   map[string]persistence.Lease // taken, with their epochs
 }
 
 func (r *leasingRunner) SetAccounts(ids []string) {
@@ -73,23 +76,30 @@ func (r *leasingRunner) SetAccounts(ids []string) {
 			r.t.Errorf("%s: release leases: %v", r.owner, err)
 		}
 	}
-	if _, err := r.db.AcquireLeases(ctx, r.owner, ids, time.Hour); err != nil {
+	taken, err := r.db.AcquireLeases(ctx, r.owner, ids, time.Hour)
+	if err != nil {
 		r.t.Errorf("%s: take leases: %v", r.owner, err)
+	}
+	r.leasesMu.Lock()
+	defer r.leasesMu.Unlock()
+	if r.leases == nil {
+		r.leases = map[string]persistence.Lease{}
+	}
+	for _, l := range taken {
+		r.leases[l.AccountID] = l
 	}
 }
 
 // letGo releases the leases of the accounts no longer given.
 func (r *leasingRunner) letGo(ctx context.Context) error {
 	cur, _ := r.current()
-	held, err := r.db.LeaseHolders(ctx)
-	if err != nil {
-		return err
-	}
+	r.leasesMu.Lock()
+	defer r.leasesMu.Unlock()
 	var release []persistence.Lease
-	for acct, owner := range held {
-		if owner == r.owner && !slices.Contains(cur, acct) {
-			// Taken once, by this runner only: epoch 1.
-			release = append(release, persistence.Lease{AccountID: acct, Owner: owner, Epoch: 1})
+	for acct, l := range r.leases {
+		if !slices.Contains(cur, acct) {
+			release = append(release, l)
+			delete(r.leases, acct)
 		}
 	}
 	return r.db.ReleaseLeases(ctx, release)
@@ -202,6 +212,14 @@ func (h *harness) cuttable() (*persistence.DB, *tcpproxy.Proxy) {
 // Health check.
 func (h *harness) startOn(id string, runner Runner, db *persistence.DB, health func() error) *node {
 	h.t.Helper()
+	return h.startLayout(id, runner, db, health, layoutShards)
+}
+
+// startLayout is startOn for a process that reads (and, leading, writes)
+// the given assignment layout: layoutPerAccount plays a process of
+// before the sharded layout.
+func (h *harness) startLayout(id string, runner Runner, db *persistence.DB, health func() error, layout int) *node {
+	h.t.Helper()
 	if runner == nil {
 		runner = &recorder{}
 	}
@@ -225,6 +243,7 @@ func (h *harness) startOn(id string, runner Runner, db *persistence.DB, health f
 		h.t.Fatal(err)
 	}
 	c.signals.Init()
+	c.layout = layout
 	if err := c.Start(ctx); err != nil {
 		h.t.Fatal(err)
 	}

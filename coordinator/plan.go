@@ -63,14 +63,20 @@ func (p plan) empty() bool {
 // ready, even while the leader cannot read the database).
 func makePlan(wanted map[string][]string, current assignments, holders map[string]string, known bool, departed func(member string) bool) plan {
 	var p plan
-	owner := make(map[string]string)
+	n := 0
+	for _, accts := range wanted {
+		n += len(accts)
+	}
+	owner := make(map[string]string, n)
 	for m, accts := range wanted {
 		for _, a := range accts {
 			owner[a] = m
 		}
 	}
-	// Who holds each account now, according to Consul.
-	assignedTo := make(map[string][]string)
+	// Who holds each account now, according to Consul: one member (two
+	// only in a broken state, kept in others).
+	assignedTo := make(map[string]string, n)
+	others := make(map[string][]string)
 	for _, m := range sortedKeys(current) {
 		ma := current[m]
 		_, live := wanted[m]
@@ -79,7 +85,11 @@ func makePlan(wanted map[string][]string, current assignments, holders map[strin
 			p.revoked += len(ma.accounts)
 		}
 		for _, a := range sortedSet(ma.accounts) {
-			assignedTo[a] = append(assignedTo[a], m)
+			if _, dup := assignedTo[a]; dup {
+				others[a] = append(others[a], m)
+			} else {
+				assignedTo[a] = m
+			}
 			if live && owner[a] != m {
 				p.revoke = append(p.revoke, assignment{m, a})
 				p.revoked++
@@ -94,11 +104,10 @@ func makePlan(wanted map[string][]string, current assignments, holders map[strin
 			if ma := current[m]; ma != nil && ma.accounts[a] {
 				continue
 			}
-			moving := false
-			for _, prev := range assignedTo[a] {
-				if prev != m {
-					moving = true
-				}
+			prev, held := assignedTo[a]
+			moving := held && prev != m
+			for _, prev := range others[a] {
+				moving = moving || prev != m
 			}
 			if h := memberOf(holders[a]); !known || h != "" && h != m && !departed(h) {
 				p.pending++

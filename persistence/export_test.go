@@ -56,3 +56,6 @@ func (s *Store) FinishAction(ctx context.Context, l Lease, a wimro.Action, o wim
 	}
 	return errs[0]
 }
+
+// SealedSelectForTest is the query ScanSealed reads a page of table with.
+func SealedSelectForTest(table string) string { return sealedSelect[table] }

@@ -42,11 +42,17 @@ type SealedRow struct {
 	Config map[string]string
 }
 
-// sealedSelect reads a page of a sealed table's rows after a key.
+// sealedSelect reads a page of a sealed table's rows after a key. The
+// ORDER BY names the table's column: a bare name would be the output
+// column (the key cast to text), sorting every row of the table for each
+// page instead of reading the primary key's index (wimd's start, which
+// counts the sealed values, took 15 s at 100,000 accounts), and ordering
+// action_overrides' ids as text ("10" before "9") while the next page is
+// chosen by number.
 var sealedSelect = map[string]string{
-	SealedAccounts:  `SELECT uuid::text, password, NULL::text, config::text FROM wim_accounts WHERE uuid > $1::uuid ORDER BY uuid LIMIT $2`,
-	SealedWIMs:      `SELECT uuid::text, NULL::bytea, wim_url, config::text FROM wims WHERE uuid > $1::uuid ORDER BY uuid LIMIT $2`,
-	SealedOverrides: `SELECT id::text, NULL::bytea, wim_url, NULL::text FROM action_overrides WHERE id > $1::bigint ORDER BY id LIMIT $2`,
+	SealedAccounts:  `SELECT uuid::text, password, NULL::text, config::text FROM wim_accounts WHERE uuid > $1::uuid ORDER BY wim_accounts.uuid LIMIT $2`,
+	SealedWIMs:      `SELECT uuid::text, NULL::bytea, wim_url, config::text FROM wims WHERE uuid > $1::uuid ORDER BY wims.uuid LIMIT $2`,
+	SealedOverrides: `SELECT id::text, NULL::bytea, wim_url, NULL::text FROM action_overrides WHERE id > $1::bigint ORDER BY action_overrides.id LIMIT $2`,
 }
 
 // firstKey is the key before every row of a table.

@@ -1,6 +1,8 @@
 package persistence_test
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/wimro/wimro"
@@ -71,5 +73,59 @@ func TestResealBatch(t *testing.T) {
 		if !w.ModifiedAt.Equal(before[id].ModifiedAt) {
 			t.Errorf("wim %s: modified_at moved from %s to %s", id, before[id].ModifiedAt, w.ModifiedAt)
 		}
+	}
+}
+
+// ScanSealed pages through a table in its key's order: every row once,
+// action_overrides' numeric ids included (ordered as text, "10" came
+// before "9" and the pages repeated rows), through the key's index.
+func TestScanSealedPagesInKeyOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const rows = 25
+	if _, err := b.db.Pool().Exec(b.ctx, `INSERT INTO action_overrides (kind, instance_action_id, task_index, action, wan_link_id, wim_url, actor, reason)
+		SELECT 'cancel', gen_random_uuid(), i, 'CREATE', gen_random_uuid(), 'http://x.example', 'test', 'test' FROM generate_series(1, $1) i`, rows); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	after, pages := "", 0
+	for {
+		page, next, err := b.db.ScanSealed(b.ctx, persistence.SealedOverrides, nil, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range page {
+			seen[r.Key]++
+		}
+		if next == "" || pages > rows {
+			break
+		}
+		after = next
+	}
+	for i := 1; i <= rows; i++ {
+		if n := seen[strconv.Itoa(i)]; n != 1 {
+			t.Fatalf("override %d read %d times over %d pages (%d rows read)", i, n, pages, len(seen))
+		}
+	}
+	// Sorted by the uuid itself, as the primary key's index is, not by
+	// its text (a sort of the whole table for each page).
+	rs, err := b.db.Pool().Query(b.ctx, `EXPLAIN `+persistence.SealedSelectForTest(persistence.SealedAccounts), "00000000-0000-0000-0000-000000000000", 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rs.Next() {
+		var line string
+		if err := rs.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(plan, "\n"); strings.Contains(p, "::text") {
+		t.Fatalf("a page of wim_accounts is sorted by text:\n%s", p)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,18 +211,40 @@ func BenchmarkClusterRebalance(b *testing.B) {
 			for b.Loop() {
 				took := map[string]time.Duration{}
 				serving := map[string]time.Duration{}
+				first := map[string]time.Duration{}
 				moved := map[string]int{}
+				var wNew writes
 				for _, path := range rebalancePaths() {
-					c, _, args := pathCluster(b, path, n, "w1", "w2")
+					c, leader, args := pathCluster(b, path, n, "w1", "w2")
 					start := time.Now()
-					c.startArgs("w3", nil, args...)
+					p := c.startArgs("w3", nil, args...)
 					serving[path.name] = time.Since(start)
+					firstOwned := watchFirstOwned(p, start)
 					owner, _ := c.settledEvery(fmt.Sprintf("%d accounts over three members (%s path)", n, path.name), 10*time.Minute, settleTick(n))
 					took[path.name] = time.Since(start)
+					first[path.name] = firstOwned()
 					moved[path.name] = counts(owner)["w3"]
-					b.Logf("%s path: %d accounts rebalanced onto w3 (%d moved) in %v, %v after it served",
-						path.name, n, moved[path.name], took[path.name].Round(time.Millisecond), (took[path.name] - serving[path.name]).Round(time.Millisecond))
+					w := assignmentWrites(c.members[leader].log.String(), start)
+					if path.name == newPath.name {
+						wNew = w
+					}
+					b.Logf("%s path: %d accounts rebalanced onto w3 (%d moved) in %v, %v after it served; its first account owned after %v; "+
+						"the leader wrote %d keys, %d bytes of values, in %d transactions and %d passes",
+						path.name, n, moved[path.name], took[path.name].Round(time.Millisecond), (took[path.name] - serving[path.name]).Round(time.Millisecond),
+						first[path.name].Round(time.Millisecond), w.keys, w.bytes, w.txns, w.passes)
+					named := map[string]*process{}
+					for id, m := range c.members {
+						if id == leader {
+							id += " (leader)"
+						}
+						named[id] = m
+					}
+					b.Logf("%s path, from w3's start:\n%s", path.name, rebalanceTrace(start, named))
 				}
+				b.ReportMetric(first["new"].Seconds(), "s-first-account-new")
+				b.ReportMetric(serving["new"].Seconds(), "s-serving-new")
+				b.ReportMetric(float64(wNew.keys), "keys-written-new")
+				b.ReportMetric(float64(wNew.bytes), "bytes-written-new")
 				b.ReportMetric(took["new"].Seconds(), "s-rebalance-new")
 				if d, ok := took["old"]; ok {
 					b.ReportMetric(d.Seconds(), "s-rebalance-old")
@@ -236,6 +260,98 @@ func BenchmarkClusterRebalance(b *testing.B) {
 			}
 		})
 	}
+}
+
+// watchFirstOwned looks every 50 ms at p's wimro_accounts_owned until it
+// owns an account; the function it returns gives how long after start
+// that was (0 if never, once the watch is over).
+func watchFirstOwned(p *process, start time.Time) func() time.Duration {
+	done, stop := make(chan time.Duration, 1), make(chan struct{})
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v, err := readGauge(p, "wimro_accounts_owned"); err == nil && v > 0 {
+				done <- time.Since(start)
+				return
+			}
+			select {
+			case <-stop:
+				done <- 0
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() time.Duration { close(stop); return <-done }
+}
+
+// writes sums what the leader's "accounts reassigned" lines say it wrote.
+type writes struct{ keys, bytes, txns, passes int }
+
+var (
+	logTime      = regexp.MustCompile(`^time=(\S+) `)
+	writtenAttrs = regexp.MustCompile(`keys_written=(\d+) bytes_written=(\d+) transactions=(\d+)`)
+)
+
+// assignmentWrites reads a leader's log: what it wrote since start.
+func assignmentWrites(log string, since time.Time) writes {
+	var w writes
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `msg="accounts reassigned"`) || logLineTime(line).Before(since) {
+			continue
+		}
+		w.passes++
+		if m := writtenAttrs.FindStringSubmatch(line); m != nil {
+			k, _ := strconv.Atoi(m[1])
+			b, _ := strconv.Atoi(m[2])
+			t, _ := strconv.Atoi(m[3])
+			w.keys, w.bytes, w.txns = w.keys+k, w.bytes+b, w.txns+t
+		}
+	}
+	return w
+}
+
+func logLineTime(line string) time.Time {
+	m := logTime.FindStringSubmatch(line)
+	if m == nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, m[1])
+	return t
+}
+
+// rebalanceTrace lists, from start, the steps of a rebalance the
+// processes logged: what bounds it.
+func rebalanceTrace(start time.Time, procs map[string]*process) string {
+	steps := []string{`msg="secret key loaded"`, `msg="wimd serving"`, `msg="joined the cluster"`, `msg="cluster membership changed"`,
+		`msg="accounts reassigned"`, `msg="moves waiting`, `msg="account assignment applied"`, `msg="account leases cannot be kept`,
+		`msg="account leases kept again`, `msg="leadership`, `msg="consul session could not`, `msg="consul session is gone`, `msg="membership key lost`}
+	type event struct {
+		at   time.Duration
+		line string
+	}
+	var events []event
+	for name, p := range procs {
+		for _, line := range strings.Split(p.log.String(), "\n") {
+			at := logLineTime(line)
+			if at.Before(start) || !slices.ContainsFunc(steps, func(s string) bool { return strings.Contains(line, s) }) {
+				continue
+			}
+			_, rest, _ := strings.Cut(line, "msg=")
+			events = append(events, event{at.Sub(start), name + ": " + rest})
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	var out strings.Builder
+	for i, e := range events {
+		if i == 60 {
+			fmt.Fprintf(&out, "  ... %d more\n", len(events)-i)
+			break
+		}
+		fmt.Fprintf(&out, "  +%7.3fs %s\n", e.at.Seconds(), e.line)
+	}
+	return out.String()
 }
 
 // reportOldBinary says whether the old path ran the old code (1) or the
