@@ -73,7 +73,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := b.db.TakeLeases(b.ctx, a, []string{acct}, time.Minute)
+			got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
 			if err != nil || len(got) != 1 || got[0].Epoch != 1 || got[0].ProcEpoch != a.Epoch {
 				t.Fatalf("first take = %+v, %v", got, err)
 			}
@@ -84,7 +84,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			took, err := b.db.TakeLeases(b.ctx, taker, []string{acct}, time.Minute)
+			took, err := b.db.TakeLeases(b.ctx, taker, []string{acct})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 			if tt.taken == (len(claimed) != 0) {
 				t.Errorf("claimed %d under A's first lease, taken by %s: %v", len(claimed), tt.taker, tt.taken)
 			}
-			_, err = b.db.RenewProcessLease(b.ctx, a, time.Minute)
+			err = b.db.RenewProcessLease(b.ctx, a, time.Minute)
 			if tt.aRenewsOK != (err == nil) || (err != nil && !errors.Is(err, persistence.ErrLeaseLost)) {
 				t.Errorf("A's first process lease renewed: %v, want ok %v (else ErrLeaseLost)", err, tt.aRenewsOK)
 			}
@@ -128,7 +128,7 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.db.TakeLeases(b.ctx, a, []string{acct}, 2*time.Second); err != nil || len(got) != 1 {
+	if got, err := b.db.TakeLeases(b.ctx, a, []string{acct}); err != nil || len(got) != 1 {
 		t.Fatalf("A's take = %v, %v", got, err)
 	}
 	var expiry time.Time
@@ -159,7 +159,7 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		got, err := b.db.TakeLeases(b.ctx, bp, []string{acct}, time.Minute)
+		got, err := b.db.TakeLeases(b.ctx, bp, []string{acct})
 		done <- result{got, err}
 	}()
 	eventually.Until(t, 10*time.Second, "B's takeover waiting for A's renewal", func() (bool, string) {
@@ -179,10 +179,67 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	if r.err != nil || len(r.got) != 0 {
 		t.Fatalf("B's takeover after A renewed = %+v, %v; want nothing taken", r.got, r.err)
 	}
-	if _, err := b.db.RenewProcessLease(b.ctx, a, time.Minute); err != nil {
+	if err := b.db.RenewProcessLease(b.ctx, a, time.Minute); err != nil {
 		t.Errorf("A's renewal after B's attempt: %v", err)
 	}
 	if holders, err := b.db.LeaseHolders(b.ctx); err != nil || holders[acct] != "A" {
 		t.Errorf("holders %v, %v; want A", holders, err)
+	}
+}
+
+// Issue 31: a take in flight does not hold up its taker's renewal. The
+// take keeps its process lease row locked until it commits (FOR KEY
+// SHARE, so that no other process marks the lease dead meanwhile), and a
+// take can wait long on rows another process is releasing; a renewal,
+// which only moves expires_at, goes through. When the take renewed the
+// lease itself (an update of the same row), the renewal waited for it.
+func TestRenewalDoesNotWaitForATakeInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	a, err := b.db.StartProcessLease(b.ctx, "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("A's take = %v, %v", got, err)
+	}
+	if err := b.db.ReleaseLeases(b.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's release in flight: the account's row is locked.
+	tx, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, acct); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		got []persistence.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
+		done <- result{got, err}
+	}()
+	eventually.Until(t, 10*time.Second, "A's take waiting for the row", func() (bool, string) {
+		var waiting int
+		err := b.db.Pool().QueryRow(b.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting == 1, fmt.Sprint(waiting, err)
+	})
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if err := b.db.RenewProcessLease(ctx, a, time.Minute); err != nil {
+		t.Errorf("A's renewal while its take waits: %v, want renewed at once", err)
+	}
+	if err := tx.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || len(r.got) != 1 {
+		t.Fatalf("A's take once the row is free = %+v, %v; want the account", r.got, r.err)
 	}
 }

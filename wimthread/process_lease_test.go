@@ -1,6 +1,7 @@
 package wimthread_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -56,4 +57,82 @@ func TestRenewalWritesNoAccountLeaseRow(t *testing.T) {
 		n := len(s.Owned())
 		return n == accounts, fmt.Sprint(n)
 	})
+}
+
+// Issue 31: the process lease is renewed on a path that no take or
+// release can delay. A member handing thousands of accounts over
+// released them chunk after chunk in the keeper's one goroutine, which
+// renewed nothing meanwhile; past the local bound it dropped every lease
+// it kept (observed: an idle member of the 100,000-account rebalance lost
+// 50,000 leases for 20 s). Here every release statement is made slow (a
+// trigger of this test's database sleeps in each), so that releasing
+// 16,000 accounts takes longer than the local bound: the renewals go on
+// meanwhile and the 1,000 accounts kept are never lost.
+func TestRenewalNotStarvedBySlowReleases(t *testing.T) {
+	t.Parallel()
+	const (
+		accounts, kept = 17000, 1000
+		lease          = 4 * time.Second
+		// Each of the 8 release chunks sleeps this long, within the
+		// keeper's statement timeout (lease/4): together 4.8 s, past the
+		// local bound (lease*4/5, 3.2 s).
+		sleep = 600 * time.Millisecond
+	)
+	b := setup(t, "fake", nil)
+	if _, err := b.db.Pool().Exec(b.ctx, `INSERT INTO wim_accounts (uuid, name, wim_id)
+		SELECT gen_random_uuid(), 'many-' || i, (SELECT uuid FROM wims LIMIT 1) FROM generate_series(1, $1) i`, accounts-1); err != nil {
+		t.Fatal(err)
+	}
+	ids := b.accounts(t)
+	s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: "slow", Policy: fast, Poll: time.Hour, Lease: lease})
+	sig := s.TestSignals()
+	sig.Init()
+	if err := s.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	s.SetAccounts(ids)
+	sig.KeeperRound.Until(t, 2*time.Minute, "every lease taken", func() (bool, string) {
+		n := len(s.Owned())
+		return n == accounts, fmt.Sprint(n)
+	})
+	if _, err := b.db.Pool().Exec(b.ctx, fmt.Sprintf(`
+		CREATE FUNCTION slow_lease_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(%g); RETURN NULL; END $$;
+		CREATE TRIGGER slow_lease_writes BEFORE UPDATE ON wim_account_leases
+			FOR EACH STATEMENT EXECUTE FUNCTION slow_lease_writes()`, sleep.Seconds())); err != nil {
+		t.Fatal(err)
+	}
+	lost := sig.LeaseLost.C(t, "a lease lost")
+	released := sig.LeasesReleased.C(t, "leases released")
+	renewed := sig.ProcessLeaseRenewed.C(t, "the process lease renewed")
+	deadline := time.After(patience)
+	start := time.Now()
+	s.SetAccounts(ids[:kept])
+	var renewals []time.Duration
+	for n := 0; n < accounts-kept; {
+		select {
+		case l := <-lost:
+			t.Fatalf("%+v lost %v after the releases began (%d of %d released, process lease renewed at %v)",
+				l, time.Since(start).Round(time.Millisecond), n, accounts-kept, renewals)
+		case ls := <-released:
+			n += len(ls)
+		case <-renewed:
+			renewals = append(renewals, time.Since(start).Round(time.Millisecond))
+		case <-deadline:
+			t.Fatalf("%d of %d leases released after %v", n, accounts-kept, patience)
+		}
+	}
+	took := time.Since(start)
+	if bound := lease * 4 / 5; took < bound {
+		t.Fatalf("the releases took %v, within the local bound %v: the test proved nothing (is the trigger slow?)", took, bound)
+	}
+	// Renewed every SweepEvery (lease/3) meanwhile: no gap near the bound.
+	if want := int(took / (lease / 3)); len(renewals) < want-1 {
+		t.Errorf("process lease renewed at %v during %v of releases, want about every %v", renewals, took, lease/3)
+	}
+	if n := len(s.Owned()); n != kept {
+		t.Errorf("owned %d after the releases, want the %d kept", n, kept)
+	}
+	t.Logf("released %d in %v; process lease renewed at %v", accounts-kept, took.Round(time.Millisecond), renewals)
 }
