@@ -155,7 +155,13 @@ const (
 // earlier epoch of its owner), or held by the previous schema's rules and
 // expired. The account epoch grows with every new holder or process epoch.
 // Rows are locked in account order, as ReleaseLeases locks them: a take
-// and a release of overlapping accounts deadlocked otherwise.
+// and a release of overlapping accounts deadlocked otherwise. Only the
+// accounts that look free (by the rows as committed) are tried: the
+// conflict path locks the row it finds even when its WHERE then refuses
+// it, so trying every account locked the rows of live holders until the
+// take committed, and a holder releasing them waited (and the taker
+// waited for its releases in turn). The WHERE still decides, on the row
+// as it is once locked.
 const takeSQL = `
 		WITH me AS (
 			SELECT owner, epoch FROM wim_process_leases
@@ -164,6 +170,9 @@ const takeSQL = `
 		SELECT a.uuid, me.owner, 1, me.epoch, 'infinity'
 		FROM wim_accounts a CROSS JOIN me
 		WHERE a.uuid = ANY($3::uuid[])
+		  AND NOT EXISTS (SELECT 1 FROM wim_account_leases l
+			WHERE l.account_id = a.uuid AND l.owner IS NOT NULL AND l.owner <> $1
+			  AND ((l.proc_epoch IS NULL AND l.expires_at > now()) OR (l.proc_epoch IS NOT NULL AND ` + leaseLive + `)))
 		ORDER BY a.uuid
 		ON CONFLICT (account_id) DO UPDATE
 		SET owner = excluded.owner, proc_epoch = excluded.proc_epoch, expires_at = excluded.expires_at,
@@ -238,8 +247,9 @@ func (s *Store) AcquireLeases(ctx context.Context, owner string, accountIDs []st
 }
 
 // ReleaseLeases gives the leases back (the process no longer drives those
-// accounts) and notifies the accounts, so a process waiting for one takes
-// it at once. A lease no longer held as given is left alone.
+// accounts) and, when it freed any, sends NotifyReleased once, so a
+// process waiting for one takes it at once. A lease no longer held as
+// given is left alone.
 func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 	if len(leases) == 0 {
 		return nil
@@ -256,7 +266,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 			UPDATE wim_account_leases AS l SET owner = NULL, proc_epoch = NULL, expires_at = now()
 			FROM locked WHERE l.account_id = locked.account_id
 			RETURNING l.account_id)
-		SELECT pg_notify($4, account_id::text) FROM released`, ids, owners, epochs, ChannelAccounts)
+		SELECT pg_notify($4, $5) FROM (SELECT 1 FROM released LIMIT 1) AS freed`, ids, owners, epochs, ChannelAccounts, NotifyReleased)
 	return err
 }
 

@@ -177,8 +177,12 @@
 //     waits), and the renewal, which only moves expires_at, does not wait
 //     for it. A take renews nothing.
 //   - Released one row per account (reassigned away, or on Stop), which
-//     hands the account over at once; on Stop the process lease is ended
-//     too.
+//     hands the account over at once: each release statement sends one
+//     notification (persistence.NotifyReleased), and a process waiting for
+//     a lease takes what is free then. A take tries only the accounts
+//     that look free, so it never locks the row of a lease another
+//     process holds (and is about to release). On Stop the process lease
+//     is ended too.
 //   - Each round of the keeper also counts the account leases the
 //     database holds under the epoch (an index-only read); when the count
 //     differs from the process's own, it reads which: one missing there
@@ -335,7 +339,9 @@
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
 // account, its WIM, its port mappings or its actions change; the
 // Supervisor LISTENs, marks the account's connector for a rebuild and
-// wakes the claimer. A poll loop covers a lost notification. A network
+// wakes the claimer. A release of account leases sends one NOTIFY on the
+// same channel (payload persistence.NotifyReleased), which wakes the
+// keeper of a process waiting for a lease. A poll loop covers a lost notification. A network
 // reported by the NFVO makes the waiting CREATEs of its links due in the
 // report's transaction (persistence.MakeLinksDue); one reported while its
 // CREATE runs (and may have read the network before the report) marks it

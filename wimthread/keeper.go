@@ -519,6 +519,7 @@ func (k *keeper) take(ctx context.Context, p persistence.ProcessLease, missing [
 	}
 	if n := tried - taken; n > 0 {
 		k.logger.Debug("account leases held elsewhere; waiting for their release", slog.Int("accounts", n))
+		k.signals.LeasesHeldElsewhere.Send(n)
 	}
 }
 

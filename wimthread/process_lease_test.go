@@ -3,10 +3,12 @@ package wimthread_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/wimro/wimro/internal/testkit/eventually"
+	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -135,4 +137,46 @@ func TestRenewalNotStarvedBySlowReleases(t *testing.T) {
 		t.Errorf("owned %d after the releases, want the %d kept", n, kept)
 	}
 	t.Logf("released %d in %v; process lease renewed at %v", accounts-kept, took.Round(time.Millisecond), renewals)
+}
+
+// A lease released by one process is taken by another that waits for it
+// at once, not at its next round: the release statement's one
+// notification (persistence.NotifyReleased) kicks the waiting keeper.
+func TestReleasedLeaseTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "fake", nil)
+	ids := b.accounts(t)
+	// Rounds every 20 s: only the notification can make the take prompt.
+	const lease = time.Minute
+	member := func(owner string) *wimthread.Supervisor {
+		l := persistence.NewListener(b.db, nil)
+		sub := l.Subscribe(persistence.ChannelAccounts)
+		if err := l.Start(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: owner, Policy: fast, Poll: time.Hour, Lease: lease, Notifications: sub})
+		s.TestSignals().Init()
+		if err := s.Start(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			s.Stop(context.Background())
+			l.Stop(context.Background())
+		})
+		return s
+	}
+	from, to := member("from"), member("to")
+	from.SetAccounts(ids)
+	from.TestSignals().AccountDriven.Wait(t, patience, "the account driven by the first")
+	to.SetAccounts(ids)
+	to.TestSignals().LeasesHeldElsewhere.Wait(t, patience, "the second's take, the lease held elsewhere")
+	start := time.Now()
+	from.SetAccounts(nil)
+	to.TestSignals().LeasesTaken.Wait(t, patience, "the lease taken by the second")
+	if d := time.Since(start); d > lease/6 {
+		t.Errorf("the released lease was taken %v after its release was asked for, want well within a round (%v)", d, lease/3)
+	}
+	if got := to.Owned(); !slices.Equal(got, ids) {
+		t.Errorf("the second owns %v, want %v", got, ids)
+	}
 }

@@ -23,6 +23,9 @@ type testSignals struct {
 	// KeeperRound says a keeper round (release, take, drive, check)
 	// ended.
 	KeeperRound testsignal.Signal[struct{}]
+	// LeasesHeldElsewhere carries how many accounts a keeper round tried
+	// to take and found held by another process.
+	LeasesHeldElsewhere testsignal.Signal[int]
 	// ProcessLeaseRenewed carries the epoch of the process lease the
 	// keeper's renewer just renewed or started (LeaseHealth may have
 	// changed).
@@ -67,6 +70,7 @@ func (ts *testSignals) Init() {
 	ts.LeaseLost.Init()
 	ts.KeeperRound.Init()
 	ts.ProcessLeaseRenewed.Init()
+	ts.LeasesHeldElsewhere.Init()
 	ts.AccountDriven.Init()
 	ts.AccountStopped.Init()
 	ts.Claimed.Init()

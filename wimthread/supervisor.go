@@ -269,9 +269,9 @@ func (s *Supervisor) poll(ctx context.Context) {
 
 // follow turns account notifications into wake-ups: a driven account's
 // WIM, mappings or actions changed (rebuild its connector before its next
-// action and wake the claimer), a lease this process waits for was
-// released (take it), or notifications were lost (rebuild every
-// connector and look for due work).
+// action and wake the claimer), leases were released while this process
+// waits for one (take what is free), or notifications were lost (rebuild
+// every connector and look for due work).
 func (s *Supervisor) follow(ctx context.Context) {
 	sub := s.opts.Notifications
 	if sub == nil {
@@ -292,8 +292,14 @@ func (s *Supervisor) follow(ctx context.Context) {
 }
 
 func (s *Supervisor) onNotify(payload string) {
-	if payload == persistence.NotifyAll {
+	switch payload {
+	case persistence.NotifyAll:
 		s.reloadAll()
+		return
+	case persistence.NotifyReleased:
+		if s.table.waiting() {
+			signal(s.keeper.kick)
+		}
 		return
 	}
 	t := s.table

@@ -113,6 +113,18 @@ func (t *table) setWant(ids []string) {
 	t.mu.Unlock()
 }
 
+// waiting reports whether an account is wanted whose lease is not held.
+func (t *table) waiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.want {
+		if _, ok := t.leases[id]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // driven returns the accounts driven and within their lease's bound.
 func (t *table) driven() []string {
 	t.mu.Lock()
