@@ -1,13 +1,11 @@
 package wimthread_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -38,13 +36,13 @@ func BenchmarkLeaseHandover(b *testing.B) {
 				kept = append(kept, id)
 			}
 		}
-		a := handoverMember(b, bd, "a")
+		a := bd.member(b, wimthread.Options{Owner: "a"})
 		start := time.Now()
 		owns(b, a, moved)
 		free := time.Since(start)
 		a.SetAccounts(ids)
 		owns(b, a, ids)
-		m := handoverMember(b, bd, "m")
+		m := bd.member(b, wimthread.Options{Owner: "m"})
 		released := a.TestSignals().LeasesReleased.C(b, "leases released")
 		start = time.Now()
 		releasedAll := make(chan time.Duration, 1)
@@ -65,29 +63,6 @@ func BenchmarkLeaseHandover(b *testing.B) {
 		b.ReportMetric(release.Seconds(), "s-release")
 		b.ReportMetric(handover.Seconds(), "s-handover")
 	}
-}
-
-// handoverMember starts a supervisor named owner with a listener of its
-// own, given no account yet, stopped when the benchmark ends.
-func handoverMember(b *testing.B, bd *bundle, owner string) *wimthread.Supervisor {
-	b.Helper()
-	l := persistence.NewListener(bd.db, nil)
-	sub := l.Subscribe(persistence.ChannelAccounts)
-	if err := l.Start(bd.ctx); err != nil {
-		b.Fatal(err)
-	}
-	s := wimthread.New(bd.db, bd.conns(registry(), nil, nil), nil, wimthread.Options{Owner: owner, Policy: fast, Poll: time.Hour, Notifications: sub})
-	s.TestSignals().Init()
-	if err := s.Start(bd.ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = s.Stop(ctx)
-		_ = l.Stop(ctx)
-	})
-	return s
 }
 
 // owns gives s the accounts ids and waits until it owns them all.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/wimro/wimro/internal/testkit/eventually"
-	"github.com/wimro/wimro/persistence"
 	"github.com/wimro/wimro/wimthread"
 )
 
@@ -148,24 +147,7 @@ func TestReleasedLeaseTakenAtOnce(t *testing.T) {
 	ids := b.accounts(t)
 	// Rounds every 20 s: only the notification can make the take prompt.
 	const lease = time.Minute
-	member := func(owner string) *wimthread.Supervisor {
-		l := persistence.NewListener(b.db, nil)
-		sub := l.Subscribe(persistence.ChannelAccounts)
-		if err := l.Start(b.ctx); err != nil {
-			t.Fatal(err)
-		}
-		s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, wimthread.Options{Owner: owner, Policy: fast, Poll: time.Hour, Lease: lease, Notifications: sub})
-		s.TestSignals().Init()
-		if err := s.Start(b.ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			s.Stop(context.Background())
-			l.Stop(context.Background())
-		})
-		return s
-	}
-	from, to := member("from"), member("to")
+	from, to := b.member(t, wimthread.Options{Owner: "from", Lease: lease}), b.member(t, wimthread.Options{Owner: "to", Lease: lease})
 	from.SetAccounts(ids)
 	from.TestSignals().AccountDriven.Wait(t, patience, "the account driven by the first")
 	to.SetAccounts(ids)
