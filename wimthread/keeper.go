@@ -58,6 +58,9 @@ type keeper struct {
 	conn, renewConn *persistence.Session
 	// health is the outcome of the last renewal (LeaseHealth).
 	health leaseHealth
+	// proc is the renewer's own copy of table.procLease (only the renewer
+	// changes it): a renewal reads it without table.mu.
+	proc persistence.ProcessLease
 
 	signals *testSignals
 }
@@ -114,8 +117,9 @@ func (k *keeper) release(ctx context.Context) error {
 	}
 	// Nothing is held under it any more; ended, a lease the release
 	// missed frees at once, and a restart starts another epoch.
+	p := k.proc
+	k.proc = persistence.ProcessLease{}
 	k.t.mu.Lock()
-	p := k.t.procLease
 	k.t.procLease = persistence.ProcessLease{}
 	k.t.mu.Unlock()
 	if p.Epoch != 0 {
@@ -248,12 +252,14 @@ func (k *keeper) renew(ctx context.Context) {
 
 // renewProcess renews the process lease, or starts one when the process
 // has none (first renewal, or lost). Only the renewer changes
-// table.procLease, so p stays current while it runs.
+// table.procLease, and it keeps a copy (k.proc): a renewal takes
+// table.mu only when the epoch changes or the bound had passed, when no
+// lease is held. The other parts hold table.mu over loops of every
+// account (the claimer builds its claim from them): at 100,000 accounts
+// on a loaded machine, waiting for it is what a renewal must not do.
 func (k *keeper) renewProcess(ctx context.Context) {
 	start := time.Now()
-	k.t.mu.Lock()
-	p := k.t.procLease
-	k.t.mu.Unlock()
+	p := k.proc
 	if p.Epoch == 0 {
 		err := k.doRenew(ctx, func(ctx context.Context, st *persistence.Store) error {
 			var err error
@@ -267,6 +273,7 @@ func (k *keeper) renewProcess(ctx context.Context) {
 			}
 			return
 		}
+		k.proc = p
 		k.t.mu.Lock()
 		k.t.procLease = p
 		k.t.renewed(start)
@@ -304,6 +311,7 @@ func (k *keeper) renewProcess(ctx context.Context) {
 // accounts may be another process's now. A take under p that commits
 // later adds nothing (the rounds check the epoch under t.mu).
 func (k *keeper) lost(p persistence.ProcessLease) {
+	k.proc = persistence.ProcessLease{}
 	k.t.mu.Lock()
 	n := k.t.dropAll(lostRenewal)
 	k.t.procLease = persistence.ProcessLease{}
@@ -392,18 +400,23 @@ func (k *keeper) reconcile(ctx context.Context, p persistence.ProcessLease) {
 		k.signals.LeaseLost.Send(leaseLoss{id, lostRenewal})
 		k.logger.Warn("account lease lost; the account is no longer driven here", slog.String("account_id", id), slog.Int64("epoch", l.Epoch))
 	}
+	held := false
 	for id, l := range byID {
 		if _, ok := t.leases[id]; ok {
 			continue
 		}
 		if t.want[id] {
 			t.leases[id] = l
+			held = true
 		} else if _, busy := t.accounts[id]; !busy {
 			release = append(release, l)
 		}
 	}
 	t.mu.Unlock()
 	k.releaseLeases(ctx, release)
+	if held {
+		signal(k.kick) // drive them
+	}
 }
 
 // releaseGivenUp releases the claims whose outcome could not be written.
