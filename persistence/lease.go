@@ -69,27 +69,33 @@ func (s *Store) StartProcessLease(ctx context.Context, owner string, ttl time.Du
 }
 
 // RenewProcessLease extends p by ttl from the database's now, if it is
-// still valid; otherwise it returns ErrLeaseLost. It also returns how
-// many account leases are held under p, read in the same statement: a
-// holder that counts another number looks at which (LeasesOf). One row
-// written per renewal, whatever the number of accounts.
-func (s *Store) RenewProcessLease(ctx context.Context, p ProcessLease, ttl time.Duration) (held int64, err error) {
-	var renewed int64
-	err = s.q.QueryRow(ctx, `
-		WITH renewed AS (
-			UPDATE wim_process_leases SET expires_at = now() + $3::interval
-			WHERE owner = $1 AND epoch = $2 AND expires_at > now()
-			RETURNING 1)
-		SELECT (SELECT count(*) FROM renewed),
-		       (SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND proc_epoch = $2)`,
-		p.Owner, p.Epoch, ttl).Scan(&renewed, &held)
+// still valid; otherwise it returns ErrLeaseLost. One row written and
+// nothing read but that row, whatever the number of accounts: the
+// holder's renewal costs the same at 10 and at 100,000 accounts, and it
+// waits for no take or release (a take holds the row FOR KEY SHARE,
+// which an update of expires_at does not wait for).
+func (s *Store) RenewProcessLease(ctx context.Context, p ProcessLease, ttl time.Duration) error {
+	tag, err := s.q.Exec(ctx, `UPDATE wim_process_leases SET expires_at = now() + $3::interval
+		WHERE owner = $1 AND epoch = $2 AND expires_at > now()`, p.Owner, p.Epoch, ttl)
 	if err != nil {
-		return 0, mapError(fmt.Errorf("persistence: renew process lease: %w", err))
+		return mapError(fmt.Errorf("persistence: renew process lease: %w", err))
 	}
-	if renewed == 0 {
-		return 0, fmt.Errorf("persistence: renew process lease of %s (epoch %d): %w", p.Owner, p.Epoch, ErrLeaseLost)
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("persistence: renew process lease of %s (epoch %d): %w", p.Owner, p.Epoch, ErrLeaseLost)
 	}
-	return held, nil
+	return nil
+}
+
+// CountLeasesOf returns how many account leases are held under p (an
+// index-only read): a holder that counts another number looks at which
+// (LeasesOf).
+func (s *Store) CountLeasesOf(ctx context.Context, p ProcessLease) (int64, error) {
+	var n int64
+	err := s.q.QueryRow(ctx, `SELECT count(*) FROM wim_account_leases WHERE owner = $1 AND proc_epoch = $2`, p.Owner, p.Epoch).Scan(&n)
+	if err != nil {
+		return 0, mapError(fmt.Errorf("persistence: count leases of %s: %w", p.Owner, err))
+	}
+	return n, nil
 }
 
 // EndProcessLease ends p at once (a clean stop, after its account leases
@@ -112,11 +118,17 @@ func (s *Store) LeasesOf(ctx context.Context, p ProcessLease) ([]Lease, error) {
 // (each sees what the one before it did, and what other transactions
 // committed before it began).
 const (
-	// takeRenewSQL renews the taker's own process lease: taking is only
-	// allowed under a valid one, and the lease row stays locked until the
-	// takes commit, so no other process can find it expired meanwhile.
-	takeRenewSQL = `UPDATE wim_process_leases SET expires_at = now() + $3::interval
-		WHERE owner = $1 AND epoch = $2 AND expires_at > now() RETURNING epoch`
+	// takeHoldSQL checks the taker's own process lease: taking is only
+	// allowed under a valid one, and the row stays locked until the takes
+	// commit, so no other process can mark it dead meanwhile (takeReapSQL
+	// locks FOR UPDATE, which waits for FOR KEY SHARE). It does not renew
+	// it, and its lock does not hold up the holder's renewal (an update
+	// of expires_at takes FOR NO KEY UPDATE, which FOR KEY SHARE lets
+	// through): takes and renewals run on separate connections, and a take
+	// slowed by rows another process is releasing must not delay the
+	// renewal.
+	takeHoldSQL = `SELECT epoch FROM wim_process_leases
+		WHERE owner = $1 AND epoch = $2 AND expires_at > now() FOR KEY SHARE`
 	// takeReapSQL marks dead the expired process leases of the accounts'
 	// holders, locking their rows in order: the holder's renewal either
 	// committed first (its lease is then valid, and takeSQL takes
@@ -143,7 +155,13 @@ const (
 // earlier epoch of its owner), or held by the previous schema's rules and
 // expired. The account epoch grows with every new holder or process epoch.
 // Rows are locked in account order, as ReleaseLeases locks them: a take
-// and a release of overlapping accounts deadlocked otherwise.
+// and a release of overlapping accounts deadlocked otherwise. Only the
+// accounts that look free (by the rows as committed) are tried: the
+// conflict path locks the row it finds even when its WHERE then refuses
+// it, so trying every account locked the rows of live holders until the
+// take committed, and a holder releasing them waited (and the taker
+// waited for its releases in turn). The WHERE still decides, on the row
+// as it is once locked.
 const takeSQL = `
 		WITH me AS (
 			SELECT owner, epoch FROM wim_process_leases
@@ -152,6 +170,9 @@ const takeSQL = `
 		SELECT a.uuid, me.owner, 1, me.epoch, 'infinity'
 		FROM wim_accounts a CROSS JOIN me
 		WHERE a.uuid = ANY($3::uuid[])
+		  AND NOT EXISTS (SELECT 1 FROM wim_account_leases l
+			WHERE l.account_id = a.uuid AND l.owner IS NOT NULL AND l.owner <> $1
+			  AND ((l.proc_epoch IS NULL AND l.expires_at > now()) OR (l.proc_epoch IS NOT NULL AND ` + leaseLive + `)))
 		ORDER BY a.uuid
 		ON CONFLICT (account_id) DO UPDATE
 		SET owner = excluded.owner, proc_epoch = excluded.proc_epoch, expires_at = excluded.expires_at,
@@ -162,19 +183,20 @@ const takeSQL = `
 		RETURNING account_id::text, owner, epoch, proc_epoch`
 
 // TakeLeases takes, under p, the leases of those accounts that are free
-// (see takeSQL) and renews p itself; it returns the leases taken (an
-// account missing from the answer is held by a live process, or no longer
-// exists), or ErrLeaseLost when p is no longer valid (then nothing is
-// taken). One round trip, one row written per account: callers with many
-// accounts take them in chunks, each its own transaction.
-func (s *Store) TakeLeases(ctx context.Context, p ProcessLease, accountIDs []string, ttl time.Duration) ([]Lease, error) {
+// (see takeSQL); it returns the leases taken (an account missing from the
+// answer is held by a live process, or no longer exists), or ErrLeaseLost
+// when p is no longer valid (then nothing is taken). It does not renew p
+// (RenewProcessLease does). One round trip, one row written per account:
+// callers with many accounts take them in chunks, each its own
+// transaction.
+func (s *Store) TakeLeases(ctx context.Context, p ProcessLease, accountIDs []string) ([]Lease, error) {
 	b := &pgx.Batch{}
-	b.Queue(takeRenewSQL, p.Owner, p.Epoch, ttl)
+	b.Queue(takeHoldSQL, p.Owner, p.Epoch)
 	return s.take(ctx, b, p.Owner, &p.Epoch, accountIDs)
 }
 
-// take runs batch b, whose one statement renews or starts owner's
-// process lease (epoch, or its current one when nil), then reaps the
+// take runs batch b, whose one statement checks (and locks) or starts
+// owner's process lease (epoch, or its current one when nil), then reaps the
 // dead holders of accountIDs and takes what is free.
 func (s *Store) take(ctx context.Context, b *pgx.Batch, owner string, epoch *int64, accountIDs []string) ([]Lease, error) {
 	b.Queue(takeReapSQL, accountIDs, owner)
@@ -225,8 +247,9 @@ func (s *Store) AcquireLeases(ctx context.Context, owner string, accountIDs []st
 }
 
 // ReleaseLeases gives the leases back (the process no longer drives those
-// accounts) and notifies the accounts, so a process waiting for one takes
-// it at once. A lease no longer held as given is left alone.
+// accounts) and, when it freed any, sends NotifyReleased once, so a
+// process waiting for one takes it at once. A lease no longer held as
+// given is left alone.
 func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 	if len(leases) == 0 {
 		return nil
@@ -243,7 +266,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
 			UPDATE wim_account_leases AS l SET owner = NULL, proc_epoch = NULL, expires_at = now()
 			FROM locked WHERE l.account_id = locked.account_id
 			RETURNING l.account_id)
-		SELECT pg_notify($4, account_id::text) FROM released`, ids, owners, epochs, ChannelAccounts)
+		SELECT pg_notify($4, $5) FROM (SELECT 1 FROM released LIMIT 1) AS freed`, ids, owners, epochs, ChannelAccounts, NotifyReleased)
 	return err
 }
 

@@ -13,6 +13,14 @@ const ChannelAccounts = "wimro_accounts"
 // NotifyAll is the payload that means "reload every account".
 const NotifyAll = "*"
 
+// NotifyReleased is the payload that means "account leases were
+// released": a process waiting for one takes what is free now. One per
+// release statement, whatever the number of leases it frees: a rebalance
+// releases tens of thousands, and a notification each had every
+// listening process read them all (the subscriptions overflowed, each
+// overflow a reload of every account).
+const NotifyReleased = "released"
+
 // NotifyAccounts queues a notification per account id.
 func (s *Store) NotifyAccounts(ctx context.Context, ids ...string) error {
 	for _, id := range dedupe(ids) {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wimro/wimro/internal/testkit/eventually"
 	"github.com/wimro/wimro/persistence"
@@ -73,7 +76,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := b.db.TakeLeases(b.ctx, a, []string{acct}, time.Minute)
+			got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
 			if err != nil || len(got) != 1 || got[0].Epoch != 1 || got[0].ProcEpoch != a.Epoch {
 				t.Fatalf("first take = %+v, %v", got, err)
 			}
@@ -84,7 +87,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			took, err := b.db.TakeLeases(b.ctx, taker, []string{acct}, time.Minute)
+			took, err := b.db.TakeLeases(b.ctx, taker, []string{acct})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +110,7 @@ func TestAccountLeaseFollowsItsProcessLease(t *testing.T) {
 			if tt.taken == (len(claimed) != 0) {
 				t.Errorf("claimed %d under A's first lease, taken by %s: %v", len(claimed), tt.taker, tt.taken)
 			}
-			_, err = b.db.RenewProcessLease(b.ctx, a, time.Minute)
+			err = b.db.RenewProcessLease(b.ctx, a, time.Minute)
 			if tt.aRenewsOK != (err == nil) || (err != nil && !errors.Is(err, persistence.ErrLeaseLost)) {
 				t.Errorf("A's first process lease renewed: %v, want ok %v (else ErrLeaseLost)", err, tt.aRenewsOK)
 			}
@@ -128,7 +131,7 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.db.TakeLeases(b.ctx, a, []string{acct}, 2*time.Second); err != nil || len(got) != 1 {
+	if got, err := b.db.TakeLeases(b.ctx, a, []string{acct}); err != nil || len(got) != 1 {
 		t.Fatalf("A's take = %v, %v", got, err)
 	}
 	var expiry time.Time
@@ -159,7 +162,7 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		got, err := b.db.TakeLeases(b.ctx, bp, []string{acct}, time.Minute)
+		got, err := b.db.TakeLeases(b.ctx, bp, []string{acct})
 		done <- result{got, err}
 	}()
 	eventually.Until(t, 10*time.Second, "B's takeover waiting for A's renewal", func() (bool, string) {
@@ -179,10 +182,189 @@ func TestTakeoverWaitsForARenewalInFlight(t *testing.T) {
 	if r.err != nil || len(r.got) != 0 {
 		t.Fatalf("B's takeover after A renewed = %+v, %v; want nothing taken", r.got, r.err)
 	}
-	if _, err := b.db.RenewProcessLease(b.ctx, a, time.Minute); err != nil {
+	if err := b.db.RenewProcessLease(b.ctx, a, time.Minute); err != nil {
 		t.Errorf("A's renewal after B's attempt: %v", err)
 	}
 	if holders, err := b.db.LeaseHolders(b.ctx); err != nil || holders[acct] != "A" {
 		t.Errorf("holders %v, %v; want A", holders, err)
+	}
+}
+
+// Issue 31: a take in flight does not hold up its taker's renewal. The
+// take keeps its process lease row locked until it commits (FOR KEY
+// SHARE, so that no other process marks the lease dead meanwhile), and a
+// take can wait long on rows another process is releasing; a renewal,
+// which only moves expires_at, goes through. When the take renewed the
+// lease itself (an update of the same row), the renewal waited for it.
+func TestRenewalDoesNotWaitForATakeInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	acct, _, _, _ := queue(t, b)
+	a, err := b.db.StartProcessLease(b.ctx, "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("A's take = %v, %v", got, err)
+	}
+	if err := b.db.ReleaseLeases(b.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's release in flight: the account's row is locked.
+	tx, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, acct); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		got []persistence.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := b.db.TakeLeases(b.ctx, a, []string{acct})
+		done <- result{got, err}
+	}()
+	eventually.Until(t, 10*time.Second, "A's take waiting for the row", func() (bool, string) {
+		var waiting int
+		err := b.db.Pool().QueryRow(b.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting == 1, fmt.Sprint(waiting, err)
+	})
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if err := b.db.RenewProcessLease(ctx, a, time.Minute); err != nil {
+		t.Errorf("A's renewal while its take waits: %v, want renewed at once", err)
+	}
+	if err := tx.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || len(r.got) != 1 {
+		t.Fatalf("A's take once the row is free = %+v, %v; want the account", r.got, r.err)
+	}
+}
+
+// accountsOf makes n accounts of a new WIM and returns their ids in
+// account order, the order takes and releases lock them in.
+func accountsOf(t *testing.T, b *bundle, n int) []string {
+	t.Helper()
+	w := b.wim(t, "w-"+t.Name())
+	rows, err := b.db.Pool().Query(b.ctx, `INSERT INTO wim_accounts (uuid, name, wim_id)
+		SELECT gen_random_uuid(), $2 || '-' || i, $3 FROM generate_series(1, $1) i RETURNING uuid::text`, n, t.Name(), w.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Issue 31: a take does not lock the rows of accounts a live process
+// holds, so that process's release of them never waits for the take.
+// The conflict path of an INSERT locks the row it finds even when its
+// WHERE refuses it: a joining member trying every account it was given
+// locked the rows of the members about to release them, chunk after
+// chunk, and their releases waited.
+func TestTakeDoesNotLockLeasesHeldElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := accountsOf(t, b, 2)
+	held, free := ids[0], ids[1] // the take reaches held first
+	a, err := b.db.StartProcessLease(b.ctx, "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.db.TakeLeases(b.ctx, a, ids)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("A's take = %v, %v", got, err)
+	}
+	if err := b.db.ReleaseLeases(b.ctx, got[1:]); err != nil {
+		t.Fatal(err)
+	}
+	// The free account's row is locked (someone else's release in
+	// flight): B's take of both waits there.
+	tx, err := b.db.Pool().Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(b.ctx, `SELECT 1 FROM wim_account_leases WHERE account_id = $1 FOR UPDATE`, free); err != nil {
+		t.Fatal(err)
+	}
+	bp, err := b.db.StartProcessLease(b.ctx, "B", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.db.TakeLeases(b.ctx, bp, ids)
+		done <- err
+	}()
+	eventually.Until(t, 10*time.Second, "B's take waiting for the free account's row", func() (bool, string) {
+		var waiting int
+		err := b.db.Pool().QueryRow(b.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting == 1, fmt.Sprint(waiting, err)
+	})
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if err := b.db.ReleaseLeases(ctx, got[:1]); err != nil {
+		t.Errorf("A's release of %s while B's take waits: %v, want released at once", held, err)
+	}
+	if err := tx.Rollback(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A release statement sends one notification, however many leases it
+// frees, and none when it frees nothing.
+func TestReleaseNotifiesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := accountsOf(t, b, 3)
+	conn, err := pgx.ConnectConfig(b.ctx, b.db.Pool().Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(b.ctx, `LISTEN `+persistence.ChannelAccounts); err != nil {
+		t.Fatal(err)
+	}
+	a, err := b.db.StartProcessLease(b.ctx, "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.db.TakeLeases(b.ctx, a, ids)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("take = %v, %v", got, err)
+	}
+	for _, release := range [][]persistence.Lease{got, got} { // the second frees nothing
+		if err := b.db.ReleaseLeases(b.ctx, release); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.db.Pool().Exec(b.ctx, `SELECT pg_notify($1, 'end')`, persistence.ChannelAccounts); err != nil {
+		t.Fatal(err)
+	}
+	var payloads []string
+	for len(payloads) == 0 || payloads[len(payloads)-1] != "end" {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		n, err := conn.WaitForNotification(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("after %v: %v", payloads, err)
+		}
+		payloads = append(payloads, n.Payload)
+	}
+	if want := []string{persistence.NotifyReleased, "end"}; !slices.Equal(payloads, want) {
+		t.Errorf("notifications %q, want %q", payloads, want)
 	}
 }

@@ -306,7 +306,7 @@ func TestLeaseFencesClaimsAndOutcomes(t *testing.T) {
 	if taken[0].Epoch != 2 {
 		t.Fatalf("epoch after a takeover = %d, want 2", taken[0].Epoch)
 	}
-	if _, err := b.db.RenewProcessLease(b.ctx, persistence.ProcessLease{Owner: old.Owner, Epoch: old.ProcEpoch}, time.Minute); !errors.Is(err, persistence.ErrLeaseLost) {
+	if err := b.db.RenewProcessLease(b.ctx, persistence.ProcessLease{Owner: old.Owner, Epoch: old.ProcEpoch}, time.Minute); !errors.Is(err, persistence.ErrLeaseLost) {
 		t.Fatalf("the old holder renewed a lost lease: %v, want ErrLeaseLost", err)
 	}
 	if more, err := b.db.ClaimActions(b.ctx, old, "old#2", time.Minute, 10, nil); err != nil || len(more) != 0 {

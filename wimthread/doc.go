@@ -37,12 +37,14 @@
 //     of its own (schema 8), so no batch, of this process or another,
 //     waits for another's counter row.
 //   - One lease keeper per process (the keeper part) renews the
-//     process lease (one row, whatever the number of accounts), takes and
-//     releases the account leases held under it and renews the claims in
-//     flight, every SweepEvery, on a connection of its own outside the
-//     pool (persistence.Session), each statement within Lease/4: however
-//     busy the pool, however slow the controllers, a renewal never waits
-//     for a pooled connection, and a round ends well within one lease.
+//     process lease (one row, whatever the number of accounts) and the
+//     claims in flight every SweepEvery, on a connection of its own
+//     outside the pool (persistence.Session) where nothing else runs,
+//     each statement within Lease/4; it takes and releases the account
+//     leases held under the process lease on a second connection of its
+//     own. However busy the pool, however slow the controllers, however
+//     many accounts are taken or released, a renewal never waits for a
+//     pooled connection nor for a take or a release.
 //
 // # The parts
 //
@@ -51,10 +53,11 @@
 // lifecycle (internal/startstop.Service: Start runs its goroutine, Stop
 // cancels it and waits):
 //
-//   - keeper (keeper.go): the lease and claim renewal, on its connection;
-//     renews the process lease and moves its local bound, takes and
-//     releases the account leases, starts and stops driving accounts, and
-//     reports LeaseHealth. One goroutine.
+//   - keeper (keeper.go): two goroutines, each on a connection of its
+//     own. The renewer renews the process lease (and moves its local
+//     bound) and the claims, and reports LeaseHealth; the rounds take and
+//     release the account leases, start and stop driving accounts, and
+//     check the leases held against the database.
 //   - claimer (claimer.go): the claim statements, on its pinned
 //     connection, and the actions it starts (a goroutine each, counted so
 //     Stop can wait for them). One goroutine besides the actions.
@@ -157,31 +160,78 @@
 //   - Started with a new epoch by the keeper's first round (and again
 //     after it was lost): the account leases of the owner's earlier epochs
 //     are free from then on.
-//   - Renewed every SweepEvery, only while still valid: an epoch whose
-//     lease expired is dead for good. A renewal that finds it dead stops
-//     every account at once and starts a new epoch, which takes the
-//     accounts again (the account epochs grow).
+//   - Renewed every SweepEvery by the keeper's renewer, only while still
+//     valid: an epoch whose lease expired is dead for good. A renewal
+//     that finds it dead stops every account at once and starts a new
+//     epoch, which takes the accounts again (the account epochs grow).
+//     The renewal writes that one row and reads nothing else, so it
+//     costs the same at 10 accounts and at 100,000.
 //   - An account is taken with one row, in chunks of 2,000 accounts per
-//     statement (each chunk renews the process lease too), and only when
-//     it is free: never taken, released, already this process's, or held
-//     under a dead process lease. The taker first marks an expired
-//     holder's lease dead under that row's lock, so a renewal begun
-//     before the expiry either committed first (nothing is taken) or
-//     finds its lease dead: never two holders.
+//     statement, by the keeper's rounds, and only when it is free: never
+//     taken, released, already this process's, or held under a dead
+//     process lease. The taker first marks an expired holder's lease dead
+//     under that row's lock, so a renewal begun before the expiry either
+//     committed first (nothing is taken) or finds its lease dead: never
+//     two holders. A take holds its own process lease row FOR KEY SHARE
+//     until it commits: no taker can mark it dead meanwhile (that lock
+//     waits), and the renewal, which only moves expires_at, does not wait
+//     for it. A take renews nothing.
 //   - Released one row per account (reassigned away, or on Stop), which
-//     hands the account over at once; on Stop the process lease is ended
-//     too.
-//   - Each renewal also counts the account leases the database holds
-//     under the epoch (an index-only read); when the count differs from
-//     the process's own, it reads which: one missing there was lost (the
-//     account stops), one there and not here is held again when wanted
-//     and released otherwise (a release that failed is retried so).
+//     hands the account over at once: each release statement sends one
+//     notification (persistence.NotifyReleased), and a process waiting for
+//     a lease takes what is free then. A take tries only the accounts
+//     that look free, so it never locks the row of a lease another
+//     process holds (and is about to release). On Stop the process lease
+//     is ended too.
+//   - Each round of the keeper also counts the account leases the
+//     database holds under the epoch (an index-only read); when the count
+//     differs from the process's own, it reads which: one missing there
+//     was lost (the account stops), one there and not here is held again
+//     when wanted and released otherwise (a release that failed is
+//     retried so). The rounds are the only path that takes and releases,
+//     so the two counts agree between their statements.
+//
+// The renewer and the rounds share the table (the process lease, its
+// local bound and the leases, under the table's mutex), and only the
+// renewer changes the process lease. What each can find the other doing:
+//
+//   - A take under an epoch the renewer has just found lost: the take
+//     commits only while that epoch is valid in the database (its lock
+//     check), so it either committed before the expiry, and the renewal
+//     would then have found the lease renewed, or takes nothing and
+//     returns ErrLeaseLost (the rounds then ask the renewer to renew at
+//     once). Leases that come back after the renewer dropped every lease
+//     and forgot the epoch are not held: the rounds add a take's leases
+//     only while the table still names the epoch they took under. Their
+//     rows hang from a dead epoch: free to anyone.
+//   - A release of leases of an epoch that was lost meanwhile: it
+//     matches owner and account epoch, and an account taken again under
+//     the new epoch has a new account epoch, so it frees nothing it
+//     should not.
+//   - A renewal while a take waits on rows another process is
+//     releasing: the renewal goes through (FOR KEY SHARE above); before
+//     it was an update of the same row, and waited for the take.
+//   - A bound that passes while a renewal is in flight: the renewal
+//     moves a bound that holds without the table's mutex (an atomic
+//     compare-and-swap), and never one that passed or was retired: the
+//     accounts stopped under it stay stopped, the renewal starts another
+//     bound under the mutex, and the next round holds the leases again
+//     (reconcile). So no part holding the mutex (the rounds starting
+//     accounts, a thousand at a time; the claimer) delays a renewal's
+//     effect where it matters.
+//   - A new epoch starting (after a loss) while a take holds the old
+//     row: the new epoch's upsert waits for that take; nothing is held
+//     then, so nothing is at stake in the wait.
+//
+// On Stop, the rounds stop with the claimer; the renewer goes on renewing
+// the leases and the claims until every outcome is written, and stops
+// right before they are released.
 //
 // # What a lease guarantees
 //
 // The process lease and each claim also have a local validity bound: the
-// start of the statement that last renewed it (a renewal, or a take,
-// which renews the process lease), on the process's monotonic clock
+// start of the statement that last renewed it (the keeper's renewer:
+// a take renews nothing), on the process's monotonic clock
 // (time.Now carries it), plus Lease, minus a margin of Lease/5 (for the
 // time from a check to the request reaching the controller, and for the
 // drift between this clock and the database's). The database set the
@@ -195,10 +245,10 @@
 //     the process paused or starved), every account is stopped at once
 //     (its context cancelled, no new claims) and no longer reported as
 //     owned (Owned, Accounts, wimro_accounts_owned); the keeper's next
-//     round renews the process lease if it can, under the same epoch if
-//     it is still valid, and holds its account leases again without
-//     writing them. This does not wait for a later renewal to say the
-//     lease is lost.
+//     renewal renews the process lease if it can, under the same epoch if
+//     it is still valid, and its next round holds its account leases
+//     again without writing them. This does not wait for a later renewal
+//     to say the lease is lost.
 //   - Right before every call that changes the controller, the action's
 //     lease and claim bounds are checked (connectors.WithFence): by the
 //     account's connector wrapper before each create, edit and delete,
@@ -289,7 +339,9 @@
 // Wake-ups: the engine sends NOTIFY on the wimro_accounts channel when an
 // account, its WIM, its port mappings or its actions change; the
 // Supervisor LISTENs, marks the account's connector for a rebuild and
-// wakes the claimer. A poll loop covers a lost notification. A network
+// wakes the claimer. A release of account leases sends one NOTIFY on the
+// same channel (payload persistence.NotifyReleased), which wakes the
+// keeper of a process waiting for a lease. A poll loop covers a lost notification. A network
 // reported by the NFVO makes the waiting CREATEs of its links due in the
 // report's transaction (persistence.MakeLinksDue); one reported while its
 // CREATE runs (and may have read the network before the report) marks it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,21 +44,39 @@ func newLeaseBound(base, start time.Time, lease time.Duration) *leaseBound {
 	return b
 }
 
+// deadBound is the until of a retired bound: it never holds again.
+const deadBound = math.MinInt64
+
 // extend moves the bound to start + the lease minus the margin, start
-// being when the renewal that succeeded was sent. It never moves it back.
-func (b *leaseBound) extend(start time.Time) {
+// being when the renewal that succeeded was sent, and reports true; it
+// never moves it back. It reports false, moving nothing, once the bound
+// passed or was retired: the accounts stopped under it stay stopped, and
+// the caller starts another bound (table.renewed). Lock-free, so the
+// keeper's renewer never waits for the table's mutex to move a bound that
+// holds.
+func (b *leaseBound) extend(start time.Time) bool {
 	u := int64(start.Sub(b.base) + b.ttl)
 	for {
 		old := b.until.Load()
+		if old == deadBound || time.Duration(old) <= time.Since(b.base) {
+			return false
+		}
 		if u <= old || b.until.CompareAndSwap(old, u) {
-			return
+			return true
 		}
 	}
 }
 
+// retire ends the bound for good (its leases were dropped).
+func (b *leaseBound) retire() { b.until.Store(deadBound) }
+
 // left is how long the bound still holds (<= 0: passed).
 func (b *leaseBound) left() time.Duration {
-	return time.Duration(b.until.Load()) - time.Since(b.base)
+	u := b.until.Load()
+	if u == deadBound {
+		return -1
+	}
+	return time.Duration(u) - time.Since(b.base)
 }
 
 func (b *leaseBound) valid() bool { return b.left() > 0 }

@@ -20,9 +20,16 @@ type testSignals struct {
 	// LeaseLost carries a lease the process stopped holding while it
 	// wanted it: a renewal found it taken, or its local bound passed.
 	LeaseLost testsignal.Signal[leaseLoss]
-	// KeeperRound says a keeper round (renew, release, take) ended:
-	// LeaseHealth may have changed.
+	// KeeperRound says a keeper round (release, take, drive, check)
+	// ended.
 	KeeperRound testsignal.Signal[struct{}]
+	// LeasesHeldElsewhere carries how many accounts a keeper round tried
+	// to take and found held by another process.
+	LeasesHeldElsewhere testsignal.Signal[int]
+	// ProcessLeaseRenewed carries the epoch of the process lease the
+	// keeper's renewer just renewed or started (LeaseHealth may have
+	// changed).
+	ProcessLeaseRenewed testsignal.Signal[int64]
 	// AccountDriven carries an account the process starts to drive.
 	AccountDriven testsignal.Signal[string]
 	// AccountStopped carries an account the process stops driving (lease
@@ -62,6 +69,8 @@ func (ts *testSignals) Init() {
 	ts.LeasesReleased.Init()
 	ts.LeaseLost.Init()
 	ts.KeeperRound.Init()
+	ts.ProcessLeaseRenewed.Init()
+	ts.LeasesHeldElsewhere.Init()
 	ts.AccountDriven.Init()
 	ts.AccountStopped.Init()
 	ts.Claimed.Init()

@@ -43,9 +43,10 @@ type Options struct {
 // running parallel links per account beside the API: the claimer 1, the
 // completer's flushes 2, cluster chores 1, connector reads parallel, and 9
 // for API requests. Not in the pool, one connection each: the LISTEN
-// connection, the lease keeper's (lease and claim renewal never queue
-// behind the pool) and the connector locks' (persistence.Lock: a lock held
-// while a controller answers holds no pooled connection).
+// connection, the lease keeper's two (its renewals, which never queue
+// behind the pool nor behind its takes and releases, and those) and the
+// connector locks' (persistence.Lock: a lock held while a controller
+// answers holds no pooled connection).
 func PoolSize(parallel int) int { return parallel + 13 }
 
 func (o Options) withDefaults() Options {
@@ -123,8 +124,9 @@ func New(db *persistence.DB, conns *accountconn.Factory, logger *slog.Logger, op
 		db: db, logger: logger, opts: opts, claims: cl, table: t, targets: targets,
 		keeper: &keeper{
 			db: db, logger: logger, owner: opts.Owner, lease: opts.Lease, every: opts.SweepEvery,
-			t: t, claims: cl, renewal: renewal, kick: kick, wakeClaim: wakeClaim,
-			svc: startstop.Service{Name: "wimthread lease keeper"}, signals: sig,
+			t: t, claims: cl, renewal: renewal, kick: kick, renewNow: make(chan struct{}, 1), wakeClaim: wakeClaim,
+			svc:     startstop.Service{Name: "wimthread lease keeper"},
+			renewer: startstop.Service{Name: "wimthread lease renewer"}, signals: sig,
 		},
 		claimer: c,
 		completer: &completer{
@@ -228,8 +230,9 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		bg := context.Background()
 		// The claimer first (no new action), the monitors and the keeper's
 		// rounds, then the actions, then the completer (every outcome
-		// written). Their Stop waits without a bound; this one is bounded
-		// by ctx below.
+		// written); the keeper's renewer renews the leases and claims
+		// until they are released. Their Stop waits without a bound; this
+		// one is bounded by ctx below.
 		_ = s.claimer.svc.Stop(bg)
 		_ = s.monitors.Stop(bg)
 		_ = s.keeper.svc.Stop(bg)
@@ -239,6 +242,9 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// Left to expire: nothing renews what the goroutine above
+		// still waits for.
+		s.keeper.stopRenewals()
 		return fmt.Errorf("wimthread: stop: %w", ctx.Err())
 	}
 	// Nothing runs any more: the claims and the leases go.
@@ -263,9 +269,9 @@ func (s *Supervisor) poll(ctx context.Context) {
 
 // follow turns account notifications into wake-ups: a driven account's
 // WIM, mappings or actions changed (rebuild its connector before its next
-// action and wake the claimer), a lease this process waits for was
-// released (take it), or notifications were lost (rebuild every
-// connector and look for due work).
+// action and wake the claimer), leases were released while this process
+// waits for one (take what is free), or notifications were lost (rebuild
+// every connector and look for due work).
 func (s *Supervisor) follow(ctx context.Context) {
 	sub := s.opts.Notifications
 	if sub == nil {
@@ -286,8 +292,14 @@ func (s *Supervisor) follow(ctx context.Context) {
 }
 
 func (s *Supervisor) onNotify(payload string) {
-	if payload == persistence.NotifyAll {
+	switch payload {
+	case persistence.NotifyAll:
 		s.reloadAll()
+		return
+	case persistence.NotifyReleased:
+		if s.table.waiting() {
+			signal(s.keeper.kick)
+		}
 		return
 	}
 	t := s.table

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wimro/wimro/persistence"
@@ -29,6 +30,12 @@ type table struct {
 	// valid process lease; a bound that passed is never revived (accounts
 	// stopped under it keep it), the next renewal starts another.
 	proc *leaseBound
+	// cur is proc, for the keeper's renewer to extend without mu
+	// (table.extend); written with proc.
+	cur atomic.Pointer[leaseBound]
+	// procLease is the process lease the leases are held under; a zero
+	// Epoch: none yet, or lost. Only the keeper's renewer changes it.
+	procLease persistence.ProcessLease
 	// base is the monotonic origin of the bounds.
 	base time.Time
 	// accounts are the accounts driven, and those stopping (no new claims)
@@ -106,6 +113,18 @@ func (t *table) setWant(ids []string) {
 	t.mu.Unlock()
 }
 
+// waiting reports whether an account is wanted whose lease is not held.
+func (t *table) waiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.want {
+		if _, ok := t.leases[id]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // driven returns the accounts driven and within their lease's bound.
 func (t *table) driven() []string {
 	t.mu.Lock()
@@ -125,7 +144,7 @@ func (t *table) owned() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ids := make([]string, 0, len(t.leases))
-	if t.proc == nil || !t.proc.valid() {
+	if !t.boundHolds() {
 		return ids
 	}
 	for id := range t.leases {
@@ -159,27 +178,49 @@ func (t *table) dropLease(id string) {
 }
 
 // renewed moves the bound of the process lease to start (the statement
-// that renewed it, or took leases under it, was sent then), or starts a
-// new bound when there is none. Call with t.mu held.
+// that renewed it was sent then), or starts a new bound when there is
+// none or it passed. Call with t.mu held.
 func (t *table) renewed(start time.Time) {
-	if b := t.proc; b != nil && !b.valid() {
-		t.lapse(b) // passed before its timer ran: dropped as if it had
-	}
 	if b := t.proc; b != nil {
-		b.extend(start)
-		b.timer.Reset(b.left())
-		return
+		if b.extend(start) {
+			b.timer.Reset(b.left())
+			return
+		}
+		t.lapse(b) // passed before its timer ran: dropped as if it had
 	}
 	b := newLeaseBound(t.base, start, t.lease)
 	b.timer = time.AfterFunc(b.left(), func() { t.expire(b) })
 	t.proc = b
+	t.cur.Store(b)
 }
 
-// retire forgets the bound of the process lease. Call with t.mu held.
+// extend is renewed for the keeper's renewer: a bound that holds moves
+// without t.mu, so no part holding the mutex (the keeper's rounds
+// starting thousands of accounts, a claim) delays a renewal's effect;
+// only a bound that passed, or none, takes the mutex (then no lease is
+// held, and nothing is at stake in the wait). The bound's timer is not
+// reset here: when it fires early, expire re-arms it.
+func (t *table) extend(start time.Time) {
+	if b := t.cur.Load(); b != nil && b.extend(start) {
+		return
+	}
+	t.mu.Lock()
+	t.renewed(start)
+	t.mu.Unlock()
+}
+
+// boundHolds reports whether the process lease's bound holds. Call with
+// t.mu held.
+func (t *table) boundHolds() bool { return t.proc != nil && t.proc.valid() }
+
+// retire forgets the bound of the process lease, which never holds
+// again. Call with t.mu held.
 func (t *table) retire() {
 	if t.proc != nil {
 		t.proc.timer.Stop()
+		t.proc.retire()
 		t.proc = nil
+		t.cur.Store(nil)
 	}
 }
 
@@ -209,8 +250,12 @@ func (t *table) dropAll(reason string) int {
 func (t *table) expire(b *leaseBound) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.proc != b || b.valid() {
-		return // renewed, or retired already
+	if t.proc != b {
+		return // retired already
+	}
+	if b.valid() {
+		b.timer.Reset(b.left()) // moved by a renewal without t.mu (extend)
+		return
 	}
 	t.lapse(b)
 }

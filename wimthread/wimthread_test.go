@@ -160,6 +160,41 @@ func (b *bundle) own(t testing.TB, r *connectors.Registry, logger *slog.Logger, 
 	return s
 }
 
+// member starts a supervisor as one wimd of a cluster runs it: given no
+// account until the test says (SetAccounts), following the account
+// notifications on a listener of its own, its test signals initialised.
+// Both are stopped when the test ends.
+func (b *bundle) member(t testing.TB, opts wimthread.Options) *wimthread.Supervisor {
+	t.Helper()
+	if opts.Policy == (actions.Policy{}) {
+		opts.Policy = fast
+	}
+	if opts.Poll == 0 {
+		opts.Poll = time.Hour // as in own
+	}
+	l := persistence.NewListener(b.db, nil)
+	opts.Notifications = l.Subscribe(persistence.ChannelAccounts)
+	if err := l.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := wimthread.New(b.db, b.conns(registry(), nil, nil), nil, opts)
+	s.TestSignals().Init()
+	if err := s.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop supervisor %s: %v", opts.Owner, err)
+		}
+		if err := l.Stop(ctx); err != nil {
+			t.Errorf("stop listener: %v", err)
+		}
+	})
+	return s
+}
+
 // watchClaims checks the ownership invariant over and over while the
 // supervisor runs: every unexpired claim the database holds under its
 // owner is one of its workers' (wimthread.VerifyClaims). The returned

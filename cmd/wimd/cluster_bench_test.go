@@ -240,6 +240,9 @@ func BenchmarkClusterRebalance(b *testing.B) {
 						named[id] = m
 					}
 					b.Logf("%s path, from w3's start:\n%s", path.name, rebalanceTrace(start, named))
+					if path.name == newPath.name {
+						b.ReportMetric(float64(c.leaseTrouble(b)), "lease-trouble-lines-new")
+					}
 				}
 				b.ReportMetric(first["new"].Seconds(), "s-first-account-new")
 				b.ReportMetric(serving["new"].Seconds(), "s-serving-new")
@@ -363,3 +366,44 @@ func reportOldBinary(b *testing.B) {
 	}
 	b.ReportMetric(v, "old-code")
 }
+
+// leaseTrouble logs, and counts, the lines of the members' logs that say
+// a lease or a claim was lost or could not be proved (issue 31: an idle
+// member of the 100,000-account rebalance lost every lease to its local
+// bound while it released thousands), and w3's take rate: the accounts
+// its "took account leases" lines name, from the first to the last.
+func (c *cluster) leaseTrouble(b *testing.B) int {
+	n := 0
+	for _, id := range sortedKeys(c.members) {
+		log := c.members[id].log.String()
+		lines := matchingLines(log, leaseTrouble)
+		n += len(lines)
+		if len(lines) > 0 {
+			b.Logf("%s: %d lease trouble lines, first: %s", id, len(lines), lines[0])
+		}
+		if id != "w3" {
+			continue
+		}
+		var first, last time.Time
+		taken := 0
+		for _, m := range tookCount.FindAllStringSubmatch(log, -1) {
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			k, _ := strconv.Atoi(m[2])
+			if err != nil {
+				continue
+			}
+			if first.IsZero() {
+				first = at
+			}
+			last, taken = at, taken+k
+		}
+		if d := last.Sub(first); d > 0 {
+			b.Logf("w3 took %d leases from %s to %s: %.0f leases/s", taken, first.Format("15:04:05.000"), last.Format("15:04:05.000"), float64(taken)/d.Seconds())
+		}
+	}
+	return n
+}
+
+// tookCount is the keeper's log line when it takes account leases, with
+// how many.
+var tookCount = regexp.MustCompile(`time=(\S+) level=INFO msg="took account leases".*? accounts=(\d+)`)

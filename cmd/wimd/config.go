@@ -181,7 +181,7 @@ func (a *App) parseServe(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.parallel, "parallel", a.envInt("WIMRO_PARALLEL", 8), "WAN links run at once per WIM account (env WIMRO_PARALLEL)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", a.envInt("WIMRO_DB_MAX_CONNS", 0),
 		"PostgreSQL connections in the pool, workers and API together (env WIMRO_DB_MAX_CONNS); 0: --parallel + 13 "+
-			"(claimer 1, completer 2, cluster chores 1, connector reads --parallel, API 9); the LISTEN connection, the lease keeper's and the connector locks' are extra, one each")
+			"(claimer 1, completer 2, cluster chores 1, connector reads --parallel, API 9); the LISTEN connection and the connector locks' (one each) and the lease keeper's two (renewals; takes and releases) are extra")
 	fs.DurationVar(&c.claimLease, "claim-lease", a.envDuration("WIMRO_CLAIM_LEASE", defaultClaimLease),
 		"account and claim lease, renewed every third of it while the work runs: how soon another process takes over the accounts and actions of a dead one; a process that cannot renew its leases for this long steps out of the cluster (env WIMRO_CLAIM_LEASE)")
 	fs.DurationVar(&c.refresh, "status-refresh", a.envDuration("WIMRO_STATUS_REFRESH", actions.DefaultPolicy.Refresh),

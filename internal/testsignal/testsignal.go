@@ -110,6 +110,14 @@ func (s *Signal[T]) Until(tb TB, timeout time.Duration, what string, cond func()
 	}
 }
 
+// C returns the channel the values are delivered on, for a test that
+// waits on several signals at once (a select with a deadline of its own),
+// or fails tb when Init was not called.
+func (s *Signal[T]) C(tb TB, what string) <-chan T {
+	tb.Helper()
+	return *s.channel(tb, what)
+}
+
 // channel returns the signal's channel, or fails tb when Init was not
 // called.
 func (s *Signal[T]) channel(tb TB, what string) *chan T {
