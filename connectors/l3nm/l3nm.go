@@ -102,7 +102,6 @@ package l3nm
 
 import (
 	"encoding/json"
-	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -192,35 +191,10 @@ func (s settings) model() vpnrc.Model {
 		Entries:     s.entries,
 		Status:      status,
 		Place:       place,
-		Attachments: attachments,
+		Attachments: vpnrc.NodeL3Attachments(place, siteOf),
 		CreateByPut: s.dialect == DialectCNC,
 		NoCEAddress: s.dialect == DialectCNC,
 	}
-}
-
-// attachments reads the accesses of listed entries back; a vpn-node
-// without ne-id (a controller that drops the leaf, as CNC's deviations
-// do) is read by its vpn-node-id, which wimro sets to the same PE name.
-func attachments(entries []vpnrc.Entry) []vpnrc.Attachment {
-	filled := make([]vpnrc.Entry, len(entries))
-	for i, e := range entries {
-		filled[i] = e
-		nodes, _ := e.Body["vpn-nodes"].(map[string]any)
-		list, _ := nodes["vpn-node"].([]any)
-		withNE := make([]any, len(list))
-		for j, item := range list {
-			n, _ := item.(map[string]any)
-			if _, ok := n["ne-id"]; !ok && n != nil {
-				n = maps.Clone(n)
-				n["ne-id"] = n["vpn-node-id"]
-			}
-			withNE[j] = n
-		}
-		body := maps.Clone(e.Body)
-		body["vpn-nodes"] = map[string]any{"vpn-node": withNE}
-		filled[i].Body = body
-	}
-	return vpnrc.NodeL3Attachments(place, siteOf)(filled)
 }
 
 // place names where an access attaches: its PE, interface and bearer.

@@ -966,7 +966,7 @@ func Nodes(eps []Endpoint, node func(ne string) map[string]any, access func(i in
 }
 
 // NodeAttachments reads the vpn-network-accesses of listed vpn-service
-// entries of a network model (vpn-nodes by ne-id) back: each one's place
+// entries of a network model (vpn-nodes by ne-id, else by vpn-node-id) back: each one's place
 // (place of its ne-id, interface-id and bearer-reference) and cvlan-id.
 func NodeAttachments(place func(fields map[string]string) string) func(entries []Entry) []Attachment {
 	return NodeL3Attachments(place, nil)
@@ -982,6 +982,7 @@ func NodeL3Attachments(place func(fields map[string]string) string, l3 func(acce
 				Nodes struct {
 					Node []struct {
 						NE       string `json:"ne-id"`
+						ID       string `json:"vpn-node-id"`
 						Accesses struct {
 							Access []struct {
 								Interface  string `json:"interface-id"`
@@ -1005,8 +1006,14 @@ func NodeL3Attachments(place func(fields map[string]string) string, l3 func(acce
 			nodes, _ := e.Body["vpn-nodes"].(map[string]any)
 			raw, _ := nodes["vpn-node"].([]any)
 			for i, n := range svc.Nodes.Node {
+				ne := n.NE
+				if ne == "" {
+					// A controller that drops ne-id (Cisco CNC's L3NM
+					// deviations): wimro names the vpn-node after it.
+					ne = n.ID
+				}
 				for j, a := range n.Accesses.Access {
-					p := place(map[string]string{"ne-id": n.NE, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
+					p := place(map[string]string{"ne-id": ne, "interface-id": a.Interface, "bearer-reference": a.Connection.Bearer})
 					att := Attachment{Place: p, VLAN: a.Connection.Encapsulation.Dot1Q.CVLAN}
 					if l3 != nil {
 						att.L3 = l3(rawAccess(raw, i, j))
